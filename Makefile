@@ -1,0 +1,51 @@
+# The habits of this project. `make run` and `make test` are the two commands a fresh
+# machine needs (README.md); everything else is for people working on kvplan.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+LINT_PATHS := $(wildcard service tests migrations)
+
+.PHONY: run test lint typecheck format openapi bench calibrate install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Serve on the embedded SQLite default: migrate, seed, then serve on $(HOST):$(PORT).
+run: $(STAMP)
+	$(BIN)/kvplan migrate
+	$(BIN)/kvplan seed
+	$(BIN)/kvplan serve --host $(HOST) --port $(PORT)
+
+## The whole suite against PostgreSQL (KVPLAN_TEST_DATABASE_URL; fails if unreachable).
+test: $(STAMP)
+	KVPLAN_TEST_DATABASE_URL="$${KVPLAN_TEST_DATABASE_URL:-$(TEST_DATABASE_URL)}" \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff format $(LINT_PATHS)
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+
+## Write the app's OpenAPI spec to openapi/openapi.json (a test fails when they differ).
+openapi: $(STAMP)
+	$(BIN)/python -m service.openapi_export openapi/openapi.json
+
+## Medians of the sizing engine's speed, and the calibration error table.
+bench: $(STAMP)
+	$(BIN)/python -m service.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,307 @@
+"""A model as the KV cache sees it: an ordered schedule of layers, each of a known kind.
+
+A model is not one formula. Each layer kind keeps a different kind of per-sequence state:
+attention layers keep keys and values per token (all of them, a window, or a chunk), MLA keeps
+one compressed latent per token, and linear-attention / Mamba layers keep a fixed-size state.
+Unknown kinds are rejected (`UnknownLayerKind`), never sized as full attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import ClassVar, TypeAlias
+
+from .dtypes import normalize_model_dtype, normalize_weight_format
+from .errors import SizingError, UnknownLayerKind
+
+
+class LayerKind(StrEnum):
+    FULL_ATTENTION = "full_attention"
+    SLIDING_ATTENTION = "sliding_attention"
+    CHUNKED_ATTENTION = "chunked_attention"
+    MLA = "mla"
+    LINEAR_ATTENTION = "linear_attention"
+    MAMBA2 = "mamba2"
+    MAMBA = "mamba"
+    NO_CACHE = "no_cache"
+
+
+def _positive(field_name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SizingError(field_name, f"must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class FullAttention:
+    """MHA / GQA / MQA: K and V for every token of the context."""
+
+    kind: ClassVar[LayerKind] = LayerKind.FULL_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingWindowAttention:
+    """Attention over the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3, gpt-oss)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.SLIDING_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    sliding_window: int
+    v_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("sliding_window", self.sliding_window)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedLocalAttention:
+    """Attention inside fixed chunks of `attention_chunk_size` tokens (Llama 4)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.CHUNKED_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    attention_chunk_size: int
+    v_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("attention_chunk_size", self.attention_chunk_size)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiHeadLatentAttention:
+    """MLA (DeepSeek V2/V3/R1, Kimi K2): one latent of kv_lora_rank + rope dims per token."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MLA
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+
+    def __post_init__(self) -> None:
+        _positive("kv_lora_rank", self.kv_lora_rank)
+        _positive("qk_rope_head_dim", self.qk_rope_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class GatedDeltaNet:
+    """Linear attention (Qwen3-Next, Qwen3.5/3.6): a conv state plus a recurrent matrix state."""
+
+    kind: ClassVar[LayerKind] = LayerKind.LINEAR_ATTENTION
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("num_key_heads", self.num_key_heads)
+        _positive("num_value_heads", self.num_value_heads)
+        _positive("key_head_dim", self.key_head_dim)
+        _positive("value_head_dim", self.value_head_dim)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba2:
+    """Mamba-2 mixer (Nemotron-H, Granite 4.0-H, Falcon-H1)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MAMBA2
+    num_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("num_heads", self.num_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("state_size", self.state_size)
+        _positive("n_groups", self.n_groups)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba1:
+    """Mamba-1 mixer (Jamba): d_inner channels, each with a d_state state and a conv window."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MAMBA
+    intermediate_size: int
+    state_size: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("intermediate_size", self.intermediate_size)
+        _positive("state_size", self.state_size)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class NoCache:
+    """A block that keeps no per-sequence state (Nemotron-H MLP / MoE blocks)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.NO_CACHE
+
+
+AttentionLayer: TypeAlias = FullAttention | SlidingWindowAttention | ChunkedLocalAttention
+TokenLayer: TypeAlias = AttentionLayer | MultiHeadLatentAttention
+StateLayer: TypeAlias = GatedDeltaNet | Mamba2 | Mamba1
+Layer: TypeAlias = TokenLayer | StateLayer | NoCache
+
+LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
+    LayerKind.FULL_ATTENTION: FullAttention,
+    LayerKind.SLIDING_ATTENTION: SlidingWindowAttention,
+    LayerKind.CHUNKED_ATTENTION: ChunkedLocalAttention,
+    LayerKind.MLA: MultiHeadLatentAttention,
+    LayerKind.LINEAR_ATTENTION: GatedDeltaNet,
+    LayerKind.MAMBA2: Mamba2,
+    LayerKind.MAMBA: Mamba1,
+    LayerKind.NO_CACHE: NoCache,
+}
+
+
+def parse_layer_kind(name: str, field_name: str = "layer_schedule") -> LayerKind:
+    try:
+        return LayerKind(name)
+    except ValueError:
+        accepted = ", ".join(k.value for k in LayerKind)
+        raise UnknownLayerKind(
+            field_name, f"unknown layer kind {name!r}; kvplan sizes only: {accepted}"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class MixtureOfExperts:
+    num_experts: int
+    experts_per_token: int
+    moe_intermediate_size: int
+    shared_expert_intermediate_size: int = 0
+
+
+@dataclass(frozen=True)
+class ModelArchitecture:
+    """Everything about a model that decides its memory: the layer schedule and the weights."""
+
+    layers: tuple[Layer, ...]
+    num_attention_heads: int
+    dtype: str = "bfloat16"
+    state_dtype: str | None = None
+    hidden_size: int | None = None
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    num_parameters: int | None = None
+    weight_bytes: int | None = None
+    weight_format: str = "bfloat16"
+    max_position_embeddings: int | None = None
+    moe: MixtureOfExperts | None = None
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            raise SizingError("layer_schedule", "a model needs at least one layer")
+        for layer in self.layers:
+            if type(layer) not in LAYER_CLASSES.values():
+                raise UnknownLayerKind(
+                    "layer_schedule", f"unknown layer object {type(layer).__name__}"
+                )
+        _positive("num_attention_heads", self.num_attention_heads)
+        object.__setattr__(self, "dtype", normalize_model_dtype(self.dtype))
+        if self.state_dtype is not None:
+            object.__setattr__(
+                self, "state_dtype", normalize_model_dtype(self.state_dtype, "state_dtype")
+            )
+        object.__setattr__(self, "weight_format", normalize_weight_format(self.weight_format))
+        if not any(not isinstance(layer, NoCache) for layer in self.layers):
+            raise SizingError("layer_schedule", "no layer keeps any per-sequence state")
+        for name in (
+            "hidden_size",
+            "intermediate_size",
+            "vocab_size",
+            "num_parameters",
+            "weight_bytes",
+            "max_position_embeddings",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                _positive(name, value)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @cached_property
+    def layer_counts(self) -> tuple[tuple[Layer, int], ...]:
+        """Distinct layer geometries with how many layers have each, in first-seen order."""
+        counts: dict[Layer, int] = {}
+        for layer in self.layers:
+            counts[layer] = counts.get(layer, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
+    def kinds(self) -> frozenset[LayerKind]:
+        return frozenset(layer.kind for layer in self.layers)
+
+    @cached_property
+    def cache_layer_counts(self) -> tuple[tuple[TokenLayer | StateLayer, int], ...]:
+        """`layer_counts` without the blocks that keep no state."""
+        return tuple(
+            (layer, count) for layer, count in self.layer_counts if not isinstance(layer, NoCache)
+        )
+
+    @property
+    def is_hybrid(self) -> bool:
+        """More than one cache geometry: vLLM's hybrid KV-cache manager takes over."""
+        return len(self.cache_layer_counts) > 1
+
+    def with_layers(self, layers: Sequence[Layer]) -> ModelArchitecture:
+        """The same model restricted to some of its layers (one pipeline stage)."""
+        return ModelArchitecture(
+            layers=tuple(layers),
+            num_attention_heads=self.num_attention_heads,
+            dtype=self.dtype,
+            state_dtype=self.state_dtype,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            vocab_size=self.vocab_size,
+            num_parameters=self.num_parameters,
+            weight_bytes=self.weight_bytes,
+            weight_format=self.weight_format,
+            max_position_embeddings=self.max_position_embeddings,
+            moe=self.moe,
+            name=self.name,
+        )
+
+
+def build_layers(
+    specs: Mapping[LayerKind, Layer], schedule: Sequence[LayerKind]
+) -> tuple[Layer, ...]:
+    """Expand a schedule of kinds into layer geometries, one per layer."""
+    layers: list[Layer] = []
+    for index, kind in enumerate(schedule):
+        if kind is LayerKind.NO_CACHE:
+            layers.append(NoCache())
+            continue
+        spec = specs.get(kind)
+        if spec is None:
+            raise SizingError(
+                f"layer_specs.{kind.value}",
+                f"layer {index} is {kind.value} but no geometry is given for that kind",
+            )
+        layers.append(spec)
+    return tuple(layers)

@@ -1,0 +1,436 @@
+"""One deployment's capacity: how many sequences of `max_model_len` one engine instance holds.
+
+per-token bytes (by layer) -> per-GPU pages and blocks (engine layout)
+GPU memory -> pool (engine budget) -> blocks -> tokens, concurrency, max_num_seqs
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .architecture import ModelArchitecture
+from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
+from .engines import calibration
+from .engines.activation import forward_bytes_per_token
+from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, MemoryBudget, PoolReport
+from .engines.sglang import sglang_budget, sglang_report
+from .engines.trtllm import trtllm_budget, trtllm_report
+from .engines.vllm import (
+    batch_defaults,
+    behaviour_for,
+    parse_version,
+    vllm_budget,
+    vllm_layout,
+    vllm_report,
+)
+from .errors import SizingError
+from .kv import (
+    LayerBytes,
+    has_state_layers,
+    kv_bytes_per_token,
+    sequence_breakdown,
+    state_dtype_bytes,
+)
+from .parallel import check_tensor_parallel, pipeline_stages
+from .units import cdiv
+from .weights import weight_bytes_per_gpu, weight_bytes_total
+
+MAX_CONTEXT_TOKENS = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """An accelerator as the engine sees it: total memory as the CUDA runtime reports it."""
+
+    memory_bytes: int
+    name: str = ""
+    slug: str = ""
+    price_per_hour_usd: float | None = None
+    max_gpus_per_node: int = 8
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes < 1:
+            raise SizingError("gpu.memory_bytes", "must be a positive number of bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    max_model_len: int
+    kv_cache_dtype: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_model_len <= MAX_CONTEXT_TOKENS:
+            raise SizingError("max_model_len", f"must be between 1 and {MAX_CONTEXT_TOKENS}")
+        object.__setattr__(self, "kv_cache_dtype", normalize_kv_cache_dtype(self.kv_cache_dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_replica * self.data_parallel_size
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Everything one capacity computation found, per GPU unless the name says otherwise."""
+
+    engine: Engine
+    engine_version: str | None
+    kv_cache_dtype: str
+    kv_element_bytes: int
+    max_model_len: int
+    parallel: Parallelism
+    kv_bytes_per_token: int
+    kv_bytes_per_token_per_gpu: int
+    kv_bytes_per_sequence: int
+    sequence: tuple[LayerBytes, ...]
+    weights_bytes: int
+    weights_bytes_per_gpu: int
+    budget: MemoryBudget
+    layout: CacheLayout
+    report: PoolReport
+    engine_settings: dict[str, Any]
+    warnings: tuple[str, ...]
+    fits: bool
+    reason: str | None
+    max_model_len_that_fits: int | None = None
+    per_stage_blocks: tuple[int, ...] = field(default=())
+
+    @property
+    def kv_pool_bytes(self) -> int:
+        return self.budget.pool_bytes
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        return self.report.num_gpu_blocks
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        return self.report.kv_cache_tokens
+
+    @property
+    def max_concurrency(self) -> float:
+        return round(self.report.max_concurrency, 2)
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.report.max_num_seqs
+
+    @property
+    def total_max_num_seqs(self) -> int:
+        return self.report.max_num_seqs * self.parallel.data_parallel_size
+
+
+def compute_capacity(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    parallel: Parallelism | None = None,
+    engine: EngineOptions | None = None,
+) -> Capacity:
+    parallel = parallel or Parallelism()
+    engine = engine or EngineOptions()
+    warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
+    stages = [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
+    if parallel.data_parallel_size < 1:
+        raise SizingError("data_parallel_size", "must be at least 1")
+    m = workload.max_model_len
+    if arch.max_position_embeddings is not None and m > arch.max_position_embeddings:
+        warnings.append(
+            f"max_model_len {m} is beyond the model's max_position_embeddings "
+            f"{arch.max_position_embeddings}; engines refuse it unless rope scaling allows it"
+        )
+    kv_b = kv_cache_dtype_bytes(workload.kv_cache_dtype, arch.dtype)
+    tp = parallel.tensor_parallel_size
+    sequence = sequence_breakdown(arch, workload.kv_cache_dtype, m, 1, engine.mamba_ssm_cache_dtype)
+    weights_total = weight_bytes_total(arch, engine.weight_format)
+    weights_gpu = weight_bytes_per_gpu(
+        arch, tp, parallel.pipeline_parallel_size, engine.weight_format
+    )
+    common = {
+        "kv_cache_dtype": workload.kv_cache_dtype,
+        "kv_element_bytes": kv_b,
+        "max_model_len": m,
+        "parallel": parallel,
+        "kv_bytes_per_token": kv_bytes_per_token(arch, workload.kv_cache_dtype),
+        "kv_bytes_per_token_per_gpu": max(
+            kv_bytes_per_token(stage, workload.kv_cache_dtype, tp) for stage in stages
+        ),
+        "kv_bytes_per_sequence": sum(line.bytes_per_sequence for line in sequence),
+        "sequence": sequence,
+        "weights_bytes": weights_total,
+        "weights_bytes_per_gpu": weights_gpu,
+    }
+    if engine.engine is Engine.VLLM:
+        return _vllm_capacity(
+            arch=arch,
+            stages=stages,
+            gpu=gpu,
+            workload=workload,
+            parallel=parallel,
+            engine=engine,
+            warnings=warnings,
+            common=common,
+        )
+    if engine.engine is Engine.SGLANG:
+        return _sglang_capacity(
+            arch=arch,
+            gpu=gpu,
+            workload=workload,
+            parallel=parallel,
+            engine=engine,
+            warnings=warnings,
+            common=common,
+        )
+    return _trtllm_capacity(
+        arch=arch,
+        gpu=gpu,
+        workload=workload,
+        parallel=parallel,
+        engine=engine,
+        warnings=warnings,
+        common=common,
+    )
+
+
+def _vllm_capacity(
+    *,
+    arch: ModelArchitecture,
+    stages: list[ModelArchitecture],
+    gpu: Gpu,
+    workload: Workload,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    version_text = engine.engine_version or calibration.DEFAULT_VLLM_VERSION
+    version = parse_version(version_text)
+    assert version is not None
+    behaviour = behaviour_for(version)
+    m = workload.max_model_len
+    if not behaviour.v1_engine and has_state_layers(arch):
+        raise SizingError(
+            "engine_version",
+            "vLLM before 0.8 (V0) kept Mamba state outside the KV pool; kvplan sizes recurrent "
+            "models for the V1 engine (0.10 or later)",
+        )
+    defaults = batch_defaults(behaviour, gpu.memory_bytes, gpu.name, m)
+    mnbt = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
+    max_num_seqs = min(engine.max_num_seqs or defaults.max_num_seqs, mnbt)
+    prefix_caching = (
+        engine.enable_prefix_caching
+        if engine.enable_prefix_caching is not None
+        else behaviour.v1_engine
+    )
+    conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
+    kv_b = common["kv_element_bytes"]
+    tp = parallel.tensor_parallel_size
+
+    def layout_for(stage: ModelArchitecture, context: int) -> CacheLayout:
+        return vllm_layout(
+            stage,
+            kv_bytes=kv_b,
+            conv_bytes=conv_b,
+            ssm_bytes=ssm_b,
+            tensor_parallel_size=tp,
+            max_model_len=context,
+            block_size=engine.block_size,
+            max_num_batched_tokens=mnbt,
+            enable_prefix_caching=prefix_caching,
+            hybrid_allocator=behaviour.hybrid_allocator
+            and not engine.disable_hybrid_kv_cache_manager,
+        )
+
+    layouts = [layout_for(stage, m) for stage in stages]
+    budget = vllm_budget(
+        arch,
+        behaviour=behaviour,
+        total_bytes=gpu.memory_bytes,
+        weights_per_gpu=common["weights_bytes_per_gpu"],
+        tensor_parallel_size=tp,
+        options=engine,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=max_num_seqs,
+    )
+    per_stage = tuple(max(0, budget.pool_bytes) // lay.bytes_per_block for lay in layouts)
+    # Every worker uses the smallest block count of all workers (get_kv_cache_configs).
+    worst = min(range(len(layouts)), key=lambda i: per_stage[i])
+    num_blocks = per_stage[worst]
+    if engine.num_gpu_blocks_override is not None:
+        num_blocks = engine.num_gpu_blocks_override
+    layout = layouts[worst]
+    report = vllm_report(num_blocks, layout, m, behaviour)
+    fits, reason, longest = True, None, None
+    if budget.pool_bytes <= 0:
+        fits = False
+        reason = (
+            f"no memory left for the KV cache: weights, activation and overheads take "
+            f"{budget.requested_bytes - budget.pool_bytes} B of the {budget.requested_bytes} B "
+            f"requested"
+        )
+    elif num_blocks < layout.blocks_per_request:
+        fits = False
+        longest = _longest_context(lambda c: layout_for(stages[worst], c), num_blocks, m)
+        reason = (
+            f"one sequence of {m} tokens needs {layout.blocks_per_request} blocks but the pool "
+            f"holds {num_blocks}; the longest max_model_len that fits is about {longest}"
+        )
+    settings: dict[str, Any] = {
+        "engine_version": behaviour.label,
+        "gpu_memory_utilization": budget.fraction,
+        "block_size": layout.block_size,
+        "max_num_batched_tokens": mnbt,
+        "max_num_seqs_default": max_num_seqs,
+        "enable_prefix_caching": prefix_caching,
+        "enforce_eager": engine.enforce_eager,
+        "batch_defaults": defaults.source,
+    }
+    return Capacity(
+        engine=Engine.VLLM,
+        engine_version=behaviour.label,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings=settings,
+        warnings=tuple(warnings) + layout.notes,
+        fits=fits,
+        reason=reason,
+        max_model_len_that_fits=longest,
+        per_stage_blocks=per_stage,
+        **common,
+    )
+
+
+def _longest_context(layout_at: Any, num_blocks: int, upper: int) -> int:
+    """Binary search for the longest context whose per-request blocks fit (vLLM does the same)."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if layout_at(mid).blocks_per_request <= num_blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _single_group_layout(bytes_per_token: int, block: int, m: int) -> CacheLayout:
+    per_request = cdiv(m, block)
+    return CacheLayout(
+        groups=(CacheGroup("all_layers", 0, block, block * bytes_per_token, per_request),),
+        bytes_per_block=block * bytes_per_token,
+        blocks_per_request=per_request,
+        block_size=block,
+        padding_layers=0,
+        notes=(),
+    )
+
+
+def _sglang_capacity(
+    *,
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    if arch.is_hybrid or has_state_layers(arch):
+        warnings.append(
+            "SGLang hybrid pools (sliding-window and Mamba ratios) are not modelled: every "
+            "attention layer is sized for the whole context and recurrent state is ignored"
+        )
+    cell = common["kv_bytes_per_token_per_gpu"]
+    page = engine.block_size or 1
+    budget = sglang_budget(
+        total_bytes=gpu.memory_bytes,
+        weights_per_gpu=common["weights_bytes_per_gpu"],
+        tensor_parallel_size=parallel.tensor_parallel_size,
+        options=engine,
+    )
+    report = sglang_report(budget.pool_bytes, cell, page, workload.max_model_len)
+    fits = report.max_num_seqs >= 1
+    reason = (
+        None
+        if fits
+        else (
+            f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of "
+            f"{workload.max_model_len} tokens"
+        )
+    )
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=engine.engine_version,
+        budget=budget,
+        layout=_single_group_layout(cell, page, workload.max_model_len),
+        report=report,
+        engine_settings={"mem_fraction_static": budget.fraction, "page_size": page},
+        warnings=tuple(warnings),
+        fits=fits,
+        reason=reason,
+        **common,
+    )
+
+
+def _trtllm_capacity(
+    *,
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    if arch.is_hybrid or has_state_layers(arch):
+        warnings.append(
+            "TensorRT-LLM variable-window and Mamba pools are not modelled: attention layers "
+            "are sized for the whole context"
+        )
+    per_token = forward_bytes_per_token(arch, parallel.tensor_parallel_size) or 0
+    mnbt = engine.max_num_batched_tokens or 8192
+    budget = trtllm_budget(
+        total_bytes=gpu.memory_bytes,
+        weights_per_gpu=common["weights_bytes_per_gpu"],
+        activation_bytes=per_token * mnbt,
+        options=engine,
+    )
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    cell = common["kv_bytes_per_token_per_gpu"]
+    report = trtllm_report(budget.pool_bytes, cell, block, workload.max_model_len)
+    fits = report.max_num_seqs >= 1
+    reason = (
+        None
+        if fits
+        else (
+            f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of "
+            f"{workload.max_model_len} tokens"
+        )
+    )
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        budget=budget,
+        layout=_single_group_layout(cell, block, workload.max_model_len),
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": mnbt,
+        },
+        warnings=tuple(warnings),
+        fits=fits,
+        reason=reason,
+        **common,
+    )

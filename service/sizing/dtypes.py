@@ -1,0 +1,122 @@
+"""Element sizes: KV-cache dtypes, model dtypes, recurrent-state dtypes, weight formats."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Final
+
+from .errors import InvalidDtype
+
+# Model (activation / `torch_dtype`) dtypes and their element size in bytes.
+MODEL_DTYPE_BYTES: Final[dict[str, int]] = {
+    "float32": 4,
+    "bfloat16": 2,
+    "float16": 2,
+}
+_MODEL_DTYPE_ALIASES: Final[dict[str, str]] = {
+    "fp32": "float32",
+    "float": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+}
+
+# KV-cache element size. vLLM `CacheConfig.cache_dtype` / `--kv-cache-dtype`
+# (vllm/config/cache.py); fp8 variants store one byte per element, per-tensor scales
+# are not part of the page (vllm/v1/kv_cache_interface.py).
+KV_CACHE_DTYPE_BYTES: Final[dict[str, int | None]] = {
+    "auto": None,  # the model's own dtype
+    "bfloat16": 2,
+    "float16": 2,
+    "float32": 4,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+}
+_KV_DTYPE_ALIASES: Final[dict[str, str]] = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float": "float32",
+    "fp8_e4m3fn": "fp8_e4m3",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+}
+
+ACCEPTED_KV_CACHE_DTYPES: Final[tuple[str, ...]] = tuple(KV_CACHE_DTYPE_BYTES) + tuple(
+    _KV_DTYPE_ALIASES
+)
+
+
+def normalize_model_dtype(name: str, field: str = "dtype") -> str:
+    key = name.strip().lower().removeprefix("torch.")
+    key = _MODEL_DTYPE_ALIASES.get(key, key)
+    if key not in MODEL_DTYPE_BYTES:
+        accepted = ", ".join(sorted(MODEL_DTYPE_BYTES) + sorted(_MODEL_DTYPE_ALIASES))
+        raise InvalidDtype(field, f"unknown dtype {name!r}; accepted: {accepted}")
+    return key
+
+
+def model_dtype_bytes(name: str, field: str = "dtype") -> int:
+    return MODEL_DTYPE_BYTES[normalize_model_dtype(name, field)]
+
+
+def normalize_kv_cache_dtype(name: str, field: str = "kv_cache_dtype") -> str:
+    key = name.strip().lower()
+    key = _KV_DTYPE_ALIASES.get(key, key)
+    if key not in KV_CACHE_DTYPE_BYTES:
+        accepted = ", ".join(ACCEPTED_KV_CACHE_DTYPES)
+        raise InvalidDtype(field, f"unknown KV-cache dtype {name!r}; accepted: {accepted}")
+    return key
+
+
+def kv_cache_dtype_bytes(name: str, model_dtype: str, field: str = "kv_cache_dtype") -> int:
+    """Bytes per KV element; `auto` follows the model dtype (vLLM `STR_DTYPE_TO_TORCH_DTYPE`)."""
+    size = KV_CACHE_DTYPE_BYTES[normalize_kv_cache_dtype(name, field)]
+    return model_dtype_bytes(model_dtype) if size is None else size
+
+
+# Weight storage formats as bits per parameter, including their block scales.
+WEIGHT_FORMAT_BITS: Final[dict[str, Fraction]] = {
+    "float32": Fraction(32),
+    "bfloat16": Fraction(16),
+    "float16": Fraction(16),
+    "fp8": Fraction(8),  # e4m3; 128x128 block scales add 4 B per 16384 weights, ignored
+    "int8": Fraction(8),  # w8a8 per-channel scales, negligible
+    "int4": Fraction(4),
+    # AWQ / GPTQ: 4-bit weights, group size 128 with an fp16 scale and a packed 4-bit zero
+    # per group (AutoAWQ / AutoGPTQ defaults, q_group_size=128).
+    "awq": Fraction(4) + Fraction(16 + 4, 128),
+    "gptq": Fraction(4) + Fraction(16 + 4, 128),
+    # NVFP4: E2M1 values with one FP8 (E4M3) scale per 16 (NVIDIA "Introducing NVFP4").
+    "nvfp4": Fraction(4) + Fraction(8, 16),
+    # MXFP4: E2M1 values with one E8M0 scale per 32 (OCP Microscaling spec v1.0).
+    "mxfp4": Fraction(4) + Fraction(8, 32),
+}
+_WEIGHT_ALIASES: Final[dict[str, str]] = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "auto": "bfloat16",
+    "fp8_e4m3": "fp8",
+    "w8a8": "int8",
+    "compressed-tensors": "int8",
+    "w4a16": "int4",
+    "modelopt_fp4": "nvfp4",
+    "fp4": "nvfp4",
+}
+
+
+def normalize_weight_format(name: str, field: str = "weight_format") -> str:
+    key = name.strip().lower()
+    key = _WEIGHT_ALIASES.get(key, key)
+    if key not in WEIGHT_FORMAT_BITS:
+        accepted = ", ".join(sorted(WEIGHT_FORMAT_BITS) + sorted(_WEIGHT_ALIASES))
+        raise InvalidDtype(field, f"unknown weight format {name!r}; accepted: {accepted}")
+    return key
+
+
+def weight_format_bits(name: str, field: str = "weight_format") -> Fraction:
+    return WEIGHT_FORMAT_BITS[normalize_weight_format(name, field)]

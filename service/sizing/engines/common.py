@@ -1,0 +1,101 @@
+"""Types shared by the engine profiles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Engine(StrEnum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """The engine flags that change the arithmetic. `None` means the engine's default."""
+
+    engine: Engine = Engine.VLLM
+    engine_version: str | None = None
+    # vLLM: fraction of TOTAL memory the instance may use (--gpu-memory-utilization).
+    gpu_memory_utilization: float | None = None
+    # SGLang: share of memory free at start-up that weights + KV may take (--mem-fraction-static).
+    mem_fraction_static: float | None = None
+    # TensorRT-LLM: share of memory still free after weights and warm-up given to KV.
+    free_gpu_memory_fraction: float | None = None
+    block_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enable_prefix_caching: bool | None = None
+    enforce_eager: bool = False
+    # Bytes of CUDA-graph memory the engine subtracts before sizing the pool (vLLM >= 0.21);
+    # None = kvplan's estimate.
+    cudagraph_memory_bytes: int | None = None
+    # A pool the caller already knows (vLLM --kv-cache-memory-bytes, or "Available KV cache
+    # memory" read from a log): replaces the computed budget.
+    kv_cache_memory_bytes: int | None = None
+    num_gpu_blocks_override: int | None = None
+    mamba_ssm_cache_dtype: str | None = None
+    disable_hybrid_kv_cache_manager: bool = False
+    weight_format: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLine:
+    """One line of the memory budget; `bytes` is what it adds (+) or takes (-)."""
+
+    name: str
+    bytes: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudget:
+    """How one GPU's memory became the KV pool."""
+
+    total_bytes: int
+    fraction: float | None
+    fraction_name: str
+    requested_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    pool_bytes: int
+    pool_given: bool
+    lines: tuple[BudgetLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheGroup:
+    """Layers that share one block table (vLLM KV-cache group) on one GPU."""
+
+    kind: str
+    layers: int
+    block_size: int
+    page_bytes: int
+    blocks_per_request: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLayout:
+    """How a GPU's pool is cut: what one block costs and how many a request needs."""
+
+    groups: tuple[CacheGroup, ...]
+    bytes_per_block: int
+    blocks_per_request: int
+    block_size: int
+    padding_layers: int
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReport:
+    """What the engine logs once the pool is cut, and the whole sequences that fit."""
+
+    num_gpu_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_num_seqs: int
+    log_lines: tuple[str, ...]

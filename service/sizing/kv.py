@@ -1,0 +1,210 @@
+"""Per-token and per-sequence cache bytes, layer by layer.
+
+These are the model's own numbers, before any engine rounds them into blocks:
+  full attention   2 x kv_heads x head_dim x bytes per token per layer (K and V; D_k + D_v)
+  MLA              (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2, not split by TP
+  sliding window   as full attention, for at most `sliding_window` tokens
+  chunked local    as full attention, for at most `attention_chunk_size` tokens
+  linear / Mamba   a fixed state per sequence, in the state dtype (not the KV-cache dtype)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    GatedDeltaNet,
+    Layer,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+    SlidingWindowAttention,
+    StateLayer,
+    TokenLayer,
+)
+from .dtypes import MODEL_DTYPE_BYTES, kv_cache_dtype_bytes
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tensor_parallel_size: int) -> int:
+    # vLLM ModelConfig.get_num_kv_heads: max(1, total // tp); heads replicate when tp > total.
+    return max(1, num_kv_heads // tensor_parallel_size)
+
+
+def token_bytes_per_layer(layer: TokenLayer, kv_bytes: int, tensor_parallel_size: int = 1) -> int:
+    """Bytes one token adds to one layer's cache on one GPU."""
+    if isinstance(layer, MultiHeadLatentAttention):
+        # vllm/v1/kv_cache_interface.py MLAAttentionSpec: one latent "head", no K/V split,
+        # identical on every TP rank.
+        return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes
+    v_head_dim = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
+    # FullAttentionSpec page: block_size x kv_heads x (head_size_k + head_size_v) x dtype bytes.
+    return (
+        kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size)
+        * (layer.head_dim + v_head_dim)
+        * kv_bytes
+    )
+
+
+def tokens_held(layer: TokenLayer, context_tokens: int) -> int:
+    """Tokens a layer keeps for one sequence of `context_tokens`, before block rounding."""
+    if isinstance(layer, SlidingWindowAttention):
+        return min(context_tokens, layer.sliding_window)
+    if isinstance(layer, ChunkedLocalAttention):
+        return min(context_tokens, layer.attention_chunk_size)
+    return context_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class StateShape:
+    """Elements of the two state tensors of a recurrent layer, per sequence, per GPU."""
+
+    conv_elements: int
+    ssm_elements: int
+
+
+def state_shape(layer: StateLayer, tensor_parallel_size: int = 1) -> StateShape:
+    tp = tensor_parallel_size
+    if isinstance(layer, GatedDeltaNet):
+        # vLLM MambaStateShapeCalculator.gated_delta_net_state_shape:
+        # conv (conv_kernel - 1, (2 x key_dim + value_dim) / tp); recurrent (v_heads / tp, d_k, d_v)
+        key_dim = layer.num_key_heads * layer.key_head_dim
+        value_dim = layer.num_value_heads * layer.value_head_dim
+        conv = (layer.conv_kernel - 1) * ((2 * key_dim + value_dim) // tp)
+        ssm = (layer.num_value_heads // tp) * layer.key_head_dim * layer.value_head_dim
+        return StateShape(conv, ssm)
+    if isinstance(layer, Mamba2):
+        # vLLM MambaStateShapeCalculator.mamba2_state_shape: groups are replicated when
+        # tp does not divide n_groups; conv (conv_kernel - 1, (d_inner + 2 x groups x d_state)/tp)
+        # and ssm (heads / tp, head_dim, d_state).
+        groups = layer.n_groups
+        if groups % tp != 0:
+            groups = groups * tp  # extra_groups_for_head_shards: one copy of the groups per rank
+        intermediate = layer.num_heads * layer.head_dim
+        conv_dim = intermediate // tp + 2 * (groups // tp) * layer.state_size
+        conv = (layer.conv_kernel - 1) * conv_dim
+        ssm = (layer.num_heads // tp) * layer.head_dim * layer.state_size
+        return StateShape(conv, ssm)
+    # vLLM MambaStateShapeCalculator.mamba1_state_shape: conv (d_inner / tp, d_conv - 1),
+    # ssm (d_inner / tp, d_state).
+    inner = layer.intermediate_size // tp
+    return StateShape(inner * (layer.conv_kernel - 1), inner * layer.state_size)
+
+
+def state_bytes_per_sequence(
+    layer: StateLayer, conv_bytes: int, ssm_bytes: int, tensor_parallel_size: int = 1
+) -> int:
+    shape = state_shape(layer, tensor_parallel_size)
+    return shape.conv_elements * conv_bytes + shape.ssm_elements * ssm_bytes
+
+
+def state_dtype_bytes(
+    arch: ModelArchitecture, ssm_cache_dtype: str | None = None
+) -> tuple[int, int]:
+    """(conv, ssm) element sizes: the model dtype unless the model or engine says otherwise.
+
+    The KV-cache dtype never applies here (vllm#55196: fp8 KV leaves Mamba state alone).
+    """
+    conv = MODEL_DTYPE_BYTES[arch.dtype]
+    ssm_name = ssm_cache_dtype or arch.state_dtype or arch.dtype
+    return conv, MODEL_DTYPE_BYTES[ssm_name]
+
+
+def is_token_layer(layer: Layer) -> bool:
+    return isinstance(
+        layer,
+        FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MultiHeadLatentAttention,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LayerBytes:
+    """One line of the per-token / per-sequence breakdown."""
+
+    kind: str
+    layers: int
+    bytes_per_token_per_layer: int
+    tokens_held: int | None
+    state_bytes_per_layer: int
+    bytes_per_sequence: int
+    formula: str
+
+
+def kv_bytes_per_token(
+    arch: ModelArchitecture, kv_cache_dtype: str, tensor_parallel_size: int = 1
+) -> int:
+    """Bytes each token adds, summed over every layer that stores keys/values per token."""
+    kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    return sum(
+        count * token_bytes_per_layer(layer, kv_bytes, tensor_parallel_size)
+        for layer, count in arch.cache_layer_counts
+        if not isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1)
+    )
+
+
+def sequence_breakdown(
+    arch: ModelArchitecture,
+    kv_cache_dtype: str,
+    context_tokens: int,
+    tensor_parallel_size: int = 1,
+    ssm_cache_dtype: str | None = None,
+) -> tuple[LayerBytes, ...]:
+    """What one sequence of `context_tokens` holds, per layer geometry."""
+    kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    conv_b, ssm_b = state_dtype_bytes(arch, ssm_cache_dtype)
+    tp = tensor_parallel_size
+    lines: list[LayerBytes] = []
+    for layer, count in arch.cache_layer_counts:
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            state = state_bytes_per_sequence(layer, conv_b, ssm_b, tp)
+            shape = state_shape(layer, tp)
+            formula = (
+                f"{count} layers x ({shape.conv_elements} conv x {conv_b} B + "
+                f"{shape.ssm_elements} state x {ssm_b} B)"
+            )
+            lines.append(
+                LayerBytes(layer.kind.value, count, 0, None, state, count * state, formula)
+            )
+            continue
+        per_token = token_bytes_per_layer(layer, kv_bytes, tp)
+        held = tokens_held(layer, context_tokens)
+        if isinstance(layer, MultiHeadLatentAttention):
+            formula = (
+                f"{count} layers x ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
+                f"{kv_bytes} B x {held} tokens"
+            )
+        else:
+            v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
+            heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
+            dims = f"2 x {layer.head_dim}" if v == layer.head_dim else f"({layer.head_dim} + {v})"
+            formula = f"{count} layers x {dims} x {heads} kv heads x {kv_bytes} B x {held} tokens"
+        lines.append(
+            LayerBytes(
+                layer.kind.value, count, per_token, held, 0, count * per_token * held, formula
+            )
+        )
+    return tuple(lines)
+
+
+def kv_bytes_per_sequence(
+    arch: ModelArchitecture,
+    kv_cache_dtype: str,
+    context_tokens: int,
+    tensor_parallel_size: int = 1,
+    ssm_cache_dtype: str | None = None,
+) -> int:
+    """The model's own state for one sequence: windows capped, recurrent state fixed."""
+    return sum(
+        line.bytes_per_sequence
+        for line in sequence_breakdown(
+            arch, kv_cache_dtype, context_tokens, tensor_parallel_size, ssm_cache_dtype
+        )
+    )
+
+
+def has_state_layers(arch: ModelArchitecture) -> bool:
+    return any(
+        isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1) for layer, _ in arch.cache_layer_counts
+    )

@@ -1,0 +1,40 @@
+"""Weight memory: parameter count x bytes per parameter, or the checkpoint's known size."""
+
+from __future__ import annotations
+
+from .architecture import ModelArchitecture
+from .dtypes import weight_format_bits
+from .errors import SizingError
+from .units import cdiv
+
+
+def weight_bytes_total(arch: ModelArchitecture, weight_format: str | None = None) -> int:
+    """All weights of one copy of the model; MoE counts every expert (all are resident).
+
+    An explicit `weight_bytes` (the checkpoint's real footprint) wins unless a different
+    `weight_format` is asked for, in which case the parameter count is re-priced.
+    """
+    if weight_format is None and arch.weight_bytes is not None:
+        return arch.weight_bytes
+    if arch.num_parameters is None:
+        if arch.weight_bytes is not None:
+            return arch.weight_bytes
+        raise SizingError(
+            "model.num_parameters", "the model needs num_parameters or weight_bytes to size weights"
+        )
+    bits = weight_format_bits(weight_format or arch.weight_format)
+    # bytes = parameters x bits / 8, rounded up to a whole byte.
+    return cdiv(arch.num_parameters * bits.numerator, 8 * bits.denominator)
+
+
+def weight_bytes_per_gpu(
+    arch: ModelArchitecture,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    weight_format: str | None = None,
+) -> int:
+    # Weights shard across TP ranks and PP stages (replicated norms and routers are
+    # a fraction of a percent and are not modelled).
+    return cdiv(
+        weight_bytes_total(arch, weight_format), tensor_parallel_size * pipeline_parallel_size
+    )
