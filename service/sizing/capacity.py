@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .architecture import ModelArchitecture
+from .architecture import ModelArchitecture, MultiHeadLatentAttention
 from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
 from .engines import calibration
 from .engines.activation import forward_bytes_per_token
@@ -17,8 +17,9 @@ from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, Memo
 from .engines.sglang import sglang_budget, sglang_report
 from .engines.trtllm import trtllm_budget, trtllm_report
 from .engines.vllm import (
+    VllmBehaviour,
     batch_defaults,
-    behaviour_for,
+    mla_block_size,
     parse_version,
     vllm_budget,
     vllm_layout,
@@ -141,7 +142,11 @@ def compute_capacity(
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
     warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
-    stages = [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
+    stages = (
+        [arch]
+        if parallel.pipeline_parallel_size == 1
+        else [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
+    )
     if parallel.data_parallel_size < 1:
         raise SizingError("data_parallel_size", "must be at least 1")
     m = workload.max_model_len
@@ -214,16 +219,16 @@ def _vllm_capacity(
     warnings: list[str],
     common: dict[str, Any],
 ) -> Capacity:
-    version_text = engine.engine_version or calibration.DEFAULT_VLLM_VERSION
-    version = parse_version(version_text)
-    assert version is not None
-    behaviour = behaviour_for(version)
+    behaviour = VllmBehaviour(
+        parse_version(engine.engine_version or calibration.LATEST_VLLM_VERSION)
+    )
     m = workload.max_model_len
-    if not behaviour.v1_engine and has_state_layers(arch):
+    has_state = has_state_layers(arch)
+    if has_state and not behaviour.state_in_pool:
         raise SizingError(
             "engine_version",
-            "vLLM before 0.8 (V0) kept Mamba state outside the KV pool; kvplan sizes recurrent "
-            "models for the V1 engine (0.10 or later)",
+            f"vLLM {behaviour.label} kept Mamba / linear-attention state outside the KV pool; "
+            "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
         )
     defaults = batch_defaults(behaviour, gpu.memory_bytes, gpu.name, m)
     mnbt = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
@@ -231,24 +236,30 @@ def _vllm_capacity(
     prefix_caching = (
         engine.enable_prefix_caching
         if engine.enable_prefix_caching is not None
-        else behaviour.v1_engine
+        else behaviour.default_prefix_caching(has_state)
+    )
+    has_mla = any(isinstance(layer, MultiHeadLatentAttention) for layer, _ in arch.layer_counts)
+    block_size = engine.block_size or (
+        mla_block_size(behaviour, gpu.name) if has_mla else calibration.VLLM_DEFAULT_BLOCK_SIZE
     )
     conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
-    kv_b = common["kv_element_bytes"]
-    tp = parallel.tensor_parallel_size
 
     def layout_for(stage: ModelArchitecture, context: int) -> CacheLayout:
         return vllm_layout(
             stage,
-            kv_bytes=kv_b,
+            behaviour=behaviour,
+            kv_bytes=common["kv_element_bytes"],
             conv_bytes=conv_b,
             ssm_bytes=ssm_b,
-            tensor_parallel_size=tp,
+            tensor_parallel_size=parallel.tensor_parallel_size,
+            pipeline_parallel_size=parallel.pipeline_parallel_size,
             max_model_len=context,
-            block_size=engine.block_size,
+            block_size=block_size,
+            block_size_given=engine.block_size is not None,
             max_num_batched_tokens=mnbt,
-            enable_prefix_caching=prefix_caching,
-            hybrid_allocator=behaviour.hybrid_allocator
+            prefix_caching=prefix_caching,
+            hybrid_manager=behaviour.hybrid_allocator
+            and behaviour.v1_engine
             and not engine.disable_hybrid_kv_cache_manager,
         )
 
@@ -258,13 +269,13 @@ def _vllm_capacity(
         behaviour=behaviour,
         total_bytes=gpu.memory_bytes,
         weights_per_gpu=common["weights_bytes_per_gpu"],
-        tensor_parallel_size=tp,
+        tensor_parallel_size=parallel.tensor_parallel_size,
         options=engine,
         max_num_batched_tokens=mnbt,
         max_num_seqs=max_num_seqs,
     )
     per_stage = tuple(max(0, budget.pool_bytes) // lay.bytes_per_block for lay in layouts)
-    # Every worker uses the smallest block count of all workers (get_kv_cache_configs).
+    # get_kv_cache_configs: every worker takes the smallest block count of all workers.
     worst = min(range(len(layouts)), key=lambda i: per_stage[i])
     num_blocks = per_stage[worst]
     if engine.num_gpu_blocks_override is not None:
@@ -277,24 +288,24 @@ def _vllm_capacity(
         reason = (
             f"no memory left for the KV cache: weights, activation and overheads take "
             f"{budget.requested_bytes - budget.pool_bytes} B of the {budget.requested_bytes} B "
-            f"requested"
+            "the engine may use"
         )
     elif num_blocks < layout.blocks_per_request:
         fits = False
         longest = _longest_context(lambda c: layout_for(stages[worst], c), num_blocks, m)
         reason = (
             f"one sequence of {m} tokens needs {layout.blocks_per_request} blocks but the pool "
-            f"holds {num_blocks}; the longest max_model_len that fits is about {longest}"
+            f"holds {num_blocks}; the longest max_model_len that fits is {longest}"
         )
     settings: dict[str, Any] = {
         "engine_version": behaviour.label,
         "gpu_memory_utilization": budget.fraction,
         "block_size": layout.block_size,
         "max_num_batched_tokens": mnbt,
-        "max_num_seqs_default": max_num_seqs,
+        "max_num_seqs": max_num_seqs,
         "enable_prefix_caching": prefix_caching,
         "enforce_eager": engine.enforce_eager,
-        "batch_defaults": defaults.source,
+        "defaults_from": defaults.source,
     }
     return Capacity(
         engine=Engine.VLLM,

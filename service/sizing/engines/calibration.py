@@ -1,8 +1,9 @@
 """Every constant the engine profiles use that is not a formula, with where it came from.
 
-Version milestones are the first vLLM release with the behaviour. Memory constants were
-measured from public engine logs (../shared/calibration/engine_logs.json) or read from source;
-`make bench` prints the prediction error they give on each logged case.
+Version milestones are the first vLLM release whose code has the behaviour (read from the
+released wheels, vllm 0.6.2 ... 0.33.0). Memory constants were measured from public engine
+logs (../shared/calibration/engine_logs.json); `make bench` prints the error they give on each
+logged case.
 """
 
 from __future__ import annotations
@@ -11,55 +12,78 @@ from typing import Final
 
 from ..units import GiB, MiB
 
-# --- vLLM version milestones -----------------------------------------------------------
-VLLM_PER_INSTANCE_BUDGET: Final = (0, 6, 5)  # vllm PR #10511: context / other processes outside
-VLLM_V1_DEFAULT: Final = (0, 8, 0)  # V1 engine on by default
-VLLM_HYBRID_ALLOCATOR: Final = (0, 10, 0)  # hybrid KV-cache manager (sliding + full, Mamba)
-VLLM_TOKENS_FROM_CONCURRENCY: Final = (0, 11, 1)  # "GPU KV cache size" = int(concurrency x M)
-VLLM_UTILIZATION_092: Final = (0, 21, 0)  # CacheConfig default 0.9 -> 0.92
-VLLM_CUDAGRAPH_PROFILING_DEFAULT: Final = (0, 21, 0)  # graph memory subtracted from the budget
-DEFAULT_VLLM_VERSION: Final = "0.11.0"
+Version = tuple[int, int, int]
+
+# --- vLLM version milestones -------------------------------------------------------------
+VLLM_PER_INSTANCE_BUDGET: Final[Version] = (0, 6, 5)  # V0: context no longer in non-torch
+VLLM_V0_CHUNKED_MNBT_2048: Final[Version] = (0, 6, 5)  # V0 chunked-prefill budget 512 -> 2048
+VLLM_V1_DEFAULT: Final[Version] = (0, 8, 0)  # V1 engine by default
+VLLM_BATCH_BY_MEMORY: Final[Version] = (0, 8, 5)  # batch defaults by >= 70 GiB, not by name
+VLLM_A100_SMALL_TIER: Final[Version] = (0, 9, 0)  # A100 kept in the small batch tier
+VLLM_V1_PER_INSTANCE: Final[Version] = (0, 9, 2)  # V1 budget: weights + peak + non-torch growth
+VLLM_HYBRID_ALLOCATOR: Final[Version] = (0, 9, 2)  # hybrid KV-cache manager, sliding groups
+VLLM_MAMBA_IN_POOL: Final[Version] = (0, 10, 2)  # Mamba/GDN state pages in the KV pool
+VLLM_GROUPS_MAX_125: Final[Version] = (0, 12, 0)  # G = max layers when max < 1.25 x min
+VLLM_MAMBA_CACHE_MODES: Final[Version] = (0, 15, 0)  # 'align' keeps 2 state blocks per request
+VLLM_GROUPS_MAX_15: Final[Version] = (0, 18, 0)  # ... 1.5 x min
+VLLM_MLA_BACKEND_BLOCK: Final[Version] = (0, 18, 0)  # MLA block size = backend preference
+VLLM_UTILIZATION_092: Final[Version] = (0, 20, 0)  # CacheConfig default 0.9 -> 0.92
+VLLM_CUDAGRAPH_IN_BUDGET: Final[Version] = (0, 20, 0)  # graph estimate subtracted by default
+VLLM_TOKENS_FROM_CONCURRENCY: Final[Version] = (0, 21, 0)  # tokens = int(concurrency x M)
+VLLM_IN_FLIGHT_BATCHES: Final[Version] = (0, 26, 0)  # windows keep 2 x mnbt (async scheduling)
+VLLM_HYBRID_PREFIX_CACHING: Final[Version] = (0, 28, 0)  # hybrids cache prefixes by default
+VLLM_BATCH_160_GIB_TIER: Final[Version] = (0, 28, 0)  # >= 160 GiB: 16384 tokens for serve
+VLLM_ONE_LOG_LINE: Final[Version] = (0, 28, 0)  # size and concurrency on one line
+VLLM_REQUEST_CEIL: Final[Version] = (0, 33, 0)  # requested = ceil(total x util)
+LATEST_VLLM_VERSION: Final = "0.33.0"  # the newest release whose arithmetic kvplan models
 
 VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9
 VLLM_DEFAULT_UTILIZATION_NEW: Final = 0.92
 VLLM_DEFAULT_BLOCK_SIZE: Final = 16  # CacheConfig.DEFAULT_BLOCK_SIZE on CUDA
-VLLM_MLA_BLOCK_SIZE: Final = 64  # FlashMLA forces 64 ("Forcing kv cache block size to 64")
-VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # attention block raised in multiples of this
-VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024
+VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # FlashAttention / FlashInfer kernel block multiple
+VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_model_len > 32K"
 
 # --- vLLM memory constants -------------------------------------------------------------
-# vllm#10517 (RTX 3090, TP1, v0.6.4-era): "non_torch_memory=0.35GiB" with the CUDA context.
+# vllm#10517 (RTX 3090, TP1, v0.6.4): "non_torch_memory=0.35GiB", CUDA context included.
 VLLM_NON_TORCH_WITH_CONTEXT: Final = round(0.35 * GiB)
-# vllm#13061 (RTX 4090, TP2): the reporter's non-torch increase, 0.25 GiB.
+# vllm#13061 (RTX 4090, TP2, V0 0.7): the reporter's non-torch growth, 0.25 GiB.
 VLLM_NON_TORCH_INCREASE: Final = round(0.25 * GiB)
-# Extra NCCL / custom all-reduce buffers that appear during a TP>1 profile run (estimate).
-VLLM_NCCL_BUFFERS: Final = 0
-# V0 sampler with the profile's top_p=0.99, top_k=vocab-1: sorted logits, indices, softmax,
-# cumsum, gathered copies. vllm#13061: rank 0 (sampler) had 1.22 GiB less KV than rank 1
-# (8.69 GiB vs 81,536 tokens x 98,304 B = 7.46 GiB); with 256 rows x 152,064 vocab x 4 B
-# (0.145 GiB) per copy and rank 1's 0.19 GiB forward peak, the sampler peak is 9.76 copies.
+# V0 sampler with the profile's top_p=0.99, top_k=vocab-1 (sorted logits, int64 indices,
+# softmax, cumsum, gathered copies). vllm#13061: rank 0 (the sampler) kept 81,536 tokens x
+# 98,304 B = 7.46 GiB of KV against rank 1's 8.69 GiB; with rank 1's 0.19 GiB forward peak the
+# sampler peak is 1.415 GiB = 9.76 x (256 rows x 152,064 vocab x 4 B).
 VLLM_V0_SAMPLER_FP32_COPIES: Final = 9.76
-# V1 dummy sampler run (greedy + random, no top-k/top-p sort): logits, probabilities,
-# exponential noise and the quotient.
-VLLM_V1_SAMPLER_FP32_COPIES: Final = 4.0
+# V1 dummy sampler (fp32 logits, penalties with int64 bin counts and masks, temperature,
+# top-k/top-p): fitted to PR #12569 (Llama-3.1-70B w8a8, 1,381 blocks at util 0.98) on an
+# 80 GB H100, the only 80 GB GPU that log fits; the PR does not name the GPU.
+VLLM_V1_SAMPLER_FP32_COPIES: Final = 5.5
+# CUDA-graph estimate floor per graph (vLLM counts >= 1 MiB per captured graph).
+VLLM_CUDAGRAPH_PER_GRAPH: Final = 1 * MiB
+VLLM_CUDAGRAPH_CAPTURE_SIZES: Final = 67  # default capture list up to 512 (1, 2, 4, 8..512)
+VLLM_CUDAGRAPH_MAX_CAPTURE: Final = 512
 
 
 def cudagraph_estimate(forward_bytes_per_token: int, max_num_seqs: int) -> int:
-    """vLLM >= 0.21 profiles graph memory; kvplan estimates it when no measurement is given.
+    """What vLLM >= 0.20 subtracts for CUDA graphs when no measurement is given.
 
-    Largest captured batch (min(max_num_seqs, 512) tokens, vLLM's default capture ceiling)
-    for PIECEWISE and FULL graphs, plus a fixed pool overhead. Logs put it at 0.3-1.5 GiB
-    (engine-memory.md 1.2); pass `cudagraph_memory_bytes` from "Estimated CUDA graph memory".
+    vLLM captures the two largest sizes per mode and extrapolates (profile_cudagraph_memory);
+    kvplan takes the largest capture's activation for PIECEWISE and FULL graphs plus the
+    per-graph floor. Pass `cudagraph_memory_bytes` from "Estimated CUDA graph memory" to
+    replace it.
     """
-    largest = min(max_num_seqs, 512)
-    return 2 * largest * forward_bytes_per_token + 256 * MiB
+    largest = min(max_num_seqs, VLLM_CUDAGRAPH_MAX_CAPTURE)
+    graphs = 2 * VLLM_CUDAGRAPH_CAPTURE_SIZES
+    return 2 * largest * forward_bytes_per_token + graphs * VLLM_CUDAGRAPH_PER_GRAPH
 
 
 # --- SGLang ---------------------------------------------------------------------------
-# Memory gone before SGLang's first free-memory reading (CUDA context, NCCL init).
-SGLANG_STARTUP_RESERVED: Final = round(0.75 * GiB)
-# Memory taken while loading weights beyond the weights themselves.
-SGLANG_LOAD_OVERHEAD: Final = 0
+# Memory already in use when SGLang first reads free memory (after distributed init): the
+# CUDA context, plus NCCL / custom all-reduce buffers at TP > 1.
+SGLANG_CONTEXT: Final = round(0.5 * GiB)
+SGLANG_NCCL: Final = round(0.5 * GiB)
+# Taken during weight loading beyond the weights (allocator slack, quantisation re-layout):
+# fitted to vllm#21348's SGLang run (Qwen3-235B-A22B-FP8, TP4, H100, f=0.93, 367,404 tokens).
+SGLANG_LOAD_OVERHEAD_FRACTION: Final = 0.015
 
 # --- TensorRT-LLM -----------------------------------------------------------------------
 TRTLLM_DEFAULT_FREE_FRACTION: Final = 0.9  # KvCacheConfig.free_gpu_memory_fraction

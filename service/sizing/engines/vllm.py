@@ -1,19 +1,21 @@
-"""vLLM: memory budget, KV-cache layout and the two log lines, version by version.
+"""vLLM: memory budget, KV-cache layout and the two log lines, release by release.
 
-Sources (restated, not copied): vllm/v1/worker/gpu_worker.py (budget), vllm/v1/core/
-kv_cache_utils.py (groups, blocks, report), vllm/v1/kv_cache_interface.py (page sizes and
-per-request usage), vllm/engine/arg_utils.py (defaults); ../shared/design/engine-memory.md.
+Sources (restated, not copied), as read in the released wheels 0.6.2 ... 0.33.0:
+vllm/v1/worker/gpu_worker.py and vllm/utils/mem_utils.py (budget), vllm/v1/core/kv_cache_utils.py
+(groups, blocks, report), vllm/v1/kv_cache_interface.py (pages, per-request usage),
+vllm/engine/arg_utils.py (batch defaults), vllm/model_executor/models/config.py and
+vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-memory.md.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
-    Layer,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -25,17 +27,16 @@ from ..architecture import (
 from ..errors import SizingError
 from ..kv import state_bytes_per_sequence, token_bytes_per_layer
 from ..units import GiB, cdiv
-from . import calibration
+from . import calibration as cal
 from .activation import forward_bytes_per_token, sampler_bytes
 from .common import BudgetLine, CacheGroup, CacheLayout, EngineOptions, MemoryBudget, PoolReport
 
 Version = tuple[int, int, int]
 
 
-def parse_version(text: str | None, field: str = "engine_version") -> Version | None:
-    if text is None:
-        return None
-    core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0].split(".post")[0]
+def parse_version(text: str, field: str = "engine_version") -> Version:
+    core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
+    core = core.split(".post")[0].split(".dev")[0]
     parts = core.split(".")
     if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise SizingError(field, f"not a version number like 0.10.1: {text!r}")
@@ -45,47 +46,106 @@ def parse_version(text: str | None, field: str = "engine_version") -> Version | 
 
 @dataclass(frozen=True, slots=True)
 class VllmBehaviour:
-    """The parts of vLLM's arithmetic that changed between versions."""
+    """The parts of vLLM's arithmetic that one release has."""
 
     version: Version
-    v1_engine: bool
-    # Hybrid KV-cache manager (sliding/local/Mamba layers in their own groups), v0.10.0+.
-    hybrid_allocator: bool
-    # "GPU KV cache size" = blocks x block size (v1 up to the hybrid report fix), then
-    # (blocks // groups) x min block size, then int(concurrency x max_model_len).
-    tokens_report: str
-    # CUDA-graph memory profiled and subtracted before sizing the pool (default since v0.21).
-    cudagraph_in_budget: bool
-    # Other processes and the CUDA context counted against the budget (before vllm PR #10511).
-    non_torch_includes_context: bool
-    default_utilization: float
 
     @property
     def label(self) -> str:
         return ".".join(str(n) for n in self.version)
 
+    def _at_least(self, milestone: Version) -> bool:
+        return self.version >= milestone
 
-def behaviour_for(version: Version) -> VllmBehaviour:
-    v1 = version >= calibration.VLLM_V1_DEFAULT
-    if version >= calibration.VLLM_TOKENS_FROM_CONCURRENCY:
-        tokens_report = "concurrency"
-    elif version >= calibration.VLLM_HYBRID_ALLOCATOR:
-        tokens_report = "groups"
-    else:
-        tokens_report = "blocks"
-    return VllmBehaviour(
-        version=version,
-        v1_engine=v1,
-        hybrid_allocator=version >= calibration.VLLM_HYBRID_ALLOCATOR,
-        tokens_report=tokens_report,
-        cudagraph_in_budget=version >= calibration.VLLM_CUDAGRAPH_PROFILING_DEFAULT,
-        non_torch_includes_context=version < calibration.VLLM_PER_INSTANCE_BUDGET,
-        default_utilization=(
-            calibration.VLLM_DEFAULT_UTILIZATION_NEW
-            if version >= calibration.VLLM_UTILIZATION_092
-            else calibration.VLLM_DEFAULT_UTILIZATION_OLD
-        ),
-    )
+    @property
+    def v1_engine(self) -> bool:
+        return self._at_least(cal.VLLM_V1_DEFAULT)
+
+    @property
+    def non_torch_includes_context(self) -> bool:
+        # V0 before PR #10511 and V1 before 0.9.2 charged the CUDA context (and any other
+        # process) to the budget: util x total - (torch peak + all non-torch memory).
+        if self.v1_engine:
+            return not self._at_least(cal.VLLM_V1_PER_INSTANCE)
+        return not self._at_least(cal.VLLM_PER_INSTANCE_BUDGET)
+
+    @property
+    def hybrid_allocator(self) -> bool:
+        return self._at_least(cal.VLLM_HYBRID_ALLOCATOR)
+
+    @property
+    def state_in_pool(self) -> bool:
+        return self._at_least(cal.VLLM_MAMBA_IN_POOL)
+
+    @property
+    def group_max_ratio(self) -> float | None:
+        if self._at_least(cal.VLLM_GROUPS_MAX_15):
+            return 1.5
+        if self._at_least(cal.VLLM_GROUPS_MAX_125):
+            return 1.25
+        return None
+
+    @property
+    def cudagraph_in_budget(self) -> bool:
+        return self._at_least(cal.VLLM_CUDAGRAPH_IN_BUDGET)
+
+    @property
+    def default_utilization(self) -> float:
+        if self._at_least(cal.VLLM_UTILIZATION_092):
+            return cal.VLLM_DEFAULT_UTILIZATION_NEW
+        return cal.VLLM_DEFAULT_UTILIZATION_OLD
+
+    def in_flight_tokens(self, max_num_batched_tokens: int, pipeline_parallel_size: int) -> int:
+        """Tokens a sliding/chunked layer keeps beyond its window for the steps in flight."""
+        if not self._at_least(cal.VLLM_IN_FLIGHT_BATCHES):
+            return max_num_batched_tokens
+        # config/vllm.py max_concurrent_batches: async scheduling (default) keeps 2 batches
+        # in flight at PP=1; with PP it is off in the V1 runner and PP batches are in flight.
+        batches = 2 if pipeline_parallel_size == 1 else pipeline_parallel_size
+        return batches * max_num_batched_tokens
+
+    def mamba_blocks(self, prefix_caching: bool) -> int:
+        # MambaSpec.max_memory_usage_bytes: 'none' keeps one state page, 'align' (prefix
+        # caching on, 0.15+) keeps two.
+        if prefix_caching and self._at_least(cal.VLLM_MAMBA_CACHE_MODES):
+            return 2
+        return 1
+
+    def default_prefix_caching(self, has_state: bool) -> bool:
+        if not self.v1_engine:
+            return False
+        if has_state:
+            return self._at_least(cal.VLLM_HYBRID_PREFIX_CACHING)
+        return True
+
+    def tokens_report(self, hybrid: bool) -> str:
+        if self._at_least(cal.VLLM_TOKENS_FROM_CONCURRENCY):
+            return "concurrency"
+        if hybrid and self.hybrid_allocator:
+            return "groups"
+        return "blocks"
+
+
+def gpu_family(gpu_name: str) -> str:
+    """hopper / blackwell / other, from the device name (decides MLA block sizes)."""
+    name = gpu_name.lower()
+    if any(tag in name for tag in ("b200", "b300", "gb200", "gb300")):
+        return "blackwell"
+    if any(tag in name for tag in ("h100", "h200", "h800", "h20", "gh200")):
+        return "hopper"
+    return "other"
+
+
+def mla_block_size(behaviour: VllmBehaviour, gpu_name: str) -> int:
+    """The block size MLA backends force or prefer (platforms/cuda.py, backend preference)."""
+    family = gpu_family(gpu_name)
+    if behaviour.version >= cal.VLLM_MLA_BACKEND_BLOCK:
+        # 0.18+: Hopper's first backend FLASH_ATTN_MLA takes 16; Blackwell FLASHINFER_MLA 32.
+        return {"hopper": 16, "blackwell": 32}.get(family, 16)
+    # Up to 0.17: FlashMLA (Hopper) and FlashInfer-MLA force 64; CUTLASS MLA 128 (0.12-0.14).
+    if family == "blackwell":
+        return 128 if (0, 12, 0) <= behaviour.version < (0, 15, 0) else 64
+    return 64 if family == "hopper" else 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +158,26 @@ class BatchDefaults:
 def batch_defaults(
     behaviour: VllmBehaviour, gpu_memory_bytes: int, gpu_name: str, max_model_len: int
 ) -> BatchDefaults:
-    """`vllm serve` defaults for the scheduler budget, which also sizes the profile run."""
+    """`vllm serve` scheduler defaults, which also size the profile run."""
     if not behaviour.v1_engine:
-        # V0 SchedulerConfig: 256 sequences; without chunked prefill the token budget is
-        # max(max_model_len, 2048); chunked prefill turns on by itself above 32K context.
-        if max_model_len > calibration.VLLM_V0_CHUNKED_PREFILL_ABOVE:
-            return BatchDefaults(2048, 256, "V0: chunked prefill on above 32K -> 2048 tokens")
+        # V0 SchedulerConfig: 256 sequences; without chunked prefill max(M, 2048) tokens;
+        # chunked prefill switches itself on above 32K (512 tokens up to 0.6.4, then 2048).
+        if max_model_len > cal.VLLM_V0_CHUNKED_PREFILL_ABOVE:
+            tokens = 2048 if behaviour.version >= cal.VLLM_V0_CHUNKED_MNBT_2048 else 512
+            return BatchDefaults(tokens, 256, f"V0: chunked prefill above 32K, {tokens} tokens")
         return BatchDefaults(max(max_model_len, 2048), 256, "V0: max(max_model_len, 2048)")
-    # V1 EngineArgs.get_batch_defaults: >= 70 GiB and not an A100 -> 8192 / 1024 for the
-    # OpenAI server, else 2048 / 256.
-    if gpu_memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower():
+    name = gpu_name.lower()
+    if behaviour.version >= cal.VLLM_BATCH_160_GIB_TIER and gpu_memory_bytes >= 160 * GiB:
+        return BatchDefaults(16384, 1024, "vllm serve on a >= 160 GiB GPU")
+    if behaviour.version < cal.VLLM_BATCH_BY_MEMORY:
+        big = "h100" in name or "h200" in name
+        return BatchDefaults(8192 if big else 2048, 1024, "vllm serve (0.8.0-0.8.3 by name)")
+    big = gpu_memory_bytes >= 70 * GiB
+    if behaviour.version >= cal.VLLM_A100_SMALL_TIER:
+        big = big and "a100" not in name
+    if big:
         return BatchDefaults(8192, 1024, "vllm serve on a >= 70 GiB GPU (not A100)")
-    return BatchDefaults(2048, 256, "vllm serve on a < 70 GiB GPU or an A100")
+    return BatchDefaults(2048, 256, "vllm serve on a smaller GPU or an A100")
 
 
 # --- layout -------------------------------------------------------------------------------
@@ -117,38 +185,30 @@ def batch_defaults(
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
-    """One distinct per-layer cache spec, as vLLM groups them."""
+    """One distinct per-layer cache spec, as vLLM buckets layers."""
 
-    layer: Layer
+    layer: TokenLayer | StateLayer
     count: int
     block_size: int
     page_bytes: int
-    per_token_bytes: int  # 0 for state layers
-
-
-def _is_attention(layer: Layer) -> bool:
-    return isinstance(
-        layer,
-        FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MultiHeadLatentAttention,
-    )
+    per_token_bytes: int  # 0 for recurrent-state layers
 
 
 def _blocks_per_request(
-    layer: Layer,
+    layer: TokenLayer | StateLayer,
     block_size: int,
     max_model_len: int,
-    max_num_batched_tokens: int,
+    in_flight_tokens: int,
     mamba_blocks: int,
 ) -> int:
-    """Blocks one request of `max_model_len` tokens holds in one layer's table."""
+    """Blocks one request of `max_model_len` tokens holds in one group's table."""
     if isinstance(layer, SlidingWindowAttention):
-        # SlidingWindowSpec.max_memory_usage_bytes: the window, the tokens of one scheduler
-        # step, and one extra block for a window that straddles a boundary.
-        tokens = min(layer.sliding_window - 1 + max_num_batched_tokens, max_model_len)
+        # SlidingWindowSpec: the window, the tokens in flight, and one more block because
+        # the window may start inside a block.
+        tokens = min(layer.sliding_window - 1 + in_flight_tokens, max_model_len)
         return cdiv(tokens, block_size) + 1
     if isinstance(layer, ChunkedLocalAttention):
-        # ChunkedLocalAttentionSpec.max_memory_usage_bytes.
-        tokens = min(layer.attention_chunk_size + max_num_batched_tokens, max_model_len)
+        tokens = min(layer.attention_chunk_size + in_flight_tokens, max_model_len)
         return cdiv(tokens, block_size)
     if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
         return mamba_blocks
@@ -158,130 +218,124 @@ def _blocks_per_request(
 def vllm_layout(
     stage: ModelArchitecture,
     *,
+    behaviour: VllmBehaviour,
     kv_bytes: int,
     conv_bytes: int,
     ssm_bytes: int,
     tensor_parallel_size: int,
+    pipeline_parallel_size: int,
     max_model_len: int,
-    block_size: int | None,
+    block_size: int,
+    block_size_given: bool,
     max_num_batched_tokens: int,
-    enable_prefix_caching: bool,
-    hybrid_allocator: bool,
+    prefix_caching: bool,
+    hybrid_manager: bool,
 ) -> CacheLayout:
-    """Cut one GPU's share of the model into vLLM KV-cache groups and pages."""
+    """Cut one GPU's layers into vLLM KV-cache groups and pages."""
     tp = tensor_parallel_size
     notes: list[str] = []
-    specs: list[_Spec] = []
-    has_mla = any(
-        isinstance(layer, MultiHeadLatentAttention) for layer, _ in stage.cache_layer_counts
-    )
-    base_block = block_size or (
-        calibration.VLLM_MLA_BLOCK_SIZE if has_mla else calibration.VLLM_DEFAULT_BLOCK_SIZE
-    )
-    if block_size is None and has_mla:
-        notes.append(
-            f"MLA backends force a block size of {base_block} (FlashMLA); "
-            "pass block_size to override"
-        )
     layers = list(stage.cache_layer_counts)
-    hybrid = len(layers) > 1
-    if hybrid and not hybrid_allocator:
-        # Without the hybrid manager, sliding and chunked layers are sized as full attention.
-        converted: dict[TokenLayer | StateLayer, int] = {}
+    if len(layers) > 1 and not hybrid_manager:
+        # unify_hybrid_kv_cache_specs: without the hybrid manager sliding and chunked layers
+        # are sized as full attention.
+        merged: dict[TokenLayer | StateLayer, int] = {}
         for layer, count in layers:
-            as_full = layer
+            as_full: TokenLayer | StateLayer = layer
             if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
                 as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
-                notes.append(
-                    "hybrid KV-cache manager off: sliding/chunked layers keep the whole context"
-                )
-            converted[as_full] = converted.get(as_full, 0) + count
-        layers = list(converted.items())
-        hybrid = len(layers) > 1
+                notes.append("no hybrid KV-cache manager: sliding/chunked layers keep the context")
+            merged[as_full] = merged.get(as_full, 0) + count
+        layers = list(merged.items())
+    specs: list[_Spec] = []
     for layer, count in layers:
-        if _is_attention(layer):
-            per_token = token_bytes_per_layer(layer, kv_bytes, tp)  # type: ignore[arg-type]
-            specs.append(_Spec(layer, count, base_block, base_block * per_token, per_token))
-        elif isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
-            specs.append(_Spec(layer, count, base_block, state, 0))
+            specs.append(_Spec(layer, count, block_size, state, 0))
+        else:
+            per_token = token_bytes_per_layer(layer, kv_bytes, tp)
+            specs.append(_Spec(layer, count, block_size, block_size * per_token, per_token))
     attention = [s for s in specs if s.per_token_bytes]
     states = [s for s in specs if not s.per_token_bytes]
     if states and attention:
-        # HybridAttentionMambaModelConfig.verify_and_update_config: raise the attention block
-        # size (in multiples of the kernel alignment) until an attention page covers the
-        # largest state page, then pad the state pages to exactly that size.
+        # Hybrid block alignment: raise the attention block size, in multiples of the kernel
+        # alignment, until one attention page covers a state page; pad the state page to match.
         per_token = max(s.per_token_bytes for s in attention)
         state_page = max(s.page_bytes for s in states)
-        align = calibration.VLLM_MAMBA_BLOCK_ALIGNMENT
-        attn_block = align * cdiv(state_page, align * per_token)
-        if block_size is not None and block_size * per_token >= state_page:
-            attn_block = block_size
+        align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
+        attn_block = max(block_size, align * cdiv(state_page, align * per_token))
         attn_page = attn_block * per_token
-        notes.append(
-            f"attention block size raised to {attn_block} tokens so a page "
-            f"({attn_page} B) covers the {state_page} B recurrent state; state pages padded"
-        )
+        if attn_block != block_size:
+            notes.append(
+                f"attention block size set to {attn_block} tokens so one page ({attn_page} B) "
+                f"covers the {state_page} B recurrent state (state page padded "
+                f"{100 * (attn_page - state_page) / state_page:.2f}%)"
+            )
         specs = [
             _Spec(s.layer, s.count, attn_block, attn_block * s.per_token_bytes, s.per_token_bytes)
             if s.per_token_bytes
             else _Spec(s.layer, s.count, attn_block, attn_page, 0)
             for s in specs
         ]
-    elif states:
-        notes.append("recurrent state only: one page per state")
     # unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks.
     max_page = max(s.page_bytes for s in specs)
     unified: list[_Spec] = []
     for s in specs:
         if s.page_bytes == max_page:
             unified.append(s)
-            continue
-        if max_page % s.page_bytes:
+        elif max_page % s.page_bytes == 0:
+            ratio = max_page // s.page_bytes
+            unified.append(
+                _Spec(s.layer, s.count, s.block_size * ratio, max_page, s.per_token_bytes)
+            )
+        else:
             raise SizingError(
                 "model.layer_specs",
-                f"vLLM cannot unify page sizes {s.page_bytes} B and {max_page} B",
+                f"vLLM cannot unify page sizes of {s.page_bytes} B and {max_page} B",
             )
-        ratio = max_page // s.page_bytes
-        unified.append(_Spec(s.layer, s.count, s.block_size * ratio, max_page, s.per_token_bytes))
     counts = [s.count for s in unified]
-    if not hybrid:
-        group_size = counts[0]
-    else:
-        # _get_kv_cache_groups_uniform_page_size: groups of the smallest layer count, or of
-        # the largest when that is under 1.5x the smallest; each type is padded to a multiple.
+    group_size = counts[0]
+    if len(unified) > 1:
+        # _get_kv_cache_groups_uniform_page_size: groups of the smallest bucket's size, or of
+        # the largest when it is within the release's ratio of the smallest.
         smallest, largest = min(counts), max(counts)
-        group_size = largest if largest < 1.5 * smallest else smallest
-    mamba_blocks = 2 if enable_prefix_caching else 1
+        limit = behaviour.group_max_ratio
+        group_size = largest if limit is not None and largest < limit * smallest else smallest
+    in_flight = behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size)
+    mamba_blocks = behaviour.mamba_blocks(prefix_caching)
     groups: list[CacheGroup] = []
     padding = 0
     for s in unified:
         n_groups = cdiv(s.count, group_size)
         padding += n_groups * group_size - s.count
-        blocks = _blocks_per_request(
-            s.layer, s.block_size, max_model_len, max_num_batched_tokens, mamba_blocks
-        )
+        blocks = _blocks_per_request(s.layer, s.block_size, max_model_len, in_flight, mamba_blocks)
         remaining = s.count
         for _ in range(n_groups):
             in_group = min(group_size, remaining)
             remaining -= in_group
             groups.append(CacheGroup(s.layer.kind.value, in_group, s.block_size, max_page, blocks))
     if padding:
-        notes.append(f"{padding} padding layers added so every group has {group_size} layers")
-    attention_blocks = [
-        g.block_size for g, s in zip(groups, unified, strict=False) if s.per_token_bytes
-    ]
+        notes.append(f"{padding} padding layers so every group has {group_size} layers")
+    if block_size_given is False and any(
+        isinstance(s.layer, MultiHeadLatentAttention) for s in unified
+    ):
+        notes.append(f"MLA block size {block_size} is the attention backend's choice")
+    token_blocks = [s.block_size for s in unified if s.per_token_bytes]
     return CacheLayout(
         groups=tuple(groups),
         bytes_per_block=max_page * group_size,
         blocks_per_request=sum(g.blocks_per_request for g in groups),
-        block_size=min(attention_blocks) if attention_blocks else min(g.block_size for g in groups),
+        block_size=min(token_blocks) if token_blocks else unified[0].block_size,
         padding_layers=padding,
         notes=tuple(dict.fromkeys(notes)),
     )
 
 
 # --- budget -------------------------------------------------------------------------------
+
+
+def requested_memory(behaviour: VllmBehaviour, total_bytes: int, utilization: float) -> int:
+    product = total_bytes * utilization
+    return math.ceil(product) if behaviour.version >= cal.VLLM_REQUEST_CEIL else int(product)
 
 
 def vllm_budget(
@@ -296,61 +350,54 @@ def vllm_budget(
     max_num_seqs: int,
 ) -> MemoryBudget:
     util = options.gpu_memory_utilization or behaviour.default_utilization
-    requested = int(total_bytes * util)
+    requested = requested_memory(behaviour, total_bytes, util)
+    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
+    if options.kv_cache_memory_bytes is not None:
+        pool = options.kv_cache_memory_bytes
+        given = BudgetLine("kv_cache_memory", pool, "given (--kv-cache-memory-bytes or a log)")
+        return MemoryBudget(
+            total_bytes=total_bytes,
+            fraction=None,
+            fraction_name="gpu_memory_utilization",
+            requested_bytes=pool,
+            weights_bytes=weights_per_gpu,
+            activation_bytes=0,
+            non_torch_bytes=0,
+            cudagraph_bytes=0,
+            pool_bytes=pool,
+            pool_given=True,
+            lines=(total_line, given),
+        )
     lines = [
-        BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports it"),
+        total_line,
         BudgetLine("requested", requested, f"gpu_memory_utilization {util} x total"),
         BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
     ]
-    if options.kv_cache_memory_bytes is not None:
-        pool = options.kv_cache_memory_bytes
-        lines = [
-            BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports it"),
-            BudgetLine("kv_cache_memory", pool, "given (--kv-cache-memory-bytes or a log)"),
-        ]
-        return MemoryBudget(
-            total_bytes,
-            None,
-            "gpu_memory_utilization",
-            requested,
-            weights_per_gpu,
-            0,
-            0,
-            0,
-            pool,
-            True,
-            tuple(lines),
-        )
+    # Profile run: one forward pass over max_num_batched_tokens tokens, then the sampler on
+    # min(max_num_seqs, max_num_batched_tokens) rows; the measured peak is the larger one.
     per_token = forward_bytes_per_token(arch, tensor_parallel_size)
     forward = 0 if per_token is None else per_token * max_num_batched_tokens
     rows = min(max_num_seqs, max_num_batched_tokens)
     copies = (
-        calibration.VLLM_V1_SAMPLER_FP32_COPIES
-        if behaviour.v1_engine
-        else calibration.VLLM_V0_SAMPLER_FP32_COPIES
+        cal.VLLM_V1_SAMPLER_FP32_COPIES if behaviour.v1_engine else cal.VLLM_V0_SAMPLER_FP32_COPIES
     )
     sampler = sampler_bytes(arch.vocab_size, rows, copies)
     activation = max(forward, sampler)
     if per_token is None:
-        activation_note = "not modelled: the model has no hidden_size; pass the pool if known"
+        note = "forward pass not modelled (no hidden_size); pass kv_cache_memory_bytes if known"
     elif sampler > forward:
-        activation_note = (
-            f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} copies "
-            f"(larger than the forward pass, {forward} B)"
+        note = (
+            f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} fp32 copies "
+            f"(the forward pass peaks at {forward} B)"
         )
     else:
-        activation_note = (
-            f"forward peak: {max_num_batched_tokens} tokens x {per_token} B "
-            f"(profile run with max_num_batched_tokens)"
-        )
-    lines.append(BudgetLine("activation_peak", -activation, activation_note))
+        note = f"forward peak: {max_num_batched_tokens} batched tokens x {per_token} B per token"
+    lines.append(BudgetLine("activation_peak", -activation, note))
     if behaviour.non_torch_includes_context:
-        non_torch = calibration.VLLM_NON_TORCH_WITH_CONTEXT
-        nt_note = "CUDA context and other non-torch memory (counted before vllm PR #10511)"
+        non_torch = cal.VLLM_NON_TORCH_WITH_CONTEXT
+        nt_note = "CUDA context and all other non-torch memory (counted by this release)"
     else:
-        non_torch = calibration.VLLM_NON_TORCH_INCREASE
-        if tensor_parallel_size > 1:
-            non_torch += calibration.VLLM_NCCL_BUFFERS
+        non_torch = cal.VLLM_NON_TORCH_INCREASE
         nt_note = "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)"
     lines.append(BudgetLine("non_torch", -non_torch, nt_note))
     cudagraph = 0
@@ -359,23 +406,23 @@ def vllm_budget(
             cudagraph = options.cudagraph_memory_bytes
             cg_note = "CUDA-graph memory, given"
         else:
-            cudagraph = calibration.cudagraph_estimate(per_token or 0, max_num_seqs)
-            cg_note = "estimated CUDA-graph pool (profiled and subtracted since v0.21)"
+            cudagraph = cal.cudagraph_estimate(per_token or 0, max_num_seqs)
+            cg_note = "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)"
         lines.append(BudgetLine("cudagraph", -cudagraph, cg_note))
     pool = requested - weights_per_gpu - activation - non_torch - cudagraph
     lines.append(BudgetLine("kv_cache_memory", pool, "what is left for the KV cache"))
     return MemoryBudget(
-        total_bytes,
-        util,
-        "gpu_memory_utilization",
-        requested,
-        weights_per_gpu,
-        activation,
-        non_torch,
-        cudagraph,
-        pool,
-        False,
-        tuple(lines),
+        total_bytes=total_bytes,
+        fraction=util,
+        fraction_name="gpu_memory_utilization",
+        requested_bytes=requested,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=activation,
+        non_torch_bytes=non_torch,
+        cudagraph_bytes=cudagraph,
+        pool_bytes=pool,
+        pool_given=False,
+        lines=tuple(lines),
     )
 
 
@@ -385,27 +432,30 @@ def vllm_budget(
 def vllm_report(
     num_blocks: int, layout: CacheLayout, max_model_len: int, behaviour: VllmBehaviour
 ) -> PoolReport:
-    """The "GPU KV cache size" and "Maximum concurrency" lines, and whole sequences that fit."""
-    per_request = layout.blocks_per_request
-    concurrency = num_blocks / per_request
-    if behaviour.tokens_report == "concurrency":
-        tokens = int(concurrency * max_model_len)
-    elif behaviour.tokens_report == "groups":
+    """The "GPU KV cache size" / "Maximum concurrency" lines, and whole sequences that fit."""
+    m = max_model_len
+    if not behaviour.v1_engine:
+        # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
+        tokens = num_blocks * layout.block_size
+        concurrency = tokens / m
+        lines: tuple[str, ...] = (
+            f"# GPU blocks: {num_blocks}",
+            f"Maximum concurrency for {m} tokens per request: {concurrency:.2f}x",
+        )
+        return PoolReport(
+            num_blocks, tokens, concurrency, num_blocks // cdiv(m, layout.block_size), lines
+        )
+    concurrency = num_blocks / layout.blocks_per_request
+    style = behaviour.tokens_report(len(layout.groups) > 1)
+    if style == "concurrency":
+        tokens = int(concurrency * m)
+    elif style == "groups":
         tokens = num_blocks // len(layout.groups) * min(g.block_size for g in layout.groups)
     else:
         tokens = num_blocks * layout.block_size
-    # BlockPool keeps block 0 as the null block, so one fewer is ever handed to a request.
-    fits = max(0, num_blocks - 1) // per_request
-    if behaviour.v1_engine:
-        lines = (
-            f"GPU KV cache size: {tokens:,} tokens",
-            f"Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x",
-        )
-    else:
-        v0_concurrency = num_blocks * layout.block_size / max_model_len
-        concurrency = v0_concurrency
-        lines = (
-            f"# GPU blocks: {num_blocks}",
-            f"Maximum concurrency for {max_model_len} tokens per request: {v0_concurrency:.2f}x",
-        )
+    size = f"GPU KV cache size: {tokens:,} tokens"
+    conc = f"Maximum concurrency for {m:,} tokens per request: {concurrency:.2f}x"
+    lines = (f"{size}, {conc}",) if behaviour.version >= cal.VLLM_ONE_LOG_LINE else (size, conc)
+    # The block pool keeps block 0 as the null block: one fewer is ever handed out.
+    fits = max(0, num_blocks - 1) // layout.blocks_per_request
     return PoolReport(num_blocks, tokens, concurrency, fits, lines)

@@ -1,0 +1,277 @@
+"""The three sizing questions -> a plan: which GPU, how many, how laid out, at what cost.
+
+Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
+feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
+for; the cheapest wins (by price per hour, by GPU count where no price is known).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from .architecture import ModelArchitecture
+from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from .engines.common import Engine, EngineOptions
+from .errors import SizingError
+from .units import cdiv
+
+MAX_PEAK_CONCURRENCY = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRequest:
+    max_model_len: int
+    peak_concurrency: int
+    kv_cache_dtype: str = "auto"
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    max_gpus_per_node: int | None = None
+    headroom_fraction: float = 0.0
+    avg_context_tokens: int | None = None
+    max_replicas: int = 4096
+    max_alternatives: int = 10
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.peak_concurrency <= MAX_PEAK_CONCURRENCY:
+            raise SizingError("peak_concurrency", f"must be between 1 and {MAX_PEAK_CONCURRENCY}")
+        if not 0 <= self.headroom_fraction < 1:
+            raise SizingError("headroom_fraction", "must be at least 0 and below 1")
+        if self.avg_context_tokens is not None and not (
+            1 <= self.avg_context_tokens <= self.max_model_len
+        ):
+            raise SizingError("avg_context_tokens", "must be between 1 and max_model_len")
+        if self.max_gpus_per_node is not None and self.max_gpus_per_node < 1:
+            raise SizingError("max_gpus_per_node", "must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOption:
+    """One feasible deployment: a GPU type, a TP layout and enough replicas for the peak."""
+
+    gpu: Gpu
+    tensor_parallel_size: int
+    replicas: int
+    total_gpus: int
+    max_num_seqs: int
+    sequences_that_fit: int
+    headroom_fraction: float
+    headroom_bytes: int
+    headroom_tokens: int
+    cost_per_hour_usd: float | None
+    engine_flags: dict[str, list[str]]
+    warnings: tuple[str, ...]
+    capacity: Capacity
+
+    @property
+    def rank_key(self) -> tuple[bool, float, int, float]:
+        cost = self.cost_per_hour_usd
+        return (
+            cost is None,
+            cost if cost is not None else 0.0,
+            self.total_gpus,
+            -self.headroom_fraction,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    gpu: Gpu
+    tensor_parallel_size: int | None
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    request: PlanRequest
+    recommendation: PlanOption | None
+    alternatives: tuple[PlanOption, ...]
+    rejected: tuple[Rejection, ...]
+    warnings: tuple[str, ...]
+
+
+def tensor_parallel_candidates(arch: ModelArchitecture, node_size: int) -> list[int]:
+    """TP sizes a node can hold that divide the attention heads (vLLM's first check)."""
+    return [tp for tp in range(1, node_size + 1) if arch.num_attention_heads % tp == 0]
+
+
+def engine_flags(
+    capacity: Capacity, max_num_seqs: int, options: EngineOptions
+) -> dict[str, list[str]]:
+    """Flags to paste, for vLLM and their SGLang equivalents."""
+    tp = capacity.parallel.tensor_parallel_size
+    m = capacity.max_model_len
+    dtype = capacity.kv_cache_dtype
+    vllm = [
+        f"--tensor-parallel-size {tp}",
+        f"--max-model-len {m}",
+        f"--max-num-seqs {max_num_seqs}",
+        f"--kv-cache-dtype {_vllm_kv_dtype(dtype)}",
+    ]
+    util = capacity.engine_settings.get("gpu_memory_utilization")
+    if options.engine is Engine.VLLM and util is not None:
+        vllm.append(f"--gpu-memory-utilization {util}")
+    if options.block_size is not None:
+        vllm.append(f"--block-size {options.block_size}")
+    if options.max_num_batched_tokens is not None:
+        vllm.append(f"--max-num-batched-tokens {options.max_num_batched_tokens}")
+    if options.enable_prefix_caching is not None:
+        vllm.append(
+            "--enable-prefix-caching"
+            if options.enable_prefix_caching
+            else "--no-enable-prefix-caching"
+        )
+    if options.enforce_eager:
+        vllm.append("--enforce-eager")
+    sglang = [
+        f"--tp {tp}",
+        f"--context-length {m}",
+        f"--max-running-requests {max_num_seqs}",
+        f"--kv-cache-dtype {_sglang_kv_dtype(dtype)}",
+    ]
+    fraction = capacity.engine_settings.get("mem_fraction_static")
+    if fraction is not None:
+        sglang.append(f"--mem-fraction-static {fraction}")
+    return {"vllm": vllm, "sglang": sglang}
+
+
+def _vllm_kv_dtype(dtype: str) -> str:
+    # vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 names; fp16/fp32 are "auto"
+    # on a model of that dtype.
+    return dtype if dtype in {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"} else "auto"
+
+
+def _sglang_kv_dtype(dtype: str) -> str:
+    return {"fp8": "fp8_e4m3", "bfloat16": "bf16"}.get(
+        dtype, dtype if dtype != "float16" else "auto"
+    )
+
+
+def plan(
+    arch: ModelArchitecture,
+    gpus: Sequence[Gpu],
+    request: PlanRequest,
+) -> Plan:
+    if not gpus:
+        raise SizingError("gpus", "no candidate GPUs")
+    workload = Workload(request.max_model_len, request.kv_cache_dtype)
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
+    warnings: list[str] = []
+    for gpu in gpus:
+        node = gpu.max_gpus_per_node
+        if request.max_gpus_per_node is not None:
+            node = min(node, request.max_gpus_per_node)
+        candidates = tensor_parallel_candidates(arch, node)
+        if not candidates:
+            rejected.append(
+                Rejection(
+                    gpu,
+                    None,
+                    "no-tensor-parallel-size",
+                    f"no tensor_parallel_size up to {node} divides the "
+                    f"{arch.num_attention_heads} attention heads",
+                )
+            )
+            continue
+        for tp in candidates:
+            outcome = _option(arch, gpu, tp, workload, request)
+            if isinstance(outcome, Rejection):
+                rejected.append(outcome)
+            else:
+                options.append(outcome)
+    options.sort(key=lambda option: option.rank_key)
+    best = options[0] if options else None
+    if best is None:
+        warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
+    return Plan(
+        request=request,
+        recommendation=best,
+        alternatives=tuple(options[1 : 1 + request.max_alternatives]),
+        rejected=tuple(rejected),
+        warnings=tuple(warnings),
+    )
+
+
+def _option(
+    arch: ModelArchitecture, gpu: Gpu, tp: int, workload: Workload, request: PlanRequest
+) -> PlanOption | Rejection:
+    try:
+        capacity = compute_capacity(arch, gpu, workload, Parallelism(tp), request.engine)
+    except SizingError as exc:
+        return Rejection(gpu, tp, exc.code, exc.reason)
+    if not capacity.fits:
+        code = "weights-do-not-fit" if capacity.kv_pool_bytes <= 0 else "sequence-does-not-fit"
+        return Rejection(gpu, tp, code, capacity.reason or "does not fit")
+    layout = capacity.layout
+    usable = _usable_blocks(capacity)
+    per_sequence = layout.blocks_per_request
+    if request.avg_context_tokens is not None:
+        # Paged attention: a sequence holds blocks for the tokens it has, not the maximum.
+        per_sequence = _blocks_at(capacity, request.avg_context_tokens)
+    cap = capacity.engine_settings.get("max_num_seqs")
+    fit_seqs = usable // per_sequence
+    seqs = min(fit_seqs, cap) if isinstance(cap, int) else fit_seqs
+    budget_blocks = usable * (1 - request.headroom_fraction)
+    by_memory = math.ceil(request.peak_concurrency * per_sequence / budget_blocks)
+    by_batch = cdiv(request.peak_concurrency, max(1, seqs))
+    replicas = max(1, by_memory, by_batch)
+    if replicas > request.max_replicas:
+        return Rejection(
+            gpu,
+            tp,
+            "too-many-replicas",
+            f"needs {replicas} replicas of {tp} GPUs, more than max_replicas "
+            f"{request.max_replicas}",
+        )
+    demand = request.peak_concurrency * per_sequence
+    supply = replicas * usable
+    free_blocks = supply - demand
+    headroom = free_blocks / supply
+    warnings = list(capacity.warnings)
+    if isinstance(cap, int) and fit_seqs > cap:
+        warnings.append(
+            f"the KV cache holds {fit_seqs} sequences per replica but max_num_seqs {cap} caps the "
+            "batch; raising it also raises the profile run's sampler peak"
+        )
+    total = replicas * tp
+    cost = None if gpu.price_per_hour_usd is None else round(total * gpu.price_per_hour_usd, 4)
+    return PlanOption(
+        gpu=gpu,
+        tensor_parallel_size=tp,
+        replicas=replicas,
+        total_gpus=total,
+        max_num_seqs=capacity.max_num_seqs,
+        sequences_that_fit=seqs,
+        headroom_fraction=round(headroom, 4),
+        headroom_bytes=free_blocks * layout.bytes_per_block,
+        headroom_tokens=int(headroom * replicas * capacity.kv_cache_tokens),
+        cost_per_hour_usd=cost,
+        engine_flags=engine_flags(capacity, min(seqs, capacity.max_num_seqs) or 1, request.engine),
+        warnings=tuple(warnings),
+        capacity=capacity,
+    )
+
+
+def _usable_blocks(capacity: Capacity) -> int:
+    # vLLM's block pool hands out every block but the null block.
+    if capacity.engine is Engine.VLLM:
+        return max(0, capacity.num_gpu_blocks - 1)
+    return capacity.num_gpu_blocks
+
+
+def _blocks_at(capacity: Capacity, context_tokens: int) -> int:
+    """Blocks a sequence of `context_tokens` holds, scaling each group's context-bound part."""
+    total = 0
+    for group in capacity.layout.groups:
+        if group.kind in ("full_attention", "mla", "all_layers"):
+            total += cdiv(context_tokens, group.block_size)
+        else:
+            # Windows, chunks and recurrent state do not grow past what max_model_len needs.
+            total += min(group.blocks_per_request, cdiv(context_tokens, group.block_size) + 1)
+    return max(1, total)
+
+
+def with_engine(request: PlanRequest, engine: EngineOptions) -> PlanRequest:
+    return replace(request, engine=engine)
