@@ -240,6 +240,30 @@ class ModelArchitecture:
             value = getattr(self, name)
             if value is not None:
                 _positive(name, value)
+        # Hashing 100+ layers on every cache lookup would cost more than the arithmetic.
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (
+                    self.layers,
+                    self.num_attention_heads,
+                    self.dtype,
+                    self.state_dtype,
+                    self.hidden_size,
+                    self.intermediate_size,
+                    self.vocab_size,
+                    self.num_parameters,
+                    self.weight_bytes,
+                    self.weight_format,
+                    self.max_position_embeddings,
+                    self.moe,
+                )
+            ),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
 
     @property
     def num_layers(self) -> int:
@@ -263,6 +287,15 @@ class ModelArchitecture:
         return tuple(
             (layer, count) for layer, count in self.layer_counts if not isinstance(layer, NoCache)
         )
+
+    @cached_property
+    def has_state_layers(self) -> bool:
+        """Any linear-attention / Mamba layer (a fixed state per sequence)."""
+        return any(isinstance(g, GatedDeltaNet | Mamba2 | Mamba1) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_mla(self) -> bool:
+        return any(isinstance(g, MultiHeadLatentAttention) for g, _ in self.layer_counts)
 
     @property
     def is_hybrid(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .architecture import ModelArchitecture, MultiHeadLatentAttention
+from .architecture import ModelArchitecture
 from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
 from .engines import calibration
 from .engines.activation import forward_bytes_per_token
@@ -17,8 +17,8 @@ from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, Memo
 from .engines.sglang import sglang_budget, sglang_report
 from .engines.trtllm import trtllm_budget, trtllm_report
 from .engines.vllm import (
-    VllmBehaviour,
     batch_defaults,
+    behaviour_for,
     mla_block_size,
     parse_version,
     vllm_budget,
@@ -35,7 +35,7 @@ from .kv import (
 )
 from .parallel import check_tensor_parallel, pipeline_stages
 from .units import cdiv
-from .weights import weight_bytes_per_gpu, weight_bytes_total
+from .weights import weight_bytes_total
 
 MAX_CONTEXT_TOKENS = 10_000_000
 
@@ -159,9 +159,8 @@ def compute_capacity(
     tp = parallel.tensor_parallel_size
     sequence = sequence_breakdown(arch, workload.kv_cache_dtype, m, 1, engine.mamba_ssm_cache_dtype)
     weights_total = weight_bytes_total(arch, engine.weight_format)
-    weights_gpu = weight_bytes_per_gpu(
-        arch, tp, parallel.pipeline_parallel_size, engine.weight_format
-    )
+    # Weights shard across TP ranks and PP stages (replicated norms are not modelled).
+    weights_gpu = cdiv(weights_total, parallel.gpus_per_replica)
     common = {
         "kv_cache_dtype": workload.kv_cache_dtype,
         "kv_element_bytes": kv_b,
@@ -219,7 +218,7 @@ def _vllm_capacity(
     warnings: list[str],
     common: dict[str, Any],
 ) -> Capacity:
-    behaviour = VllmBehaviour(
+    behaviour = behaviour_for(
         parse_version(engine.engine_version or calibration.LATEST_VLLM_VERSION)
     )
     m = workload.max_model_len
@@ -238,9 +237,8 @@ def _vllm_capacity(
         if engine.enable_prefix_caching is not None
         else behaviour.default_prefix_caching(has_state)
     )
-    has_mla = any(isinstance(layer, MultiHeadLatentAttention) for layer, _ in arch.layer_counts)
     block_size = engine.block_size or (
-        mla_block_size(behaviour, gpu.name) if has_mla else calibration.VLLM_DEFAULT_BLOCK_SIZE
+        mla_block_size(behaviour, gpu.name) if arch.has_mla else calibration.VLLM_DEFAULT_BLOCK_SIZE
     )
     conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
 

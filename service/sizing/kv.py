@@ -11,6 +11,7 @@ These are the model's own numbers, before any engine rounds them into blocks:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .architecture import (
     ChunkedLocalAttention,
@@ -132,6 +133,7 @@ class LayerBytes:
     formula: str
 
 
+@lru_cache(maxsize=4096)
 def kv_bytes_per_token(
     arch: ModelArchitecture, kv_cache_dtype: str, tensor_parallel_size: int = 1
 ) -> int:
@@ -144,6 +146,7 @@ def kv_bytes_per_token(
     )
 
 
+@lru_cache(maxsize=4096)
 def sequence_breakdown(
     arch: ModelArchitecture,
     kv_cache_dtype: str,
@@ -205,6 +208,4 @@ def kv_bytes_per_sequence(
 
 
 def has_state_layers(arch: ModelArchitecture) -> bool:
-    return any(
-        isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1) for layer, _ in arch.cache_layer_counts
-    )
+    return arch.has_state_layers

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .architecture import (
     ChunkedLocalAttention,
     FullAttention,
@@ -15,7 +17,8 @@ from .architecture import (
 from .errors import InvalidParallelism
 
 
-def check_tensor_parallel(arch: ModelArchitecture, tensor_parallel_size: int) -> list[str]:
+@lru_cache(maxsize=4096)
+def check_tensor_parallel(arch: ModelArchitecture, tensor_parallel_size: int) -> tuple[str, ...]:
     """Raise if `tp` cannot shard this model; return warnings for what it replicates."""
     tp = tensor_parallel_size
     if tp < 1:
@@ -66,7 +69,7 @@ def check_tensor_parallel(arch: ModelArchitecture, tensor_parallel_size: int) ->
                 "tensor_parallel_size",
                 f"{tp} does not divide the Mamba inner size {layer.intermediate_size}",
             )
-    return warnings
+    return tuple(warnings)
 
 
 def pipeline_stage_sizes(num_layers: int, pipeline_parallel_size: int) -> list[int]:

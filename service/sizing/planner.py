@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from .architecture import ModelArchitecture
 from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
 from .engines.common import Engine, EngineOptions
 from .errors import SizingError
+from .parallel import check_tensor_parallel
 from .units import cdiv
 
 MAX_PEAK_CONCURRENCY = 1_000_000
@@ -59,9 +61,16 @@ class PlanOption:
     headroom_bytes: int
     headroom_tokens: int
     cost_per_hour_usd: float | None
-    engine_flags: dict[str, list[str]]
     warnings: tuple[str, ...]
     capacity: Capacity
+    engine: EngineOptions
+
+    @property
+    def engine_flags(self) -> dict[str, list[str]]:
+        """Built on demand: only the options a plan shows need them."""
+        return engine_flags(
+            self.capacity, min(self.sequences_that_fit, self.max_num_seqs) or 1, self.engine
+        )
 
     @property
     def rank_key(self) -> tuple[bool, float, int, float]:
@@ -94,6 +103,16 @@ class Plan:
 def tensor_parallel_candidates(arch: ModelArchitecture, node_size: int) -> list[int]:
     """TP sizes a node can hold that divide the attention heads (vLLM's first check)."""
     return [tp for tp in range(1, node_size + 1) if arch.num_attention_heads % tp == 0]
+
+
+@lru_cache(maxsize=4096)
+def tensor_parallel_problem(arch: ModelArchitecture, tp: int) -> SizingError | None:
+    """Why `tp` cannot shard this model, or None (checked once per model and size)."""
+    try:
+        check_tensor_parallel(arch, tp)
+    except SizingError as exc:
+        return exc
+    return None
 
 
 def engine_flags(
@@ -197,6 +216,9 @@ def plan(
 def _option(
     arch: ModelArchitecture, gpu: Gpu, tp: int, workload: Workload, request: PlanRequest
 ) -> PlanOption | Rejection:
+    problem = tensor_parallel_problem(arch, tp)
+    if problem is not None:
+        return Rejection(gpu, tp, problem.code, problem.reason)
     try:
         capacity = compute_capacity(arch, gpu, workload, Parallelism(tp), request.engine)
     except SizingError as exc:
@@ -248,9 +270,9 @@ def _option(
         headroom_bytes=free_blocks * layout.bytes_per_block,
         headroom_tokens=int(headroom * replicas * capacity.kv_cache_tokens),
         cost_per_hour_usd=cost,
-        engine_flags=engine_flags(capacity, min(seqs, capacity.max_num_seqs) or 1, request.engine),
         warnings=tuple(warnings),
         capacity=capacity,
+        engine=request.engine,
     )
 
 

@@ -9,6 +9,8 @@ the forward pass's buffers are freed before the sampler runs.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..architecture import (
     ChunkedLocalAttention,
     FullAttention,
@@ -18,6 +20,7 @@ from ..architecture import (
 from ..dtypes import MODEL_DTYPE_BYTES
 
 
+@lru_cache(maxsize=4096)
 def forward_bytes_per_token(arch: ModelArchitecture, tensor_parallel_size: int) -> int | None:
     """Bytes live per token at the peak of one decoder layer, on one GPU; None if unknown.
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -64,7 +65,12 @@ class MemoryBudget:
     cudagraph_bytes: int
     pool_bytes: int
     pool_given: bool
-    lines: tuple[BudgetLine, ...]
+    # Built on demand (only explanations read the lines; plans size hundreds of budgets).
+    describe: Callable[[], tuple[BudgetLine, ...]] = field(compare=False, repr=False)
+
+    @property
+    def lines(self) -> tuple[BudgetLine, ...]:
+        return self.describe()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,4 +104,9 @@ class PoolReport:
     kv_cache_tokens: int
     max_concurrency: float
     max_num_seqs: int
-    log_lines: tuple[str, ...]
+    describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
+
+    @property
+    def log_lines(self) -> tuple[str, ...]:
+        """What the engine would print, built on demand."""
+        return self.describe()

@@ -54,7 +54,7 @@ def sglang_budget(
             cudagraph_bytes=0,
             pool_bytes=pool,
             pool_given=True,
-            lines=(total_line, BudgetLine("kv_cache_memory", pool, "given")),
+            describe=lambda: (total_line, BudgetLine("kv_cache_memory", pool, "given")),
         )
     fraction = options.mem_fraction_static or default_mem_fraction_static(
         total_bytes, tensor_parallel_size
@@ -89,7 +89,7 @@ def sglang_budget(
         cudagraph_bytes=0,
         pool_bytes=pool,
         pool_given=False,
-        lines=lines,
+        describe=lambda: lines,
     )
 
 
@@ -109,4 +109,4 @@ def sglang_report(
         f"max_total_num_tokens={tokens}, max_running_requests={running}, "
         f"context_len={max_model_len}",
     )
-    return PoolReport(pages, tokens, concurrency, pages // pages_per_request, lines)
+    return PoolReport(pages, tokens, concurrency, pages // pages_per_request, lambda: lines)

@@ -31,7 +31,7 @@ def trtllm_budget(
             0,
             pool,
             True,
-            (BudgetLine("kv_cache_memory", pool, "given"),),
+            lambda: (BudgetLine("kv_cache_memory", pool, "given"),),
         )
     fraction = options.free_gpu_memory_fraction or calibration.TRTLLM_DEFAULT_FREE_FRACTION
     peak = weights_per_gpu + activation_bytes + calibration.TRTLLM_NON_TORCH
@@ -56,7 +56,7 @@ def trtllm_budget(
         0,
         pool,
         False,
-        lines,
+        lambda: lines,
     )
 
 
@@ -71,4 +71,4 @@ def trtllm_report(
         f"Estimated max memory in KV cache : {pool_bytes / (1 << 30):.2f} GiB",
         f"max_tokens={tokens}",
     )
-    return PoolReport(blocks, tokens, concurrency, blocks // per_request, lines)
+    return PoolReport(blocks, tokens, concurrency, blocks // per_request, lambda: lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -34,6 +35,7 @@ from .common import BudgetLine, CacheGroup, CacheLayout, EngineOptions, MemoryBu
 Version = tuple[int, int, int]
 
 
+@lru_cache(maxsize=256)
 def parse_version(text: str, field: str = "engine_version") -> Version:
     core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
     core = core.split(".post")[0].split(".dev")[0]
@@ -46,58 +48,29 @@ def parse_version(text: str, field: str = "engine_version") -> Version:
 
 @dataclass(frozen=True, slots=True)
 class VllmBehaviour:
-    """The parts of vLLM's arithmetic that one release has."""
+    """The parts of vLLM's arithmetic one release has, resolved once per version."""
 
     version: Version
-
-    @property
-    def label(self) -> str:
-        return ".".join(str(n) for n in self.version)
-
-    def _at_least(self, milestone: Version) -> bool:
-        return self.version >= milestone
-
-    @property
-    def v1_engine(self) -> bool:
-        return self._at_least(cal.VLLM_V1_DEFAULT)
-
-    @property
-    def non_torch_includes_context(self) -> bool:
-        # V0 before PR #10511 and V1 before 0.9.2 charged the CUDA context (and any other
-        # process) to the budget: util x total - (torch peak + all non-torch memory).
-        if self.v1_engine:
-            return not self._at_least(cal.VLLM_V1_PER_INSTANCE)
-        return not self._at_least(cal.VLLM_PER_INSTANCE_BUDGET)
-
-    @property
-    def hybrid_allocator(self) -> bool:
-        return self._at_least(cal.VLLM_HYBRID_ALLOCATOR)
-
-    @property
-    def state_in_pool(self) -> bool:
-        return self._at_least(cal.VLLM_MAMBA_IN_POOL)
-
-    @property
-    def group_max_ratio(self) -> float | None:
-        if self._at_least(cal.VLLM_GROUPS_MAX_15):
-            return 1.5
-        if self._at_least(cal.VLLM_GROUPS_MAX_125):
-            return 1.25
-        return None
-
-    @property
-    def cudagraph_in_budget(self) -> bool:
-        return self._at_least(cal.VLLM_CUDAGRAPH_IN_BUDGET)
-
-    @property
-    def default_utilization(self) -> float:
-        if self._at_least(cal.VLLM_UTILIZATION_092):
-            return cal.VLLM_DEFAULT_UTILIZATION_NEW
-        return cal.VLLM_DEFAULT_UTILIZATION_OLD
+    label: str
+    v1_engine: bool
+    # V0 before PR #10511 and V1 before 0.9.2 charged the CUDA context (and any other
+    # process) to the budget: util x total - (torch peak + all non-torch memory).
+    non_torch_includes_context: bool
+    hybrid_allocator: bool
+    state_in_pool: bool
+    group_max_ratio: float | None
+    cudagraph_in_budget: bool
+    default_utilization: float
+    in_flight_batches: bool
+    mamba_cache_modes: bool
+    hybrid_prefix_caching: bool
+    tokens_from_concurrency: bool
+    one_log_line: bool
+    request_ceil: bool
 
     def in_flight_tokens(self, max_num_batched_tokens: int, pipeline_parallel_size: int) -> int:
         """Tokens a sliding/chunked layer keeps beyond its window for the steps in flight."""
-        if not self._at_least(cal.VLLM_IN_FLIGHT_BATCHES):
+        if not self.in_flight_batches:
             return max_num_batched_tokens
         # config/vllm.py max_concurrent_batches: async scheduling (default) keeps 2 batches
         # in flight at PP=1; with PP it is off in the V1 runner and PP batches are in flight.
@@ -107,23 +80,53 @@ class VllmBehaviour:
     def mamba_blocks(self, prefix_caching: bool) -> int:
         # MambaSpec.max_memory_usage_bytes: 'none' keeps one state page, 'align' (prefix
         # caching on, 0.15+) keeps two.
-        if prefix_caching and self._at_least(cal.VLLM_MAMBA_CACHE_MODES):
-            return 2
-        return 1
+        return 2 if prefix_caching and self.mamba_cache_modes else 1
 
     def default_prefix_caching(self, has_state: bool) -> bool:
         if not self.v1_engine:
             return False
-        if has_state:
-            return self._at_least(cal.VLLM_HYBRID_PREFIX_CACHING)
-        return True
+        return self.hybrid_prefix_caching if has_state else True
 
     def tokens_report(self, hybrid: bool) -> str:
-        if self._at_least(cal.VLLM_TOKENS_FROM_CONCURRENCY):
+        if self.tokens_from_concurrency:
             return "concurrency"
         if hybrid and self.hybrid_allocator:
             return "groups"
         return "blocks"
+
+
+@lru_cache(maxsize=256)
+def behaviour_for(version: Version) -> VllmBehaviour:
+    def since(milestone: Version) -> bool:
+        return version >= milestone
+
+    v1 = since(cal.VLLM_V1_DEFAULT)
+    ratio = (
+        1.5 if since(cal.VLLM_GROUPS_MAX_15) else 1.25 if since(cal.VLLM_GROUPS_MAX_125) else None
+    )
+    return VllmBehaviour(
+        version=version,
+        label=".".join(str(n) for n in version),
+        v1_engine=v1,
+        non_torch_includes_context=(
+            not since(cal.VLLM_V1_PER_INSTANCE) if v1 else not since(cal.VLLM_PER_INSTANCE_BUDGET)
+        ),
+        hybrid_allocator=since(cal.VLLM_HYBRID_ALLOCATOR),
+        state_in_pool=since(cal.VLLM_MAMBA_IN_POOL),
+        group_max_ratio=ratio,
+        cudagraph_in_budget=since(cal.VLLM_CUDAGRAPH_IN_BUDGET),
+        default_utilization=(
+            cal.VLLM_DEFAULT_UTILIZATION_NEW
+            if since(cal.VLLM_UTILIZATION_092)
+            else cal.VLLM_DEFAULT_UTILIZATION_OLD
+        ),
+        in_flight_batches=since(cal.VLLM_IN_FLIGHT_BATCHES),
+        mamba_cache_modes=since(cal.VLLM_MAMBA_CACHE_MODES),
+        hybrid_prefix_caching=since(cal.VLLM_HYBRID_PREFIX_CACHING),
+        tokens_from_concurrency=since(cal.VLLM_TOKENS_FROM_CONCURRENCY),
+        one_log_line=since(cal.VLLM_ONE_LOG_LINE),
+        request_ceil=since(cal.VLLM_REQUEST_CEIL),
+    )
 
 
 def gpu_family(gpu_name: str) -> str:
@@ -215,6 +218,7 @@ def _blocks_per_request(
     return cdiv(max_model_len, block_size)
 
 
+@lru_cache(maxsize=4096)
 def vllm_layout(
     stage: ModelArchitecture,
     *,
@@ -335,7 +339,7 @@ def vllm_layout(
 
 def requested_memory(behaviour: VllmBehaviour, total_bytes: int, utilization: float) -> int:
     product = total_bytes * utilization
-    return math.ceil(product) if behaviour.version >= cal.VLLM_REQUEST_CEIL else int(product)
+    return math.ceil(product) if behaviour.request_ceil else int(product)
 
 
 def vllm_budget(
@@ -350,7 +354,6 @@ def vllm_budget(
     max_num_seqs: int,
 ) -> MemoryBudget:
     util = options.gpu_memory_utilization or behaviour.default_utilization
-    requested = requested_memory(behaviour, total_bytes, util)
     total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     if options.kv_cache_memory_bytes is not None:
         pool = options.kv_cache_memory_bytes
@@ -366,13 +369,9 @@ def vllm_budget(
             cudagraph_bytes=0,
             pool_bytes=pool,
             pool_given=True,
-            lines=(total_line, given),
+            describe=lambda: (total_line, given),
         )
-    lines = [
-        total_line,
-        BudgetLine("requested", requested, f"gpu_memory_utilization {util} x total"),
-        BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
-    ]
+    requested = requested_memory(behaviour, total_bytes, util)
     # Profile run: one forward pass over max_num_batched_tokens tokens, then the sampler on
     # min(max_num_seqs, max_num_batched_tokens) rows; the measured peak is the larger one.
     per_token = forward_bytes_per_token(arch, tensor_parallel_size)
@@ -383,34 +382,56 @@ def vllm_budget(
     )
     sampler = sampler_bytes(arch.vocab_size, rows, copies)
     activation = max(forward, sampler)
-    if per_token is None:
-        note = "forward pass not modelled (no hidden_size); pass kv_cache_memory_bytes if known"
-    elif sampler > forward:
-        note = (
-            f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} fp32 copies "
-            f"(the forward pass peaks at {forward} B)"
-        )
-    else:
-        note = f"forward peak: {max_num_batched_tokens} batched tokens x {per_token} B per token"
-    lines.append(BudgetLine("activation_peak", -activation, note))
-    if behaviour.non_torch_includes_context:
-        non_torch = cal.VLLM_NON_TORCH_WITH_CONTEXT
-        nt_note = "CUDA context and all other non-torch memory (counted by this release)"
-    else:
-        non_torch = cal.VLLM_NON_TORCH_INCREASE
-        nt_note = "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)"
-    lines.append(BudgetLine("non_torch", -non_torch, nt_note))
+    non_torch = (
+        cal.VLLM_NON_TORCH_WITH_CONTEXT
+        if behaviour.non_torch_includes_context
+        else cal.VLLM_NON_TORCH_INCREASE
+    )
     cudagraph = 0
     if behaviour.cudagraph_in_budget and not options.enforce_eager:
-        if options.cudagraph_memory_bytes is not None:
-            cudagraph = options.cudagraph_memory_bytes
-            cg_note = "CUDA-graph memory, given"
-        else:
-            cudagraph = cal.cudagraph_estimate(per_token or 0, max_num_seqs)
-            cg_note = "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)"
-        lines.append(BudgetLine("cudagraph", -cudagraph, cg_note))
+        cudagraph = (
+            options.cudagraph_memory_bytes
+            if options.cudagraph_memory_bytes is not None
+            else cal.cudagraph_estimate(per_token or 0, max_num_seqs)
+        )
     pool = requested - weights_per_gpu - activation - non_torch - cudagraph
-    lines.append(BudgetLine("kv_cache_memory", pool, "what is left for the KV cache"))
+
+    def describe() -> tuple[BudgetLine, ...]:
+        if per_token is None:
+            note = "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
+        elif sampler > forward:
+            note = (
+                f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} fp32 "
+                f"copies (the forward pass peaks at {forward} B)"
+            )
+        else:
+            note = f"forward peak: {max_num_batched_tokens} batched tokens x {per_token} B/token"
+        lines = [
+            total_line,
+            BudgetLine("requested", requested, f"gpu_memory_utilization {util} x total"),
+            BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
+            BudgetLine("activation_peak", -activation, note),
+            BudgetLine(
+                "non_torch",
+                -non_torch,
+                "CUDA context and all other non-torch memory (counted by this release)"
+                if behaviour.non_torch_includes_context
+                else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
+            ),
+        ]
+        if behaviour.cudagraph_in_budget and not options.enforce_eager:
+            lines.append(
+                BudgetLine(
+                    "cudagraph",
+                    -cudagraph,
+                    "CUDA-graph memory, given"
+                    if options.cudagraph_memory_bytes is not None
+                    else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
+                )
+            )
+        lines.append(BudgetLine("kv_cache_memory", pool, "what is left for the KV cache"))
+        return tuple(lines)
+
     return MemoryBudget(
         total_bytes=total_bytes,
         fraction=util,
@@ -422,7 +443,7 @@ def vllm_budget(
         cudagraph_bytes=cudagraph,
         pool_bytes=pool,
         pool_given=False,
-        lines=tuple(lines),
+        describe=describe,
     )
 
 
@@ -437,13 +458,16 @@ def vllm_report(
     if not behaviour.v1_engine:
         # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
         tokens = num_blocks * layout.block_size
-        concurrency = tokens / m
-        lines: tuple[str, ...] = (
-            f"# GPU blocks: {num_blocks}",
-            f"Maximum concurrency for {m} tokens per request: {concurrency:.2f}x",
-        )
+        v0_concurrency = tokens / m
         return PoolReport(
-            num_blocks, tokens, concurrency, num_blocks // cdiv(m, layout.block_size), lines
+            num_blocks,
+            tokens,
+            v0_concurrency,
+            num_blocks // cdiv(m, layout.block_size),
+            lambda: (
+                f"# GPU blocks: {num_blocks}",
+                f"Maximum concurrency for {m} tokens per request: {v0_concurrency:.2f}x",
+            ),
         )
     concurrency = num_blocks / layout.blocks_per_request
     style = behaviour.tokens_report(len(layout.groups) > 1)
@@ -453,9 +477,12 @@ def vllm_report(
         tokens = num_blocks // len(layout.groups) * min(g.block_size for g in layout.groups)
     else:
         tokens = num_blocks * layout.block_size
-    size = f"GPU KV cache size: {tokens:,} tokens"
-    conc = f"Maximum concurrency for {m:,} tokens per request: {concurrency:.2f}x"
-    lines = (f"{size}, {conc}",) if behaviour.version >= cal.VLLM_ONE_LOG_LINE else (size, conc)
+
+    def describe() -> tuple[str, ...]:
+        size = f"GPU KV cache size: {tokens:,} tokens"
+        conc = f"Maximum concurrency for {m:,} tokens per request: {concurrency:.2f}x"
+        return (f"{size}, {conc}",) if behaviour.one_log_line else (size, conc)
+
     # The block pool keeps block 0 as the null block: one fewer is ever handed out.
     fits = max(0, num_blocks - 1) // layout.blocks_per_request
-    return PoolReport(num_blocks, tokens, concurrency, fits, lines)
+    return PoolReport(num_blocks, tokens, concurrency, fits, describe)

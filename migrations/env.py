@@ -1,0 +1,42 @@
+"""Alembic environment: runs migrations on PostgreSQL or SQLite, online only."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection, create_engine, pool
+from sqlmodel import SQLModel
+
+import service.catalog.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from service.db import normalize_url
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    url = normalize_url(config.get_main_option("sqlalchemy.url") or "")
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        _run(conn)
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("kvplan runs migrations online only: `kvplan migrate`")
+run_migrations_online()

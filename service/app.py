@@ -1,0 +1,70 @@
+"""The FastAPI application: wiring only. Each slice brings its router."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI
+
+from . import __version__
+from .catalog.router import gpus_router, models_router
+from .catalog.snapshot import CatalogCache, CatalogSnapshot
+from .db import Database, create_db_engine
+from .errors import install_problem_handlers
+from .health.router import router as health_router
+from .metrics import Metrics
+from .planning.router import router as planning_router
+from .settings import Settings
+
+DESCRIPTION = """
+**How many requests fit?** kvplan sizes the KV cache of an LLM deployment to the byte and
+turns three questions (max context, peak concurrency, KV-cache precision) into a GPU plan.
+
+* `GET /v1/capacity` answers autoscalers: one model, one GPU, one layout -> `max_num_seqs`.
+  Small, cacheable (`Cache-Control`, `ETag`), also as CSV or a single value.
+* `POST /v1/plans` searches every GPU and tensor-parallel layout for the cheapest plan.
+* `/v1/models` and `/v1/gpus` are the catalog; reads are open, writes need an admin token.
+
+Bytes are integers. GiB is 2^30 bytes, GB is 10^9; every field name says which.
+Every error is an RFC 9457 problem (`application/problem+json`).
+"""
+
+TAGS = [
+    {"name": "capacity", "description": "One deployment's capacity, for autoscalers and sheets."},
+    {"name": "plans", "description": "The three sizing questions -> the cheapest plan."},
+    {"name": "models", "description": "The model catalog: architectures with their sources."},
+    {"name": "gpus", "description": "The GPU catalog: memory as the runtime reports it, prices."},
+    {"name": "health", "description": "Liveness, readiness, problem types."},
+]
+
+
+def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
+    settings = settings or Settings()
+    logging.basicConfig(level=settings.log_level.upper())
+    database = database or Database(create_db_engine(settings))
+    metrics = Metrics()
+
+    def on_load(snapshot: CatalogSnapshot) -> None:
+        metrics.catalog_entries.labels("model").set(len(snapshot.models))
+        metrics.catalog_entries.labels("gpu").set(len(snapshot.gpus))
+        metrics.catalog_version.set(snapshot.version)
+
+    app = FastAPI(
+        title="kvplan",
+        version=__version__,
+        summary="KV-cache capacity planning for LLM inference",
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
+        license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+    )
+    app.state.settings = settings
+    app.state.db = database
+    app.state.metrics = metrics
+    app.state.catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
+    install_problem_handlers(app)
+    metrics.install(app)
+    app.include_router(health_router)
+    app.include_router(planning_router)
+    app.include_router(models_router)
+    app.include_router(gpus_router)
+    return app

@@ -1,0 +1,176 @@
+"""`make bench`: the sizing engine's speed (medians, never asserted) and its calibration table.
+
+python -m service.bench [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .calibration import compare, engine_options, load_cases, logged_pool_bytes
+from .catalog.seed import load_seed
+from .sizing import (
+    EngineOptions,
+    Gpu,
+    ModelArchitecture,
+    Parallelism,
+    Workload,
+    architecture_from_dict,
+    compute_capacity,
+)
+from .sizing.planner import PlanRequest, plan
+from .sizing.units import GiB
+
+CAPACITY_TARGET_US = 50.0
+PLAN_TARGET_MS = 5.0
+
+
+def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
+    models = {
+        m["slug"]: architecture_from_dict(m["architecture"]) for m in load_seed("models.json")
+    }
+    gpus = {
+        g["slug"]: Gpu(
+            memory_bytes=g["memory_bytes"],
+            name=g["name"],
+            slug=g["slug"],
+            price_per_hour_usd=g.get("price_usd_per_hour"),
+            max_gpus_per_node=g.get("max_gpus_per_node") or 8,
+        )
+        for g in load_seed("gpus.json")
+    }
+    return models, gpus
+
+
+def timings(fn: Callable[[], Any], repeat: int, warmup: int = 20) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def summary(samples: list[float], scale: float) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    p90 = ordered[int(0.9 * (len(ordered) - 1))]
+    return statistics.median(samples) * scale, p90 * scale, min(samples) * scale
+
+
+def bench_speed(repeat: int) -> None:
+    models, gpus = seed_catalog()
+    print("## Speed (medians; targets are compared as ratios, never asserted)\n")
+    print("| what | median | p90 | min | target | median / target |")
+    print("|---|---|---|---|---|---|")
+    cases = [
+        ("llama-3.1-70b", "h100-sxm-80gb", 4, "fp8", 32768),
+        ("qwen3.5-27b", "h200-141gb", 1, "fp8", 131072),
+        ("gpt-oss-120b", "h100-sxm-80gb", 2, "auto", 131072),
+        ("deepseek-v3", "h200-141gb", 8, "auto", 65536),
+    ]
+    for slug, gpu, tp, dtype, ctx in cases:
+        arch, g = models[slug], gpus[gpu]
+        workload, parallel = Workload(ctx, dtype), Parallelism(tp)
+
+        def one(
+            arch: ModelArchitecture = arch,
+            g: Gpu = g,
+            w: Workload = workload,
+            p: Parallelism = parallel,
+        ) -> None:
+            compute_capacity(arch, g, w, p)
+
+        med, p90, low = summary(timings(one, repeat), 1e6)
+        print(
+            f"| capacity {slug} on {gpu} tp{tp} {dtype} {ctx} | {med:.1f} us | {p90:.1f} us | "
+            f"{low:.1f} us | {CAPACITY_TARGET_US:.0f} us | {med / CAPACITY_TARGET_US:.2f} |"
+        )
+    all_gpus = list(gpus.values())
+    for slug in ("llama-3.1-70b", "qwen3.5-27b", "deepseek-v3"):
+        arch = models[slug]
+
+        def full_plan(arch: ModelArchitecture = arch) -> None:
+            for dtype in ("auto", "fp8"):
+                plan(
+                    arch,
+                    all_gpus,
+                    PlanRequest(max_model_len=32768, peak_concurrency=256, kv_cache_dtype=dtype),
+                )
+
+        med, p90, low = summary(timings(full_plan, max(20, repeat // 50), warmup=3), 1e3)
+        count = (
+            sum(
+                1
+                for g in all_gpus
+                for tp in range(1, g.max_gpus_per_node + 1)
+                if arch.num_attention_heads % tp == 0
+            )
+            * 2
+        )
+        print(
+            f"| plan {slug}: {len(all_gpus)} GPUs x tp x 2 KV dtypes ({count} capacities) | "
+            f"{med:.2f} ms | {p90:.2f} ms | {low:.2f} ms | {PLAN_TARGET_MS:.0f} ms | "
+            f"{med / PLAN_TARGET_MS:.2f} |"
+        )
+    print()
+
+
+def bench_calibration() -> None:
+    models, gpus = seed_catalog()
+    print("## Calibration: predicted KV pool per GPU vs the engine's log\n")
+    print(
+        "| case | engine | complete | predicted GiB | logged GiB | error | blocks/tokens "
+        "from the log's own pool |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for case in load_cases():
+        if not case.get("model") or not case.get("gpu"):
+            why = case.get("why_incomplete", "")
+            print(f"| {case['id']} | {case['engine']} | no | - | - | - | {why} |")
+            continue
+        result = compare(case, models[case["model"]], gpus[case["gpu"]])
+        exact = _log_arithmetic(case, models[case["model"]], gpus[case["gpu"]])
+        print(
+            f"| {case['id']} | {case['engine']} {case['engine_version']} | "
+            f"{'yes' if result.complete else 'no'} | "
+            f"{result.predicted_pool_bytes / GiB:.3f} | {result.logged_pool_bytes / GiB:.3f} | "
+            f"{result.error:+.2%} | {exact} |"
+        )
+    print(
+        "\nComplete cases must stay within 5%; incomplete ones are shown with the reason in "
+        "service/calibration/engine_logs.json.\n"
+    )
+
+
+def _log_arithmetic(case: dict[str, Any], arch: ModelArchitecture, gpu: Gpu) -> str:
+    """Feed the log's own pool back in and show what the engine would print."""
+    options = engine_options(case)
+    workload = Workload(case["max_model_len"], case.get("kv_cache_dtype") or "auto")
+    parallel = Parallelism(case.get("tensor_parallel_size") or 1)
+    probe = compute_capacity(arch, gpu, workload, parallel, options)
+    pool = logged_pool_bytes(case, probe)
+    given = EngineOptions(**{**_fields(options), "kv_cache_memory_bytes": pool})
+    again = compute_capacity(arch, gpu, workload, parallel, given)
+    return "; ".join(again.report.log_lines)
+
+
+def _fields(options: EngineOptions) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in options.__slots__}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=2000)
+    args = parser.parse_args()
+    bench_speed(args.repeat)
+    bench_calibration()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,541 @@
+"""Catalog endpoints: /v1/models and /v1/gpus.
+
+Thin: each endpoint parses, calls the service, and owns the transaction (it commits after the
+service succeeds, then tells this replica's snapshot to refresh). Reads are open; writes pass
+`AdminRoute`'s token check before their body is even read.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from pydantic import AfterValidator
+from sqlalchemy.orm import Session
+
+from ..deps import SessionDep
+from ..errors import PROBLEM_JSON
+from ..security import AdminRoute, bearer_scheme
+from ..sizing import LayerKind
+from . import service
+from .models import GpuRow, ModelRow
+from .schemas import (
+    MAX_MEMORY_BYTES,
+    MAX_PARAMETERS,
+    GpuCreate,
+    GpuPage,
+    GpuPatch,
+    GpuRead,
+    GpuReplace,
+    ModelCreate,
+    ModelImport,
+    ModelPage,
+    ModelPatch,
+    ModelRead,
+    ModelReplace,
+    ProblemDetail,
+    no_nul,
+)
+
+models_router = APIRouter(prefix="/v1/models", tags=["models"], route_class=AdminRoute)
+gpus_router = APIRouter(prefix="/v1/gpus", tags=["gpus"], route_class=AdminRoute)
+
+# Documents the bearer scheme on write operations (AdminRoute does the checking).
+WRITE = [Depends(bearer_scheme)]
+
+# ---------------------------------------------------------------------------------------------
+# OpenAPI documentation of answers
+
+_PROBLEM_SCHEMA = ProblemDetail.model_json_schema()
+_PROBLEMS: dict[int, str] = {
+    401: "No `Authorization: Bearer` header, or not an admin token. Checked before the body "
+    "is read, so it takes precedence over any problem with the body.",
+    404: "No entry with this slug; `suggestions` lists the closest slugs that exist.",
+    409: "An entry with this slug already exists (slugs are unique).",
+    412: "`If-Match` names a stale revision: someone changed the entry since you read it. "
+    "GET it again (the current `ETag` is in this answer's headers) and reapply your change.",
+    422: "A field is missing, malformed or out of bounds: `field` names it, and each entry of "
+    '`errors` says the bound it broke (`constraint`, e.g. `{"ge": 1}`).',
+    428: "`If-Match` is missing: updates and deletes must send the entry's `ETag`.",
+    503: "The database is unreachable; retry later (`Retry-After`).",
+}
+_ETAG_HEADER = {
+    "description": 'The entry\'s revision, quoted (e.g. `"3"`); send it back in `If-Match`.',
+    "schema": {"type": "string"},
+}
+_LOCATION_HEADER = {"description": "Where the new entry lives.", "schema": {"type": "string"}}
+_LINK_HEADER = {
+    "description": 'The next page, as `<url>; rel="next"` (absent on the last page).',
+    "schema": {"type": "string"},
+}
+
+
+def _responses(
+    *problems: int, ok: dict[int, dict[str, Any]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """`ok` documents the success answers' headers; every route may also answer 503."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status, doc in (ok or {}).items():
+        out[status] = doc
+    for code in (*problems, 503):
+        out[code] = {
+            "description": _PROBLEMS[code],
+            "content": {PROBLEM_JSON: {"schema": _PROBLEM_SCHEMA}},
+        }
+    return out
+
+
+_READ_ONE = _responses(
+    404,
+    ok={
+        200: {"description": "The entry.", "headers": {"ETag": _ETAG_HEADER}},
+        304: {"description": "`If-None-Match` names the current revision: unchanged, no body."},
+    },
+)
+_LISTED = {200: {"description": "One page.", "headers": {"Link": _LINK_HEADER}}}
+_CREATED = {
+    201: {
+        "description": "Created.",
+        "headers": {"ETag": _ETAG_HEADER, "Location": _LOCATION_HEADER},
+    }
+}
+_UPDATED = {200: {"description": "The entry as now stored.", "headers": {"ETag": _ETAG_HEADER}}}
+
+# ---------------------------------------------------------------------------------------------
+# parameters
+
+SlugPath = Annotated[
+    str,
+    Path(description="The entry's slug. An unknown one is a 404 that suggests the closest."),
+]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        description='The `ETag` from your GET (e.g. `"3"`). Required: missing is 428, stale 412.',
+    ),
+]
+IfNoneMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        description="An `ETag` you hold; if it is still current the answer is 304, no body.",
+    ),
+]
+Limit = Annotated[int, Query(ge=1, le=500, description="Entries per page (at most 500).")]
+Cursor = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        description="Where to continue: the `next_cursor` of the previous page (opaque).",
+    ),
+]
+
+
+def _finish(request: Request, session: Session) -> None:
+    """The request owns the transaction: commit, then refresh this replica's snapshot now."""
+    session.commit()
+    request.app.state.catalog.invalidate()
+
+
+def _entity_headers(response: Response, revision: int, location: str | None = None) -> None:
+    response.headers["ETag"] = service.etag(revision)
+    if location is not None:
+        response.headers["Location"] = location
+
+
+def _location(request: Request, prefix: str, slug: str) -> str:
+    return f"{request.scope.get('root_path', '')}{prefix}/{slug}"
+
+
+def _next_url(request: Request, response: Response, next_cursor: str | None) -> str | None:
+    """The relative URL of the next page, with the same filters; also sent as a Link header."""
+    if next_cursor is None:
+        return None
+    params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
+    url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
+    response.headers["Link"] = f'<{url}>; rel="next"'
+    return url
+
+
+def _read_one(
+    response: Response, row: GpuRow | ModelRow, if_none_match: str | None
+) -> Response | None:
+    if service.if_none_match(if_none_match, row.revision):
+        return Response(
+            status_code=304,
+            headers={"ETag": service.etag(row.revision), "Cache-Control": "no-cache"},
+        )
+    _entity_headers(response, row.revision)
+    response.headers["Cache-Control"] = "no-cache"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs
+
+
+@gpus_router.get(
+    "",
+    operation_id="listGpus",
+    summary="List GPUs",
+    response_model=GpuPage,
+    responses=_responses(422, ok=_LISTED),
+)
+def list_gpus(
+    *,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    vendor: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=100,
+            description="Only this vendor (case-insensitive), e.g. `NVIDIA`.",
+        ),
+        AfterValidator(no_nul),
+    ] = None,
+    min_memory_bytes: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_MEMORY_BYTES, description="Only GPUs with at least this memory."),
+    ] = None,
+    max_price_usd_per_hour: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=1_000_000,
+            allow_inf_nan=False,
+            description="Only GPUs with a reference price at most this (unpriced GPUs are left "
+            "out).",
+        ),
+    ] = None,
+    fp8_support: Annotated[
+        bool | None, Query(description="Only GPUs with (true) or without (false) native FP8.")
+    ] = None,
+) -> GpuPage:
+    """GPUs in slug order, one page at a time; follow `next` (or the `Link` header)."""
+    rows, next_cursor = service.list_gpus(
+        session,
+        limit=limit,
+        cursor=cursor,
+        vendor=vendor,
+        min_memory_bytes=min_memory_bytes,
+        max_price_usd_per_hour=max_price_usd_per_hour,
+        fp8_support=fp8_support,
+    )
+    return GpuPage(
+        items=[service.gpu_read(row) for row in rows],
+        limit=limit,
+        next_cursor=next_cursor,
+        next=_next_url(request, response, next_cursor),
+    )
+
+
+@gpus_router.post(
+    "",
+    status_code=201,
+    operation_id="createGpu",
+    summary="Add a GPU",
+    response_model=GpuRead,
+    dependencies=WRITE,
+    responses=_responses(401, 409, 422, ok=_CREATED),
+)
+def create_gpu(
+    *, body: GpuCreate, request: Request, response: Response, session: SessionDep
+) -> GpuRead:
+    """`slug`, `name` and `memory_bytes` are enough. Needs an admin token."""
+    row = service.create_gpu(session, body)
+    _finish(request, session)
+    _entity_headers(response, row.revision, _location(request, gpus_router.prefix, row.slug))
+    return service.gpu_read(row)
+
+
+@gpus_router.get(
+    "/{slug}",
+    operation_id="getGpu",
+    summary="One GPU",
+    response_model=GpuRead,
+    responses=_READ_ONE,
+)
+def get_gpu(
+    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+) -> GpuRead | Response:
+    """The GPU with its `ETag` (its revision), to send back in `If-Match` when editing it."""
+    row = service.get_gpu(session, slug)
+    return _read_one(response, row, if_none_match) or service.gpu_read(row)
+
+
+@gpus_router.put(
+    "/{slug}",
+    operation_id="replaceGpu",
+    summary="Replace a GPU",
+    response_model=GpuRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def replace_gpu(
+    *,
+    slug: SlugPath,
+    body: GpuReplace,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    if_match: IfMatch = None,
+) -> GpuRead:
+    """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
+    row = service.replace_gpu(session, slug, body, if_match)
+    _finish(request, session)
+    _entity_headers(response, row.revision)
+    return service.gpu_read(row)
+
+
+@gpus_router.patch(
+    "/{slug}",
+    operation_id="patchGpu",
+    summary="Change some fields of a GPU",
+    response_model=GpuRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def patch_gpu(
+    *,
+    slug: SlugPath,
+    body: GpuPatch,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    if_match: IfMatch = None,
+) -> GpuRead:
+    """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
+    row = service.patch_gpu(session, slug, body, if_match)
+    _finish(request, session)
+    _entity_headers(response, row.revision)
+    return service.gpu_read(row)
+
+
+@gpus_router.delete(
+    "/{slug}",
+    status_code=204,
+    operation_id="deleteGpu",
+    summary="Remove a GPU",
+    response_class=Response,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 428),
+)
+def delete_gpu(
+    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
+) -> Response:
+    """Needs `If-Match`. A seed GPU deleted here comes back at the next `kvplan seed`."""
+    service.delete_gpu(session, slug, if_match)
+    _finish(request, session)
+    return Response(status_code=204)
+
+
+# ---------------------------------------------------------------------------------------------
+# models
+
+
+@models_router.get(
+    "",
+    operation_id="listModels",
+    summary="List models",
+    response_model=ModelPage,
+    responses=_responses(422, ok=_LISTED),
+)
+def list_models(
+    *,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    family: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=100,
+            description="Only this family (case-insensitive), e.g. `qwen3_5_text`.",
+        ),
+        AfterValidator(no_nul),
+    ] = None,
+    layer_kind: Annotated[
+        LayerKind | None,
+        Query(description="Only models with at least one layer of this kind."),
+    ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="Substring of the slug or name (case-insensitive).",
+        ),
+        AfterValidator(no_nul),
+    ] = None,
+    min_parameters: Annotated[
+        int | None,
+        Query(ge=0, le=MAX_PARAMETERS, description="Only models with at least this many."),
+    ] = None,
+    max_parameters: Annotated[
+        int | None,
+        Query(ge=0, le=MAX_PARAMETERS, description="Only models with at most this many."),
+    ] = None,
+) -> ModelPage:
+    """Models in slug order, one page at a time; follow `next` (or the `Link` header).
+
+    Models whose parameter count is unknown are left out when `min_parameters` or
+    `max_parameters` is given.
+    """
+    rows, next_cursor = service.list_models(
+        session,
+        limit=limit,
+        cursor=cursor,
+        family=family,
+        layer_kind=layer_kind,
+        q=q,
+        min_parameters=min_parameters,
+        max_parameters=max_parameters,
+    )
+    return ModelPage(
+        items=[service.model_read(row) for row in rows],
+        limit=limit,
+        next_cursor=next_cursor,
+        next=_next_url(request, response, next_cursor),
+    )
+
+
+@models_router.post(
+    "",
+    status_code=201,
+    operation_id="createModel",
+    summary="Add a model",
+    response_model=ModelRead,
+    dependencies=WRITE,
+    responses=_responses(401, 409, 422, ok=_CREATED),
+)
+def create_model(
+    *, body: ModelCreate, request: Request, response: Response, session: SessionDep
+) -> ModelRead:
+    """The slug and the architecture facts. Needs an admin token."""
+    row = service.create_model(session, body)
+    _finish(request, session)
+    _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
+    return service.model_read(row)
+
+
+@models_router.post(
+    "/import",
+    status_code=201,
+    operation_id="importModel",
+    summary="Import a model from a Hugging Face config.json",
+    response_model=ModelRead,
+    dependencies=WRITE,
+    responses=_responses(
+        401,
+        409,
+        422,
+        ok={
+            200: {"description": "`dry_run`: the derived model; nothing was stored."},
+            201: {"description": "Derived and stored.", "headers": _CREATED[201]["headers"]},
+        },
+    ),
+)
+def import_model(
+    *, body: ModelImport, request: Request, response: Response, session: SessionDep
+) -> ModelRead:
+    """POST the parsed `config.json`; kvplan derives the layer schedule. Needs an admin token.
+
+    With `dry_run` the derived model is returned (200) and nothing is stored. A config key
+    kvplan cannot interpret is a 422 naming it (`hf_config.<key>`).
+    """
+    row = service.import_model(session, body)
+    if body.dry_run:
+        response.status_code = 200
+        return service.model_read(row)
+    _finish(request, session)
+    _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
+    return service.model_read(row)
+
+
+@models_router.get(
+    "/{slug}",
+    operation_id="getModel",
+    summary="One model",
+    response_model=ModelRead,
+    responses=_READ_ONE,
+)
+def get_model(
+    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+) -> ModelRead | Response:
+    """The model with its `ETag` (its revision), to send back in `If-Match` when editing it."""
+    row = service.get_model(session, slug)
+    return _read_one(response, row, if_none_match) or service.model_read(row)
+
+
+@models_router.put(
+    "/{slug}",
+    operation_id="replaceModel",
+    summary="Replace a model",
+    response_model=ModelRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def replace_model(
+    *,
+    slug: SlugPath,
+    body: ModelReplace,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    if_match: IfMatch = None,
+) -> ModelRead:
+    """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
+    row = service.replace_model(session, slug, body, if_match)
+    _finish(request, session)
+    _entity_headers(response, row.revision)
+    return service.model_read(row)
+
+
+@models_router.patch(
+    "/{slug}",
+    operation_id="patchModel",
+    summary="Change some fields of a model",
+    response_model=ModelRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def patch_model(
+    *,
+    slug: SlugPath,
+    body: ModelPatch,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    if_match: IfMatch = None,
+) -> ModelRead:
+    """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
+    row = service.patch_model(session, slug, body, if_match)
+    _finish(request, session)
+    _entity_headers(response, row.revision)
+    return service.model_read(row)
+
+
+@models_router.delete(
+    "/{slug}",
+    status_code=204,
+    operation_id="deleteModel",
+    summary="Remove a model",
+    response_class=Response,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 428),
+)
+def delete_model(
+    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
+) -> Response:
+    """Needs `If-Match`. A seed model deleted here comes back at the next `kvplan seed`."""
+    service.delete_model(session, slug, if_match)
+    _finish(request, session)
+    return Response(status_code=204)

@@ -1,0 +1,91 @@
+"""The shipped catalog (data/models.json, data/gpus.json) into the database, idempotently.
+
+Adds what is missing; refreshes an entry only while it is still exactly what an earlier seed
+wrote (origin "seed"); never touches an entry a user created or edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from . import repository
+from .models import GpuRow, ModelRow, utcnow
+from .service import copy_gpu_record, copy_model_record, gpu_row_from_record, model_row_from_record
+
+
+def load_seed(name: str) -> list[dict[str, Any]]:
+    text = resources.files("service.catalog").joinpath("data", name).read_text("utf-8")
+    records: list[dict[str, Any]] = json.loads(text)
+    return records
+
+
+def digest(record: dict[str, Any]) -> str:
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass
+class SeedReport:
+    added: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+    kept_user_edits: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.refreshed)
+
+
+def seed_catalog(session: Session) -> SeedReport:
+    """Seed models and GPUs; the caller commits (the CLI, or a test's fixture)."""
+    report = SeedReport()
+    for record in load_seed("gpus.json"):
+        _seed_one(session, GpuRow, record, report)
+    for record in load_seed("models.json"):
+        _seed_one(session, ModelRow, record, report)
+    if report.changed:
+        repository.bump_catalog_version(session)
+    session.flush()
+    return report
+
+
+def _seed_one(
+    session: Session,
+    table: type[GpuRow] | type[ModelRow],
+    record: dict[str, Any],
+    report: SeedReport,
+) -> None:
+    slug = record["slug"]
+    record_digest = digest(record)
+    row = repository.get_by_slug(session, table, slug)
+    if row is None:
+        new = (
+            gpu_row_from_record(record, origin="seed")
+            if table is GpuRow
+            else model_row_from_record(record, origin="seed")
+        )
+        new.seed_digest = record_digest
+        repository.add(session, new)
+        report.added.append(f"{table.__tablename__}:{slug}")
+        return
+    if row.origin != "seed":
+        report.kept_user_edits.append(f"{table.__tablename__}:{slug}")
+        return
+    if row.seed_digest == record_digest:
+        report.unchanged += 1
+        return
+    if isinstance(row, GpuRow):
+        copy_gpu_record(row, record)
+    else:
+        copy_model_record(row, record)
+    row.seed_digest = record_digest
+    row.revision += 1
+    row.updated_at = utcnow()
+    session.flush()
+    report.refreshed.append(f"{table.__tablename__}:{slug}")

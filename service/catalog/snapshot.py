@@ -1,0 +1,163 @@
+"""An immutable copy of the catalog, shared by every request, refreshed when the catalog moves.
+
+Each replica keeps one snapshot in memory and, at most every `catalog_ttl_seconds`, asks the
+database for the catalog version (one row). A write through any replica bumps that version, so
+every replica sees it within the TTL. Nothing a replica holds is needed by another.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from ..db import Database
+from ..errors import NotFound
+from ..sizing import Gpu, ModelArchitecture, SizingError, architecture_from_dict
+from . import repository
+from .models import GpuRow, ModelRow
+
+log = logging.getLogger("kvplan.catalog")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    slug: str
+    name: str
+    family: str | None
+    hf_id: str | None
+    revision: int
+    architecture: ModelArchitecture
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEntry:
+    slug: str
+    name: str
+    vendor: str | None
+    revision: int
+    fp8_support: bool | None
+    gpu: Gpu
+
+
+def closest(slug: str, candidates: list[str], limit: int = 5) -> list[str]:
+    return difflib.get_close_matches(slug.lower(), candidates, n=limit, cutoff=0.4)
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    version: int
+    changed_at: datetime
+    models: Mapping[str, ModelEntry] = field(default_factory=dict)
+    gpus: Mapping[str, GpuEntry] = field(default_factory=dict)
+
+    @property
+    def token(self) -> str:
+        """Changes whenever the catalog does (version and time, so a rollback cannot alias)."""
+        return f"{self.version}.{int(self.changed_at.timestamp() * 1_000_000)}"
+
+    def model(self, slug: str) -> ModelEntry:
+        entry = self.models.get(slug)
+        if entry is None:
+            raise NotFound(
+                f"no model {slug!r} in the catalog",
+                field="model",
+                suggestions=closest(slug, list(self.models)),
+            )
+        return entry
+
+    def gpu(self, slug: str) -> GpuEntry:
+        entry = self.gpus.get(slug)
+        if entry is None:
+            raise NotFound(
+                f"no GPU {slug!r} in the catalog",
+                field="gpu",
+                suggestions=closest(slug, list(self.gpus)),
+            )
+        return entry
+
+
+def model_entry(row: ModelRow) -> ModelEntry:
+    return ModelEntry(
+        slug=row.slug,
+        name=row.name,
+        family=row.family,
+        hf_id=row.hf_id,
+        revision=row.revision,
+        architecture=architecture_from_dict({**row.architecture, "name": row.slug}),
+    )
+
+
+def gpu_entry(row: GpuRow) -> GpuEntry:
+    return GpuEntry(
+        slug=row.slug,
+        name=row.name,
+        vendor=row.vendor,
+        revision=row.revision,
+        fp8_support=row.fp8_support,
+        gpu=Gpu(
+            memory_bytes=row.memory_bytes,
+            name=row.name,
+            slug=row.slug,
+            price_per_hour_usd=row.price_usd_per_hour,
+            max_gpus_per_node=row.max_gpus_per_node,
+        ),
+    )
+
+
+class CatalogCache:
+    """The replica's snapshot; `get()` is what the request dependency calls."""
+
+    def __init__(
+        self,
+        database: Database,
+        ttl_seconds: float,
+        on_load: Callable[[CatalogSnapshot], None] | None = None,
+    ) -> None:
+        self._db = database
+        self._ttl = ttl_seconds
+        self._on_load = on_load
+        self._lock = threading.Lock()
+        self._snapshot: CatalogSnapshot | None = None
+        self._checked = 0.0
+
+    def get(self) -> CatalogSnapshot:
+        snapshot = self._snapshot
+        if snapshot is not None and time.monotonic() - self._checked < self._ttl:
+            return snapshot
+        with self._lock:
+            if self._snapshot is not None and time.monotonic() - self._checked < self._ttl:
+                return self._snapshot
+            with self._db.session() as session:
+                version, changed_at = repository.catalog_version(session)
+                current = self._snapshot
+                if current is None or (current.version, current.changed_at) != (
+                    version,
+                    changed_at,
+                ):
+                    current = self._load(session, version, changed_at)
+                    self._snapshot = current
+                    if self._on_load is not None:
+                        self._on_load(current)
+            self._checked = time.monotonic()
+            return current
+
+    def invalidate(self) -> None:
+        self._checked = 0.0
+
+    @staticmethod
+    def _load(session: Session, version: int, changed_at: datetime) -> CatalogSnapshot:
+        models: dict[str, ModelEntry] = {}
+        for row in repository.all_rows(session, ModelRow):
+            try:
+                models[row.slug] = model_entry(row)
+            except SizingError as exc:  # a row the arithmetic cannot read is left out, loudly
+                log.error("model %s has an unreadable architecture: %s", row.slug, exc)
+        gpus = {row.slug: gpu_entry(row) for row in repository.all_rows(session, GpuRow)}
+        return CatalogSnapshot(version=version, changed_at=changed_at, models=models, gpus=gpus)

@@ -1,0 +1,256 @@
+"""`kvplan`: serve, migrate, seed, and the sizing engine from the shell (JSON out).
+
+    kvplan migrate
+    kvplan seed
+    kvplan serve --host 0.0.0.0 --port 8000
+    kvplan plan --model llama-3.1-70b --max-model-len 32768 --peak-concurrency 64 \\
+                --kv-cache-dtype fp8
+    kvplan capacity --model llama-3.1-8b --gpu h100-sxm-80gb --max-model-len 131072
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from pydantic import ValidationError
+
+from .catalog.seed import load_seed, seed_catalog
+from .catalog.service import gpu_row_from_record, model_row_from_record
+from .catalog.snapshot import CatalogCache, CatalogSnapshot, gpu_entry, model_entry
+from .db import Database, create_db_engine
+from .errors import Problem, sizing_problem
+from .migrate import upgrade
+from .planning import service as planning
+from .planning.schemas import CapacityRequest, PlanRequestBody
+from .settings import Settings
+from .sizing import Parallelism, SizingError
+
+
+def _database(settings: Settings) -> Database:
+    return Database(create_db_engine(settings))
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    upgrade(settings.database_url, args.revision)
+    print(f"migrated to {args.revision}", file=sys.stderr)
+    return 0
+
+
+def cmd_seed(settings: Settings, _args: argparse.Namespace) -> int:
+    database = _database(settings)
+    with database.session() as session:
+        report = seed_catalog(session)
+        session.commit()
+    print(
+        json.dumps(
+            {
+                "added": report.added,
+                "refreshed": report.refreshed,
+                "kept_user_edits": report.kept_user_edits,
+                "unchanged": report.unchanged,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    uvicorn.run(
+        "service.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=settings.log_level.lower(),
+        proxy_headers=True,
+    )
+    return 0
+
+
+def offline_snapshot() -> CatalogSnapshot:
+    """The shipped catalog without a database (`--offline`)."""
+    models = {
+        r["slug"]: model_entry(model_row_from_record(r, "seed")) for r in load_seed("models.json")
+    }
+    gpus = {r["slug"]: gpu_entry(gpu_row_from_record(r, "seed")) for r in load_seed("gpus.json")}
+    return CatalogSnapshot(version=0, changed_at=datetime.now(UTC), models=models, gpus=gpus)
+
+
+def _snapshot(settings: Settings, offline: bool) -> CatalogSnapshot:
+    if offline:
+        return offline_snapshot()
+    return CatalogCache(_database(settings), ttl_seconds=0).get()
+
+
+def _model_ref(args: argparse.Namespace) -> Any:
+    if args.model_file:
+        return json.loads(Path(args.model_file).read_text())
+    if args.hf_config:
+        ref: dict[str, Any] = {"hf_config": json.loads(Path(args.hf_config).read_text())}
+        if args.num_parameters:
+            ref["num_parameters"] = args.num_parameters
+        return ref
+    return args.model
+
+
+def _engine_fields(args: argparse.Namespace) -> dict[str, Any]:
+    fields = {
+        "engine": args.engine,
+        "engine_version": args.engine_version,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "max_num_seqs": args.max_num_seqs,
+        "block_size": args.block_size,
+        "kv_pool_bytes": args.kv_pool_bytes,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
+    body = PlanRequestBody.model_validate(
+        {
+            "model": _model_ref(args),
+            "max_model_len": args.max_model_len,
+            "peak_concurrency": args.peak_concurrency,
+            "kv_cache_dtype": args.kv_cache_dtype,
+            "gpus": args.gpu or None,
+            "max_gpus_per_node": args.max_gpus_per_node,
+            "headroom_fraction": args.headroom_fraction,
+            "avg_context_tokens": args.avg_context_tokens,
+            "explain": not args.no_explain,
+            **_engine_fields(args),
+        }
+    )
+    catalog = _snapshot(settings, args.offline)
+    label, arch = planning.resolve_model(body.model, catalog)
+    gpus = (
+        [planning.resolve_gpu(ref, catalog) for ref in body.gpus]
+        if body.gpus
+        else [e.gpu for e in catalog.gpus.values()]
+    )
+    result = planning.plan_for(
+        arch=arch,
+        gpus=gpus,
+        fields=body,
+        max_model_len=body.max_model_len,
+        peak_concurrency=body.peak_concurrency,
+        kv_cache_dtype=body.kv_cache_dtype,
+        max_gpus_per_node=body.max_gpus_per_node,
+        headroom_fraction=body.headroom_fraction,
+        avg_context_tokens=body.avg_context_tokens,
+        max_replicas=body.max_replicas,
+        max_alternatives=body.max_alternatives,
+    )
+    answer = planning.plan_answer(result, label, catalog.version, body.explain)
+    print(answer.model_dump_json(indent=2))
+    return 0 if answer.recommendation is not None else 3
+
+
+def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
+    gpu: Any = args.gpu if args.gpu else {"memory_bytes": args.gpu_memory_bytes or 0}
+    body = CapacityRequest.model_validate(
+        {
+            "model": _model_ref(args),
+            "gpu": gpu,
+            "max_model_len": args.max_model_len,
+            "kv_cache_dtype": args.kv_cache_dtype,
+            "tensor_parallel_size": args.tensor_parallel_size,
+            "pipeline_parallel_size": args.pipeline_parallel_size,
+            "explain": not args.no_explain,
+            **_engine_fields(args),
+        }
+    )
+    catalog = _snapshot(settings, args.offline)
+    label, arch = planning.resolve_model(body.model, catalog)
+    resolved = planning.resolve_gpu(body.gpu, catalog)
+    capacity = planning.capacity_for(
+        arch=arch,
+        gpu=resolved,
+        max_model_len=planning.default_context(arch, body.max_model_len),
+        kv_cache_dtype=body.kv_cache_dtype,
+        parallel=Parallelism(body.tensor_parallel_size, body.pipeline_parallel_size),
+        fields=body,
+    )
+    detail = planning.capacity_detail(capacity, label, resolved, catalog.version, body.explain)
+    print(detail.model_dump_json(indent=2))
+    return 0
+
+
+def _sizing_args(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", help="catalog slug")
+    model.add_argument("--model-file", help="JSON file with an inline architecture")
+    model.add_argument("--hf-config", help="a Hugging Face config.json")
+    parser.add_argument("--num-parameters", type=int)
+    parser.add_argument("--max-model-len", type=int)
+    parser.add_argument("--kv-cache-dtype", default="auto")
+    parser.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm"])
+    parser.add_argument("--engine-version")
+    parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--max-num-batched-tokens", type=int)
+    parser.add_argument("--max-num-seqs", type=int)
+    parser.add_argument("--block-size", type=int)
+    parser.add_argument("--kv-pool-bytes", type=int)
+    parser.add_argument("--no-explain", action="store_true")
+    parser.add_argument(
+        "--offline", action="store_true", help="use the shipped catalog, not the database"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kvplan", description="KV-cache capacity planning.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    migrate = sub.add_parser("migrate", help="apply Alembic migrations (DATABASE_URL)")
+    migrate.add_argument("--revision", default="head")
+    migrate.set_defaults(run=cmd_migrate)
+    seed = sub.add_parser("seed", help="add the shipped catalog; never overwrites user edits")
+    seed.set_defaults(run=cmd_seed)
+    serve = sub.add_parser("serve", help="serve the API in the foreground")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.set_defaults(run=cmd_serve)
+    plan = sub.add_parser("plan", help="the cheapest GPU plan, as JSON")
+    _sizing_args(plan)
+    plan.add_argument("--peak-concurrency", type=int, required=True)
+    plan.add_argument("--gpu", action="append", help="candidate GPU slug (repeatable)")
+    plan.add_argument("--max-gpus-per-node", type=int)
+    plan.add_argument("--headroom-fraction", type=float, default=0.0)
+    plan.add_argument("--avg-context-tokens", type=int)
+    plan.set_defaults(run=cmd_plan)
+    capacity = sub.add_parser("capacity", help="one deployment's capacity, as JSON")
+    _sizing_args(capacity)
+    capacity.add_argument("--gpu")
+    capacity.add_argument("--gpu-memory-bytes", type=int)
+    capacity.add_argument("--tensor-parallel-size", type=int, default=1)
+    capacity.add_argument("--pipeline-parallel-size", type=int, default=1)
+    capacity.set_defaults(run=cmd_capacity)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    try:
+        code: int = args.run(settings, args)
+    except ValidationError as exc:
+        print(
+            json.dumps({"status": 422, "errors": exc.errors(include_url=False)}, default=str),
+            file=sys.stderr,
+        )
+        return 2
+    except SizingError as exc:
+        print(json.dumps(sizing_problem(exc).body("kvplan " + args.command)), file=sys.stderr)
+        return 2
+    except Problem as exc:
+        print(json.dumps(exc.body("kvplan " + args.command)), file=sys.stderr)
+        return 2
+    return code

@@ -1,0 +1,207 @@
+"""One error base, one renderer: every error is an RFC 9457 `application/problem+json`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .sizing.errors import SizingError
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("kvplan")
+
+# Problem types; `type` is a relative URI served by GET /problems/{code}.
+PROBLEM_TYPES: dict[str, str] = {
+    "invalid-request": "A field is missing, malformed or out of bounds; `errors` says which.",
+    "invalid-input": "The sizing arithmetic cannot answer for these inputs; `field` says which.",
+    "unknown-layer-kind": "The model has a layer kind kvplan does not size; it is never guessed.",
+    "invalid-dtype": "A dtype or weight format kvplan does not know; the detail lists them.",
+    "invalid-parallelism": "The tensor/pipeline layout does not divide the model.",
+    "does-not-fit": "The model or one sequence does not fit the memory given.",
+    "not-found": "No such resource; `suggestions` lists the closest slugs.",
+    "conflict": "A resource with that slug already exists.",
+    "unauthorized": "Writes need `Authorization: Bearer <admin token>`.",
+    "precondition-failed": "The If-Match revision is stale: someone changed the entry first.",
+    "precondition-required": "Updates and deletes must send If-Match with the entry's ETag.",
+    "not-acceptable": "The Accept header asks for a format kvplan cannot produce.",
+    "service-unavailable": "The database is unreachable; retry later.",
+    "method-not-allowed": "This path does not accept that method.",
+    "internal-error": "kvplan failed; this is a bug.",
+}
+
+
+class Problem(Exception):
+    """Base of every error kvplan answers with."""
+
+    status = 500
+    code = "internal-error"
+    title = "Internal error"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+        self.headers = headers or {}
+        self.extra = extra
+
+    def body(self, instance: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": f"/problems/{self.code}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "instance": instance,
+        }
+        if self.field is not None:
+            out["field"] = self.field
+        out.update(self.extra)
+        return out
+
+
+class InvalidRequest(Problem):
+    status, code, title = 422, "invalid-request", "Invalid request"
+
+
+class NotFound(Problem):
+    status, code, title = 404, "not-found", "Not found"
+
+
+class Conflict(Problem):
+    status, code, title = 409, "conflict", "Conflict"
+
+
+class Unauthorized(Problem):
+    status, code, title = 401, "unauthorized", "Unauthorized"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": 'Bearer realm="kvplan"'})
+
+
+class PreconditionFailed(Problem):
+    status, code, title = 412, "precondition-failed", "Precondition failed"
+
+
+class PreconditionRequired(Problem):
+    status, code, title = 428, "precondition-required", "Precondition required"
+
+
+class NotAcceptable(Problem):
+    status, code, title = 406, "not-acceptable", "Not acceptable"
+
+
+class ServiceUnavailable(Problem):
+    status, code, title = 503, "service-unavailable", "Service unavailable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"Retry-After": "5"})
+
+
+def problem_response(problem: Problem, request: Request) -> JSONResponse:
+    return JSONResponse(
+        problem.body(request.url.path),
+        status_code=problem.status,
+        media_type=PROBLEM_JSON,
+        headers=problem.headers,
+    )
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    parts = (
+        [str(p) for p in loc[1:]]
+        if loc and loc[0] in ("body", "query", "path", "header")
+        else [str(p) for p in loc]
+    )
+    return ".".join(parts) or str(loc[0] if loc else "body")
+
+
+def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
+    errors: list[dict[str, Any]] = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        entry: dict[str, Any] = {
+            "field": _field_name(loc),
+            "in": str(loc[0]) if loc else "body",
+            "message": err.get("msg", "invalid"),
+            "type": err.get("type", "value_error"),
+        }
+        ctx = err.get("ctx")
+        if isinstance(ctx, dict):
+            bounds = {
+                k: v
+                for k, v in ctx.items()
+                if k in ("gt", "ge", "lt", "le", "min_length", "max_length", "expected", "pattern")
+            }
+            if bounds:
+                entry["constraint"] = {
+                    k: v if isinstance(v, int | float | str) else str(v) for k, v in bounds.items()
+                }
+        errors.append(entry)
+    first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+    detail = f"{first['field']}: {first['message']}"
+    constraint = first.get("constraint")
+    if isinstance(constraint, dict):
+        detail += f" ({', '.join(f'{k} {v}' for k, v in constraint.items())})"
+    return InvalidRequest(detail, field=first["field"], errors=errors)
+
+
+def sizing_problem(exc: SizingError) -> Problem:
+    problem = InvalidRequest(exc.reason, field=exc.field)
+    problem.code = exc.code
+    problem.title = "The sizing inputs cannot be answered"
+    return problem
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    @app.exception_handler(Problem)
+    async def _problem(request: Request, exc: Problem) -> JSONResponse:
+        return problem_response(exc, request)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return problem_response(_validation_problem(exc), request)
+
+    @app.exception_handler(SizingError)
+    async def _sizing(request: Request, exc: SizingError) -> JSONResponse:
+        return problem_response(sizing_problem(exc), request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: NotFound, 405: Problem, 406: NotAcceptable}
+        cls = codes.get(exc.status_code, Problem)
+        problem = cls(str(exc.detail))
+        problem.status = exc.status_code
+        if exc.status_code == 405:
+            problem.code, problem.title = "method-not-allowed", "Method not allowed"
+        elif exc.status_code not in codes:
+            problem.code, problem.title = "invalid-request", str(exc.detail)
+        return problem_response(problem, request)
+
+    @app.exception_handler(OperationalError)
+    async def _db_down(request: Request, exc: OperationalError) -> JSONResponse:
+        log.warning("database unreachable: %s", exc.orig)
+        return problem_response(ServiceUnavailable("the database is unreachable"), request)
+
+    @app.exception_handler(DBAPIError)
+    async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if exc.connection_invalidated:
+            return problem_response(ServiceUnavailable("the database connection was lost"), request)
+        log.exception("database error")
+        return problem_response(Problem("a database error occurred"), request)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s", request.url.path)
+        return problem_response(Problem("an unexpected error occurred"), request)

@@ -1,0 +1,64 @@
+"""Answer formats for machines that are not JSON clients: CSV rows and single values."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from fastapi import Request
+
+from ..errors import InvalidRequest, NotAcceptable
+
+Format = Literal["json", "csv", "text"]
+
+
+def negotiate(request: Request, explicit: str | None, field: str | None) -> Format:
+    """`format=` wins; then `field=` means a single value; then the Accept header."""
+    if explicit == "text" and field is None:
+        raise InvalidRequest("format=text answers one value: give `field` too", field="field")
+    if explicit is not None:
+        return "text" if explicit == "text" else ("csv" if explicit == "csv" else "json")
+    if field is not None:
+        return "text"
+    accept = request.headers.get("accept", "*/*").lower()
+    kinds = [part.split(";")[0].strip() for part in accept.split(",")]
+    for kind in kinds:
+        if kind in ("application/json", "application/problem+json", "*/*", "application/*", ""):
+            return "json"
+        if kind in ("text/csv", "text/*"):
+            return "csv"
+    raise NotAcceptable(
+        f"cannot answer {accept!r}: ask for application/json or text/csv, or give `field` "
+        "for a text/plain value"
+    )
+
+
+def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0].keys()), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def single_value(value: Any) -> str:
+    """One bare value, as spreadsheet WEBSERVICE / IMPORTDATA calls want it."""
+    return "" if value is None else str(value)
+
+
+def etag_for(token: str, body: bytes) -> str:
+    return f'"{token}-{hashlib.sha256(body).hexdigest()[:16]}"'
+
+
+def etag_matches(request: Request, etag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    if header is None:
+        return False
+    candidates = [c.strip().removeprefix("W/") for c in header.split(",")]
+    return "*" in candidates or etag in candidates

@@ -1,0 +1,311 @@
+"""Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans. Thin: parse, call, render."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from ..deps import CatalogDep, MetricsDep, SettingsDep
+from ..errors import PROBLEM_JSON
+from ..sizing import Parallelism, SizingError
+from ..sizing.capacity import Gpu
+from . import service
+from .render import csv_text, etag_for, etag_matches, negotiate, single_value
+from .schemas import (
+    CapacityAnswer,
+    CapacityDetail,
+    CapacityQuery,
+    CapacityRequest,
+    PlanAnswer,
+    PlanQuery,
+    PlanRequestBody,
+)
+
+router = APIRouter(prefix="/v1")
+
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Unknown model or GPU slug", "content": {PROBLEM_JSON: {}}},
+    406: {"description": "Unsupported Accept", "content": {PROBLEM_JSON: {}}},
+    422: {"description": "Invalid input; `field` names it", "content": {PROBLEM_JSON: {}}},
+    503: {"description": "Database unreachable", "content": {PROBLEM_JSON: {}}},
+}
+ALT_FORMATS: dict[str, Any] = {
+    "text/csv": {"schema": {"type": "string"}},
+    "text/plain": {"schema": {"type": "string"}},
+}
+
+
+class _AnswerCache:
+    """Recent GET answers by (catalog token, query): autoscalers repeat the same question."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str], CapacityAnswer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> CapacityAnswer | None:
+        with self._lock:
+            answer = self._items.get(key)
+            if answer is not None:
+                self._items.move_to_end(key)
+            return answer
+
+    def put(self, key: tuple[str, str], answer: CapacityAnswer) -> None:
+        with self._lock:
+            self._items[key] = answer
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_answers = _AnswerCache()
+
+
+def _respond(
+    request: Request,
+    *,
+    fmt: str,
+    json_body: dict[str, Any],
+    csv_rows: list[dict[str, Any]],
+    value: Any,
+    token: str,
+    cache_control: str,
+) -> Response:
+    if fmt == "csv":
+        body, media = csv_text(csv_rows).encode(), "text/csv; charset=utf-8"
+    elif fmt == "text":
+        body, media = single_value(value).encode(), "text/plain; charset=utf-8"
+    else:
+        body, media = json.dumps(json_body, separators=(",", ":")).encode(), "application/json"
+    etag = etag_for(token, body)
+    headers = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept"}
+    if etag_matches(request, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media, headers=headers)
+
+
+@router.get(
+    "/capacity",
+    tags=["capacity"],
+    operation_id="getCapacity",
+    summary="max_num_seqs for one deployment (for autoscalers and spreadsheets)",
+    description="One model on one GPU type with one layout. Small and cacheable: `ETag` changes "
+    "when the catalog or the answer does; `If-None-Match` gets a 304. Add `format=csv` for a "
+    "CSV row, or `field=max_num_seqs` for the bare number (Google Sheets `IMPORTDATA`, Excel "
+    "`WEBSERVICE`).",
+    response_model=CapacityAnswer,
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+)
+def get_capacity(
+    request: Request,
+    query: Annotated[CapacityQuery, Query()],
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+) -> Response:
+    fmt = negotiate(request, query.format, query.field)
+    key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
+    answer = _answers.get(key)
+    if answer is None:
+        entry = catalog.model(query.model)
+        gpu = _query_gpu(query, catalog)
+        capacity = service.capacity_for(
+            arch=entry.architecture,
+            gpu=gpu,
+            max_model_len=service.default_context(entry.architecture, query.max_model_len),
+            kv_cache_dtype=query.kv_cache_dtype,
+            parallel=Parallelism(
+                query.tensor_parallel_size, query.pipeline_parallel_size, query.data_parallel_size
+            ),
+            fields=query,
+        )
+        answer = service.capacity_answer(capacity, entry.slug, gpu, catalog.version)
+        _answers.put(key, answer)
+    metrics.capacity_requests.labels("GET", fmt).inc()
+    data = answer.model_dump(mode="json")
+    return _respond(
+        request,
+        fmt=fmt,
+        json_body=data,
+        csv_rows=[data],
+        value=data.get(query.field) if query.field else None,
+        token=catalog.token,
+        cache_control=f"public, max-age={settings.capacity_max_age_seconds}",
+    )
+
+
+def _query_gpu(query: CapacityQuery, catalog: Any) -> Gpu:
+    if query.gpu is not None:
+        gpu: Gpu = catalog.gpu(query.gpu).gpu
+        if query.gpu_memory_bytes is not None:
+            raise SizingError("gpu_memory_bytes", "give either gpu or gpu_memory_bytes, not both")
+        return gpu
+    if query.gpu_memory_bytes is None:
+        raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
+    return Gpu(memory_bytes=query.gpu_memory_bytes, slug=f"{query.gpu_memory_bytes}B")
+
+
+@router.post(
+    "/capacity",
+    tags=["capacity"],
+    operation_id="computeCapacity",
+    summary="Capacity with the explanation; model and GPU may be inline",
+    description="The GET fields as a JSON body. `model` may be a catalog slug, an inline spec "
+    "or `{hf_config: {...}}` (a config.json as it is); `gpu` a slug or `{memory_bytes: N}`; "
+    "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation.",
+    response_model=CapacityDetail,
+    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+def post_capacity(
+    request: Request, body: CapacityRequest, catalog: CatalogDep, metrics: MetricsDep
+) -> Response:
+    fmt = negotiate(request, None, None)
+    label, arch = service.resolve_model(body.model, catalog)
+    gpu = service.resolve_gpu(body.gpu, catalog)
+    capacity = service.capacity_for(
+        arch=arch,
+        gpu=gpu,
+        max_model_len=service.default_context(arch, body.max_model_len),
+        kv_cache_dtype=body.kv_cache_dtype,
+        parallel=Parallelism(
+            body.tensor_parallel_size, body.pipeline_parallel_size, body.data_parallel_size
+        ),
+        fields=body,
+    )
+    detail = service.capacity_detail(capacity, label, gpu, catalog.version, body.explain)
+    metrics.capacity_requests.labels("POST", fmt).inc()
+    row = service.capacity_answer(capacity, label, gpu, catalog.version).model_dump(mode="json")
+    return _respond(
+        request,
+        fmt=fmt,
+        json_body=detail.model_dump(mode="json"),
+        csv_rows=[row],
+        value=None,
+        token=catalog.token,
+        cache_control="no-store",
+    )
+
+
+def _plan_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
+    options = ([answer.recommendation] if answer.recommendation else []) + answer.alternatives
+    rows = []
+    for rank, option in enumerate(options, start=1):
+        data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
+        rows.append({"rank": rank, **data, "vllm_flags": option.engine_flags.get("vllm", "")})
+    return rows
+
+
+def _plan_response(
+    request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
+) -> Response:
+    best = answer.recommendation
+    value = getattr(best, field) if (best is not None and field is not None) else None
+    return _respond(
+        request,
+        fmt=fmt,
+        json_body=answer.model_dump(mode="json"),
+        csv_rows=_plan_rows(answer),
+        value=value,
+        token=token,
+        cache_control=cache,
+    )
+
+
+@router.post(
+    "/plans",
+    tags=["plans"],
+    operation_id="createPlan",
+    summary="The three sizing questions -> the cheapest GPU plan",
+    description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
+    "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
+    "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
+    "the explanation; engine flags to paste. `Accept: text/csv` gives one row per option.",
+    response_model=PlanAnswer,
+    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+def post_plan(
+    request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
+) -> Response:
+    fmt = negotiate(request, None, None)
+    try:
+        label, arch = service.resolve_model(body.model, catalog)
+        gpus = (
+            [service.resolve_gpu(ref, catalog) for ref in body.gpus]
+            if body.gpus is not None
+            else [entry.gpu for entry in catalog.gpus.values()]
+        )
+        result = service.plan_for(
+            arch=arch,
+            gpus=gpus,
+            fields=body,
+            max_model_len=body.max_model_len,
+            peak_concurrency=body.peak_concurrency,
+            kv_cache_dtype=body.kv_cache_dtype,
+            max_gpus_per_node=body.max_gpus_per_node,
+            headroom_fraction=body.headroom_fraction,
+            avg_context_tokens=body.avg_context_tokens,
+            max_replicas=body.max_replicas,
+            max_alternatives=body.max_alternatives,
+        )
+    except SizingError:
+        metrics.plans.labels("invalid").inc()
+        raise
+    metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    answer = service.plan_answer(result, label, catalog.version, body.explain)
+    return _plan_response(
+        request, answer, fmt=fmt, field=None, token=catalog.token, cache="no-store"
+    )
+
+
+@router.get(
+    "/plans",
+    tags=["plans"],
+    operation_id="getPlan",
+    summary="The plan as a GET, for spreadsheets (catalog models and GPUs)",
+    description="The POST /v1/plans questions as query parameters. `format=csv` gives one row "
+    "per option; `field=total_gpus` (or gpu, replicas, cost_per_hour_usd, ...) gives the "
+    "recommendation's value as text/plain.",
+    response_model=PlanAnswer,
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+)
+def get_plan(
+    request: Request,
+    query: Annotated[PlanQuery, Query()],
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+) -> Response:
+    fmt = negotiate(request, query.format, query.field)
+    entry = catalog.model(query.model)
+    slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
+    gpus = [catalog.gpu(s).gpu for s in slugs] or [e.gpu for e in catalog.gpus.values()]
+    try:
+        result = service.plan_for(
+            arch=entry.architecture,
+            gpus=gpus,
+            fields=query,
+            max_model_len=query.max_model_len,
+            peak_concurrency=query.peak_concurrency,
+            kv_cache_dtype=query.kv_cache_dtype,
+            max_gpus_per_node=query.max_gpus_per_node,
+            headroom_fraction=query.headroom_fraction,
+            avg_context_tokens=query.avg_context_tokens,
+            max_replicas=query.max_replicas,
+            max_alternatives=query.max_alternatives,
+        )
+    except SizingError:
+        metrics.plans.labels("invalid").inc()
+        raise
+    metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    answer = service.plan_answer(result, entry.slug, catalog.version, with_explanation=False)
+    return _plan_response(
+        request,
+        answer,
+        fmt=fmt,
+        field=query.field,
+        token=catalog.token,
+        cache=f"public, max-age={settings.capacity_max_age_seconds}",
+    )

@@ -1,0 +1,394 @@
+"""Request and response shapes of /v1/capacity and /v1/plans.
+
+Field names follow vLLM's engine arguments wherever one exists, so a number can go straight
+into a flag: max_model_len, kv_cache_dtype, tensor_parallel_size, gpu_memory_utilization, ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..sizing.capacity import MAX_CONTEXT_TOKENS
+from ..sizing.planner import MAX_PEAK_CONCURRENCY
+
+EngineName = Literal["vllm", "sglang", "trtllm"]
+ResponseFormat = Literal["json", "csv", "text"]
+CAPACITY_FIELDS = (
+    "max_num_seqs",
+    "total_max_num_seqs",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "num_gpu_blocks",
+    "kv_pool_bytes",
+    "kv_bytes_per_token",
+    "kv_bytes_per_sequence",
+)
+CapacityField = Literal[
+    "max_num_seqs",
+    "total_max_num_seqs",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "num_gpu_blocks",
+    "kv_pool_bytes",
+    "kv_bytes_per_token",
+    "kv_bytes_per_sequence",
+]
+PlanField = Literal[
+    "gpu",
+    "tensor_parallel_size",
+    "replicas",
+    "total_gpus",
+    "max_num_seqs",
+    "headroom_fraction",
+    "cost_per_hour_usd",
+]
+
+
+class EngineFields(BaseModel):
+    """The engine and the flags of it that change the arithmetic (None = the engine's default)."""
+
+    engine: EngineName = Field(
+        "vllm", description="Inference engine whose memory arithmetic to follow."
+    )
+    engine_version: str | None = Field(
+        None,
+        pattern=r"^v?\d{1,3}(\.\d{1,3}){0,2}([.+-].{0,30})?$",
+        description="Engine release (e.g. `0.10.1`) where its arithmetic or log format changed; "
+        "vLLM default: the newest release kvplan models.",
+        examples=["0.10.1"],
+    )
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="vLLM `--gpu-memory-utilization`: share of TOTAL memory."
+    )
+    mem_fraction_static: float | None = Field(
+        None, gt=0, le=1, description="SGLang `--mem-fraction-static`."
+    )
+    free_gpu_memory_fraction: float | None = Field(
+        None, gt=0, le=1, description="TensorRT-LLM `free_gpu_memory_fraction`."
+    )
+    max_num_batched_tokens: int | None = Field(
+        None, ge=1, le=MAX_CONTEXT_TOKENS, description="Scheduler token budget per step."
+    )
+    max_num_seqs: int | None = Field(
+        None, ge=1, le=MAX_PEAK_CONCURRENCY, description="Engine cap on running sequences."
+    )
+    block_size: int | None = Field(None, ge=1, le=65536, description="KV block size in tokens.")
+    enable_prefix_caching: bool | None = Field(
+        None, description="Prefix caching (changes Mamba state blocks per request)."
+    )
+    enforce_eager: bool = Field(False, description="No CUDA graphs (no graph memory reserved).")
+    cudagraph_memory_bytes: int | None = Field(
+        None, ge=0, le=2**50, description="Measured CUDA-graph memory to subtract (vLLM >= 0.20)."
+    )
+    kv_pool_bytes: int | None = Field(
+        None,
+        ge=0,
+        le=2**50,
+        description="A KV pool you already know (vLLM `--kv-cache-memory-bytes`, or "
+        "'Available KV cache memory' from a log): replaces the computed budget.",
+    )
+    num_gpu_blocks_override: int | None = Field(None, ge=0, le=2**40)
+    mamba_ssm_cache_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        None, description="Recurrent-state dtype (`--mamba-ssm-cache-dtype`)."
+    )
+    disable_hybrid_kv_cache_manager: bool = Field(
+        False, description="vLLM `--disable-hybrid-kv-cache-manager`: windows keep the context."
+    )
+    weight_format: str | None = Field(
+        None,
+        max_length=32,
+        description="Price the weights in this format (bfloat16, fp8, int8, awq, gptq, nvfp4, "
+        "mxfp4) instead of the catalog's.",
+    )
+
+
+class CapacityQuery(EngineFields):
+    """GET /v1/capacity: one model, one GPU, one layout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(..., max_length=100, description="Model slug.", examples=["llama-3.1-8b"])
+    gpu: str | None = Field(
+        None,
+        max_length=100,
+        description="GPU slug (or give gpu_memory_bytes).",
+        examples=["h100-sxm-80gb"],
+    )
+    gpu_memory_bytes: int | None = Field(
+        None, ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
+    )
+    max_model_len: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONTEXT_TOKENS,
+        description="Max context per sequence (default: the model's max_position_embeddings).",
+    )
+    kv_cache_dtype: str = Field("auto", max_length=20, description="KV-cache precision.")
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
+    format: ResponseFormat | None = Field(
+        None, description="json (default), csv, or text (with `field`); overrides Accept."
+    )
+    field: CapacityField | None = Field(
+        None, description="Answer with this one value as text/plain (spreadsheets)."
+    )
+
+
+class InlineGpu(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_bytes: int = Field(
+        ..., ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
+    )
+    name: str = Field("", max_length=200, description="Device name (batch defaults read it).")
+    price_usd_per_hour: float | None = Field(None, ge=0, le=10_000)
+    max_gpus_per_node: int = Field(8, ge=1, le=64)
+
+
+class InlineModel(BaseModel):
+    """A model given in the request, in the catalog's architecture form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_attention_heads: int = Field(..., ge=1, le=100_000)
+    layer_specs: dict[str, dict[str, int | None]] = Field(
+        ..., description="Geometry per layer kind, e.g. {'full_attention': {...}}."
+    )
+    layer_schedule: list[Any] = Field(
+        ...,
+        max_length=100_000,
+        description="One kind per layer, or {pattern, repeat} segments.",
+    )
+    dtype: str = "bfloat16"
+    state_dtype: str | None = None
+    hidden_size: int | None = Field(None, ge=1)
+    intermediate_size: int | None = Field(None, ge=1)
+    vocab_size: int | None = Field(None, ge=1)
+    num_parameters: int | None = Field(None, ge=1, le=10**15)
+    weight_bytes: int | None = Field(None, ge=1, le=2**52)
+    weight_format: str = "bfloat16"
+    max_position_embeddings: int | None = Field(None, ge=1)
+    moe: dict[str, int] | None = None
+
+
+class HfConfigModel(BaseModel):
+    """A model given as a Hugging Face config.json, as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hf_config: dict[str, Any] = Field(..., description="The parsed config.json.")
+    num_parameters: int | None = Field(None, ge=1, le=10**15)
+    weight_bytes: int | None = Field(None, ge=1, le=2**52)
+
+
+ModelRef = str | InlineModel | HfConfigModel
+GpuRef = str | InlineGpu
+
+
+class CapacityRequest(EngineFields):
+    """POST /v1/capacity: the GET fields as a JSON body; model and GPU may be inline."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "llama-3.1-8b",
+                    "gpu": "h100-sxm-80gb",
+                    "max_model_len": 32768,
+                    "kv_cache_dtype": "fp8",
+                    "tensor_parallel_size": 1,
+                },
+                {
+                    "model": {
+                        "hf_config": {
+                            "model_type": "llama",
+                            "num_hidden_layers": 32,
+                            "hidden_size": 4096,
+                            "num_attention_heads": 32,
+                            "num_key_value_heads": 8,
+                            "intermediate_size": 14336,
+                            "vocab_size": 128256,
+                            "torch_dtype": "bfloat16",
+                        },
+                        "num_parameters": 8030261248,
+                    },
+                    "gpu": {"memory_bytes": 85051089879, "name": "NVIDIA H100 80GB HBM3"},
+                    "max_model_len": 131072,
+                    "kv_pool_bytes": 58000000000,
+                },
+            ]
+        },
+    )
+
+    model: ModelRef = Field(..., description="A slug, an inline spec, or {hf_config: {...}}.")
+    gpu: GpuRef = Field(..., description="A slug or {memory_bytes: N}.")
+    max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    kv_cache_dtype: str = Field("auto", max_length=20)
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    data_parallel_size: int = Field(1, ge=1, le=4096)
+    explain: bool = Field(True, description="Include the hand-checkable explanation.")
+
+
+class CapacityAnswer(BaseModel):
+    """One engine instance's capacity (per GPU unless the name says otherwise)."""
+
+    model: str
+    gpu: str
+    gpu_memory_bytes: int
+    engine: EngineName
+    engine_version: str | None
+    max_model_len: int
+    kv_cache_dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    kv_bytes_per_token: int = Field(
+        description="Whole model, one copy, at kv_cache_dtype, layers that store K/V per token."
+    )
+    kv_bytes_per_sequence: int = Field(
+        description="The model's own state for one sequence at max_model_len (windows capped, "
+        "recurrent state fixed), before engine rounding, whole model."
+    )
+    kv_pool_bytes: int = Field(description="KV pool per GPU.")
+    num_gpu_blocks: int
+    kv_cache_tokens: int = Field(description="As the engine logs 'GPU KV cache size'.")
+    max_concurrency: float = Field(description="As the engine logs 'Maximum concurrency'.")
+    max_num_seqs: int = Field(description="Whole sequences at max_model_len per replica.")
+    total_max_num_seqs: int = Field(description="max_num_seqs x data_parallel_size.")
+    fits: bool
+    reason: str | None = None
+    catalog_version: int
+
+
+class CapacityDetail(CapacityAnswer):
+    warnings: list[str]
+    engine_settings: dict[str, Any]
+    engine_log: list[str]
+    explanation: dict[str, Any] | None = None
+
+
+class PlanRequestBody(EngineFields):
+    """POST /v1/plans: the three sizing questions plus options."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "llama-3.1-70b",
+                    "max_model_len": 32768,
+                    "peak_concurrency": 64,
+                    "kv_cache_dtype": "fp8",
+                },
+                {
+                    "model": "qwen3.5-27b",
+                    "max_model_len": 131072,
+                    "peak_concurrency": 200,
+                    "kv_cache_dtype": "fp8",
+                    "gpus": [
+                        "h100-sxm-80gb",
+                        "h200-141gb",
+                        {"memory_bytes": 51527024640, "name": "RTX 6000 Ada"},
+                    ],
+                    "max_gpus_per_node": 8,
+                    "headroom_fraction": 0.1,
+                    "avg_context_tokens": 16384,
+                },
+            ]
+        },
+    )
+
+    model: ModelRef = Field(..., description="A slug, an inline spec, or {hf_config: {...}}.")
+    max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS, description="Max context.")
+    peak_concurrency: int = Field(
+        ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
+    )
+    kv_cache_dtype: str = Field("auto", max_length=20, description="KV-cache precision.")
+    gpus: list[GpuRef] | None = Field(
+        None, max_length=200, description="Candidate GPUs (default: the whole catalog)."
+    )
+    max_gpus_per_node: int | None = Field(None, ge=1, le=64, description="Caps TP per replica.")
+    headroom_fraction: float = Field(
+        0.0, ge=0, lt=1, description="Share of the pool to keep free at peak."
+    )
+    avg_context_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONTEXT_TOKENS,
+        description="Average context at peak (paged attention: sequences hold what they use).",
+    )
+    max_replicas: int = Field(4096, ge=1, le=100_000)
+    max_alternatives: int = Field(10, ge=0, le=100)
+    explain: bool = Field(True, description="Explain the recommendation step by step.")
+
+
+class PlanQuery(EngineFields):
+    """GET /v1/plans: the same questions as query parameters (catalog models and GPUs only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(..., max_length=100)
+    max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS)
+    peak_concurrency: int = Field(..., ge=1, le=MAX_PEAK_CONCURRENCY)
+    kv_cache_dtype: str = Field("auto", max_length=20)
+    gpus: str | None = Field(
+        None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
+    )
+    max_gpus_per_node: int | None = Field(None, ge=1, le=64)
+    headroom_fraction: float = Field(0.0, ge=0, lt=1)
+    avg_context_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    max_replicas: int = Field(4096, ge=1, le=100_000)
+    max_alternatives: int = Field(10, ge=0, le=100)
+    format: ResponseFormat | None = None
+    field: PlanField | None = Field(
+        None, description="Answer with this one value of the recommendation as text/plain."
+    )
+
+
+class PlanOptionOut(BaseModel):
+    gpu: str
+    gpu_name: str
+    tensor_parallel_size: int
+    replicas: int
+    total_gpus: int
+    max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")
+    sequences_per_replica: int = Field(
+        description="Sequences a replica serves at the average context (= max_num_seqs without "
+        "avg_context_tokens), capped by the engine's max_num_seqs."
+    )
+    headroom_fraction: float = Field(description="Share of the KV pool free at peak.")
+    headroom_bytes: int
+    headroom_tokens: int
+    kv_pool_bytes: int = Field(description="Per GPU.")
+    kv_cache_tokens: int = Field(description="Per replica, as the engine logs it.")
+    num_gpu_blocks: int
+    max_concurrency: float
+    cost_per_hour_usd: float | None
+    engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
+    warnings: list[str]
+
+
+class RejectedOut(BaseModel):
+    gpu: str
+    tensor_parallel_size: int | None
+    code: str
+    reason: str
+
+
+class PlanAnswer(BaseModel):
+    model: str
+    max_model_len: int
+    peak_concurrency: int
+    kv_cache_dtype: str
+    engine: EngineName
+    recommendation: PlanOptionOut | None
+    alternatives: list[PlanOptionOut]
+    rejected: list[RejectedOut]
+    warnings: list[str]
+    explanation: dict[str, Any] | None = None
+    catalog_version: int

@@ -1,0 +1,41 @@
+"""All configuration, from the environment, in one object."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KVPLAN_", extra="ignore", frozen=True)
+
+    database_url: str = Field(
+        default="sqlite:///kvplan.db",
+        validation_alias=AliasChoices("DATABASE_URL", "KVPLAN_DATABASE_URL"),
+        description="SQLAlchemy URL; default an SQLite file in the working directory.",
+    )
+    admin_tokens: str = Field(
+        default="",
+        description="Comma-separated bearer tokens allowed to write the catalog. Empty: no writes.",
+    )
+    catalog_ttl_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="How long a replica trusts its in-memory catalog before checking the database.",
+    )
+    capacity_max_age_seconds: int = Field(
+        default=30, ge=0, description="Cache-Control max-age of GET /v1/capacity answers."
+    )
+    log_level: str = "INFO"
+    db_connect_timeout_seconds: int = Field(default=5, ge=1)
+    db_pool_size: int = Field(default=5, ge=1)
+
+    @cached_property
+    def admin_token_list(self) -> tuple[str, ...]:
+        return tuple(t.strip() for t in self.admin_tokens.split(",") if t.strip())
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")

@@ -1,0 +1,459 @@
+"""The shipped seed catalog (service/catalog/data/*.json): shape, round-trips and hand arithmetic.
+
+Every number asserted here is worked out by hand in the comment beside it, with where the
+inputs come from (the entry's own config facts, or the research notes named).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from service.sizing.architecture import GatedDeltaNet, LayerKind, Mamba1, Mamba2, ModelArchitecture
+from service.sizing.kv import (
+    kv_bytes_per_token,
+    state_bytes_per_sequence,
+    state_dtype_bytes,
+)
+from service.sizing.schedule import architecture_from_dict, architecture_to_dict
+from service.sizing.weights import weight_bytes_total
+
+GIB = 2**30
+
+
+@cache
+def _load(name: str) -> tuple[dict[str, Any], ...]:
+    text = resources.files("service.catalog").joinpath("data", name).read_text("utf-8")
+    records = json.loads(text)
+    assert isinstance(records, list)
+    return tuple(records)
+
+
+def models() -> tuple[dict[str, Any], ...]:
+    return _load("models.json")
+
+
+def gpus() -> tuple[dict[str, Any], ...]:
+    return _load("gpus.json")
+
+
+def model(slug: str) -> dict[str, Any]:
+    return next(m for m in models() if m["slug"] == slug)
+
+
+def arch(slug: str) -> ModelArchitecture:
+    return architecture_from_dict(model(slug)["architecture"])
+
+
+def gpu(slug: str) -> dict[str, Any]:
+    return next(g for g in gpus() if g["slug"] == slug)
+
+
+def kind_counts(slug: str) -> Counter[LayerKind]:
+    return Counter(layer.kind for layer in arch(slug).layers)
+
+
+MODEL_SLUGS = [m["slug"] for m in models()]
+
+
+# --- shape -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("load", [models, gpus], ids=["models", "gpus"])
+def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: Any) -> None:
+    records = load()
+    slugs = [r["slug"] for r in records]
+    assert len(slugs) == len(set(slugs))
+    assert slugs == sorted(slugs)
+    for record in records:
+        assert record["slug"] == record["slug"].lower()
+        assert " " not in record["slug"]
+        assert record["name"]
+        assert isinstance(record["sources"], list)
+        assert record["sources"], record["slug"]
+        assert all(isinstance(s, str) and s for s in record["sources"])
+
+
+def test_the_catalog_sizes() -> None:
+    # 63 shared entries - 3 left out (gemma-3-12b-it, gemma-4-26b-a4b, granite-4.0-h-small)
+    # + 3 added for calibration cases = 63 models; 25 shared GPUs - 6 left out + rtx-3090 = 20.
+    assert len(models()) == 63
+    assert len(gpus()) == 20
+
+
+def test_models_without_verified_geometry_are_left_out() -> None:
+    for slug in ("gemma-3-12b-it", "gemma-4-26b-a4b", "granite-4.0-h-small"):
+        assert slug not in MODEL_SLUGS
+
+
+def test_calibration_models_are_present() -> None:
+    for slug in (
+        "llama-3.1-8b-instruct",
+        "deepseek-r1-distill-qwen-14b",
+        "llama-3.1-70b-instruct-w8a8",
+    ):
+        assert slug in MODEL_SLUGS
+
+
+def test_model_entries_carry_identity_fields() -> None:
+    for record in models():
+        assert set(record) == {
+            "slug",
+            "name",
+            "hf_id",
+            "family",
+            "architecture",
+            "sources",
+            "notes",
+        }
+        assert "/" in record["hf_id"]
+        assert record["family"]
+        assert record["notes"]
+
+
+@pytest.mark.parametrize("slug", MODEL_SLUGS)
+def test_architecture_loads_and_round_trips(slug: str) -> None:
+    data = model(slug)["architecture"]
+    loaded = architecture_from_dict(data)
+    assert architecture_to_dict(loaded) == data
+    # Every field the brief names is present, even when null.
+    assert {
+        "num_attention_heads",
+        "dtype",
+        "state_dtype",
+        "hidden_size",
+        "intermediate_size",
+        "vocab_size",
+        "num_parameters",
+        "weight_bytes",
+        "weight_format",
+        "max_position_embeddings",
+        "moe",
+        "layer_specs",
+        "layer_schedule",
+    } == set(data)
+    # Weights can be priced for every model: a parameter count or a checkpoint size.
+    assert weight_bytes_total(loaded) > 0
+
+
+# --- per-token KV bytes (dtype "auto" = the model's own dtype) -------------------------------
+
+PER_TOKEN = [
+    # seed-examples 16: MLA 61 layers x (512 + 64) x 2 B = 70,272
+    ("deepseek-v3", 70_272),
+    # Kimi K2, same MLA latent: 61 x 576 x 2 = 70,272
+    ("kimi-k2-instruct", 70_272),
+    # GLM-5 MLA: 78 layers x (512 + 64) x 2 B = 89,856
+    ("glm-5", 89_856),
+    # DeepSeek-V2-Lite MLA: 27 x 576 x 2 = 31,104
+    ("deepseek-v2-lite", 31_104),
+    # seed-examples 15 (bf16 here): 16 full layers x 2 x 4 kv x 256 x 2 B = 65,536
+    ("qwen3.5-27b", 65_536),
+    # Qwen3-Next: 12 full layers x 2 x 2 kv x 256 x 2 B = 24,576
+    ("qwen3-next-80b-a3b-thinking", 24_576),
+    # Gemma 3 27B: every attention layer stores K and V per token (the window caps tokens held,
+    # not the per-token size): 62 x 2 x 16 x 128 x 2 B = 507,904
+    ("gemma-3-27b-it", 507_904),
+    # Nemotron-H-56B: 10 '*' layers x 2 x 8 x 128 x 2 B = 40,960
+    ("nemotron-h-56b-base-8k", 40_960),
+    # Nemotron 3 Nano: 6 '*' layers x 2 x 2 x 128 x 2 B = 6,144
+    ("nvidia-nemotron-3-nano-30b-a3b-bf16", 6_144),
+    # Jamba v0.1: 4 attention layers x 2 x 8 x 128 x 2 B = 16,384
+    ("jamba-v0.1", 16_384),
+    # Falcon-7B MQA: 32 x 2 x 1 kv head x 64 x 2 B = 8,192 (not 71 heads: 581,632)
+    ("falcon-7b", 8_192),
+    # seed-examples 1: Llama 2 7B fp16 MHA: 32 x 2 x 32 x 128 x 2 B = 524,288
+    ("llama-2-7b-hf", 524_288),
+    # seed-examples 4 geometry: 32 x 2 x 8 x 128 x 2 B = 131,072
+    ("llama-3.1-8b-instruct", 131_072),
+    # seed-examples 6: Qwen2.5-7B 28 x 2 x 4 x 128 x 2 B = 57,344
+    ("qwen2.5-7b", 57_344),
+    # DeepSeek-R1-Distill-Qwen-14B (Qwen2.5-14B geometry): 48 x 2 x 8 x 128 x 2 B = 196,608
+    ("deepseek-r1-distill-qwen-14b", 196_608),
+    # gpt-oss-120b: 36 x 2 x 8 x 64 x 2 B = 73,728
+    ("gpt-oss-120b", 73_728),
+    # Phi-3-mini: 32 x 2 x 32 x 96 x 2 B = 393,216
+    ("phi-3-mini-4k-instruct", 393_216),
+    # Llama 4 Scout: 48 x 2 x 8 x 128 x 2 B = 196,608 (36 chunked + 12 full)
+    ("llama-4-scout-17b-16e-instruct", 196_608),
+]
+
+
+@pytest.mark.parametrize(("slug", "expected"), PER_TOKEN, ids=[s for s, _ in PER_TOKEN])
+def test_per_token_kv_bytes(slug: str, expected: int) -> None:
+    assert kv_bytes_per_token(arch(slug), "auto") == expected
+
+
+def test_fp8_kv_halves_mla_per_token_bytes() -> None:
+    # seed-examples 16: fp8 MLA = 61 x 576 x 1 B = 35,136
+    assert kv_bytes_per_token(arch("deepseek-v3"), "fp8") == 35_136
+
+
+# --- layer schedules ---------------------------------------------------------------------------
+
+LAYER_COUNTS = [
+    # 64 layers, full when i % 4 == 3: 16 full + 48 Gated DeltaNet
+    ("qwen3.5-27b", {LayerKind.FULL_ATTENTION: 16, LayerKind.LINEAR_ATTENTION: 48}),
+    ("qwen3.6-27b-nvfp4", {LayerKind.FULL_ATTENTION: 16, LayerKind.LINEAR_ATTENTION: 48}),
+    # 48 layers / 4 = 12 full, 36 linear
+    (
+        "qwen3-next-80b-a3b-thinking",
+        {LayerKind.FULL_ATTENTION: 12, LayerKind.LINEAR_ATTENTION: 36},
+    ),
+    # 60 layers / 4 = 15 full, 45 linear
+    ("qwen3.5-397b-a17b", {LayerKind.FULL_ATTENTION: 15, LayerKind.LINEAR_ATTENTION: 45}),
+    # 40 layers / 4 = 10 full, 30 linear
+    ("qwen3.5-35b-a3b", {LayerKind.FULL_ATTENTION: 10, LayerKind.LINEAR_ATTENTION: 30}),
+    # pattern string: 54 M + 10 * + 54 - = 118 blocks
+    (
+        "nemotron-h-56b-base-8k",
+        {LayerKind.MAMBA2: 54, LayerKind.FULL_ATTENTION: 10, LayerKind.NO_CACHE: 54},
+    ),
+    # pattern string: 23 M + 6 * + 23 E = 52 blocks
+    (
+        "nvidia-nemotron-3-nano-30b-a3b-bf16",
+        {LayerKind.MAMBA2: 23, LayerKind.FULL_ATTENTION: 6, LayerKind.NO_CACHE: 23},
+    ),
+    # 32 layers, attention when i % 8 == 4: 4 attention + 28 Mamba-1
+    ("jamba-v0.1", {LayerKind.FULL_ATTENTION: 4, LayerKind.MAMBA: 28}),
+    # Gemma 3: global when (i + 1) % 6 == 0: 62 layers -> 10 full + 52 sliding
+    ("gemma-3-27b-it", {LayerKind.FULL_ATTENTION: 10, LayerKind.SLIDING_ATTENTION: 52}),
+    # 34 layers -> 5 full + 29 sliding
+    ("gemma-3-4b-it", {LayerKind.FULL_ATTENTION: 5, LayerKind.SLIDING_ATTENTION: 29}),
+    # Gemma 2: alternating 1:1
+    ("gemma-2-9b", {LayerKind.FULL_ATTENTION: 21, LayerKind.SLIDING_ATTENTION: 21}),
+    # gpt-oss-20b: 24 layers alternating
+    ("gpt-oss-20b", {LayerKind.FULL_ATTENTION: 12, LayerKind.SLIDING_ATTENTION: 12}),
+    # Llama 4: full when i % 4 == 3: 48 layers -> 12 full + 36 chunked
+    (
+        "llama-4-maverick-17b-128e-instruct",
+        {LayerKind.FULL_ATTENTION: 12, LayerKind.CHUNKED_ATTENTION: 36},
+    ),
+    # Mistral 7B v0.1 and Phi-3-mini-4k: the window applies to every layer
+    ("mistral-7b-v0.1", {LayerKind.SLIDING_ATTENTION: 32}),
+    ("phi-3-mini-4k-instruct", {LayerKind.SLIDING_ATTENTION: 32}),
+    # Phi-3.5 / Phi-4-mini: window 262,144 >= 131,072 positions, so full attention
+    ("phi-3.5-mini-instruct", {LayerKind.FULL_ATTENTION: 32}),
+    ("phi-4-mini-instruct", {LayerKind.FULL_ATTENTION: 32}),
+]
+
+
+@pytest.mark.parametrize(("slug", "expected"), LAYER_COUNTS, ids=[s for s, _ in LAYER_COUNTS])
+def test_layer_counts_by_kind(slug: str, expected: dict[LayerKind, int]) -> None:
+    assert dict(kind_counts(slug)) == expected
+
+
+def test_layer_positions_follow_each_models_rule() -> None:
+    qwen = arch("qwen3.5-27b").layers
+    assert [i for i, layer in enumerate(qwen) if layer.kind is LayerKind.FULL_ATTENTION] == list(
+        range(3, 64, 4)
+    )
+    gemma3 = arch("gemma-3-27b-it").layers
+    assert [i for i, layer in enumerate(gemma3) if layer.kind is LayerKind.FULL_ATTENTION] == [
+        5,
+        11,
+        17,
+        23,
+        29,
+        35,
+        41,
+        47,
+        53,
+        59,
+    ]
+    gemma2 = arch("gemma-2-27b").layers
+    assert all(
+        (layer.kind is LayerKind.SLIDING_ATTENTION) == (i % 2 == 0)
+        for i, layer in enumerate(gemma2)
+    )
+    oss = arch("gpt-oss-120b").layers
+    assert oss[0].kind is LayerKind.SLIDING_ATTENTION
+    assert oss[1].kind is LayerKind.FULL_ATTENTION
+    jamba = arch("jamba-v0.1").layers
+    assert [i for i, layer in enumerate(jamba) if layer.kind is LayerKind.FULL_ATTENTION] == [
+        4,
+        12,
+        20,
+        28,
+    ]
+    llama4 = arch("llama-4-scout-17b-16e-instruct").layers
+    assert [i for i, layer in enumerate(llama4) if layer.kind is LayerKind.FULL_ATTENTION] == list(
+        range(3, 48, 4)
+    )
+
+
+def test_windows_and_chunks() -> None:
+    def window(slug: str) -> int:
+        spec = model(slug)["architecture"]["layer_specs"]["sliding_attention"]
+        return int(spec["sliding_window"])
+
+    assert window("mistral-7b-v0.1") == 4096
+    assert window("phi-3-mini-4k-instruct") == 2047
+    assert window("gemma-2-27b") == 4096
+    assert window("gemma-3-27b-it") == 1024
+    assert window("gpt-oss-20b") == 128
+    chunked = model("llama-4-scout-17b-16e-instruct")["architecture"]["layer_specs"]
+    assert chunked["chunked_attention"]["attention_chunk_size"] == 8192
+
+
+# --- recurrent state ---------------------------------------------------------------------------
+
+
+def test_state_dtypes() -> None:
+    # vLLM >= 0.17 reads mamba_ssm_dtype float32 from Qwen3.5 configs (PR #34489); NemotronH
+    # defaults to float32 from v0.20 (PR #39032); Qwen3-Next keeps the model dtype.
+    for slug in ("qwen3.5-27b", "qwen3.6-27b-nvfp4", "qwen3.5-122b-a10b", "qwen3.6-35b-a3b"):
+        assert arch(slug).state_dtype == "float32"
+    for slug in ("nemotron-h-56b-base-8k", "nvidia-nemotron-3-nano-30b-a3b-bf16"):
+        assert arch(slug).state_dtype == "float32"
+    assert arch("qwen3-next-80b-a3b-thinking").state_dtype is None
+    assert arch("jamba-v0.1").state_dtype is None
+
+
+STATE_BYTES = [
+    # Research notes §1.4 table, TP1.
+    # Qwen3.5-27B GDN: conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B = 61,440;
+    # ssm 48 x 128 x 128 = 786,432 x 4 B (fp32) = 3,145,728 -> 3,207,168
+    ("qwen3.5-27b", LayerKind.LINEAR_ATTENTION, 3_207_168),
+    # Qwen3-Next GDN, bf16 state: conv 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 49,152;
+    # ssm 32 x 128 x 128 x 2 B = 1,048,576 -> 1,097,728
+    ("qwen3-next-80b-a3b-thinking", LayerKind.LINEAR_ATTENTION, 1_097_728),
+    # Nemotron-H-56B Mamba2: conv 3 x (256 x 64 + 2 x 8 x 256) = 61,440 x 2 B = 122,880;
+    # ssm 256 x 64 x 256 = 4,194,304 x 4 B = 16,777,216 -> 16,900,096
+    ("nemotron-h-56b-base-8k", LayerKind.MAMBA2, 16_900_096),
+    # Jamba Mamba-1, bf16: conv 8192 x 3 x 2 B = 49,152; ssm 8192 x 16 x 2 B = 262,144 -> 311,296
+    ("jamba-v0.1", LayerKind.MAMBA, 311_296),
+]
+
+
+@pytest.mark.parametrize(
+    ("slug", "kind", "expected"), STATE_BYTES, ids=[s for s, _, _ in STATE_BYTES]
+)
+def test_state_bytes_per_layer(slug: str, kind: LayerKind, expected: int) -> None:
+    a = arch(slug)
+    layer = next(layer for layer in a.layers if layer.kind is kind)
+    assert isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1)
+    conv_b, ssm_b = state_dtype_bytes(a)
+    assert state_bytes_per_sequence(layer, conv_b, ssm_b) == expected
+
+
+# --- weights -----------------------------------------------------------------------------------
+
+
+def test_checkpoint_sizes_from_safetensors_indexes() -> None:
+    # Llama-3.1-8B(-Instruct) index total_size = 8,030,261,248 params x 2 B (notes §11)
+    assert arch("llama-3.1-8b").weight_bytes == 16_060_522_496 == 8_030_261_248 * 2
+    assert arch("llama-3.1-8b-instruct").weight_bytes == 16_060_522_496
+    # Qwen2.5-14B family index total = 14,770,033,664 x 2 B (notes §11)
+    assert arch("deepseek-r1-distill-qwen-14b").weight_bytes == 29_540_067_328
+    assert arch("qwen2.5-14b").weight_bytes == 29_540_067_328 == 14_770_033_664 * 2
+
+
+def test_w8a8_weights_keep_embeddings_and_lm_head_in_bf16() -> None:
+    # 70,553,706,496 params x 1 B + 2 x 128,256 x 8,192 (one extra byte each) = 72,655,052,800 B
+    a = arch("llama-3.1-70b-instruct-w8a8")
+    assert a.weight_format == "int8"
+    assert a.weight_bytes == 70_553_706_496 + 2 * 128_256 * 8_192 == 72_655_052_800
+    # vLLM PR #12569 logged 67.7229 GiB loaded; the checkpoint is 67.665 GiB, within 0.06 GiB.
+    assert 0 < 67.7229 - a.weight_bytes / GIB < 0.06
+
+
+def test_fp8_checkpoint_weight_bytes() -> None:
+    # DeepSeek-V3: 671,026,404,352 + 2 x 129,280 x 7,168 (bf16 embed + lm_head extra byte)
+    # + 58 MoE layers x 256 x 7,168 (bf16 router extra byte) = 672,986,192,896
+    a = arch("deepseek-v3")
+    assert a.weight_format == "fp8"
+    assert a.weight_bytes == 671_026_404_352 + 2 * 129_280 * 7_168 + 58 * 256 * 7_168
+    assert a.weight_bytes == 672_986_192_896
+    # Qwen3-235B-A22B-FP8: 235,093,634,560 + 2 x 151,936 x 4,096 + 94 x 128 x 4,096
+    # = 236,387,577,344 B (notes §11 estimated about 236.4 GB)
+    assert arch("qwen3-235b-a22b-fp8").weight_bytes == 236_387_577_344
+
+
+def test_gpt_oss_weights_are_mxfp4_experts_plus_bf16_rest() -> None:
+    # 36 layers x 128 experts x (2880 x 5760 + 2880 x 2880) = 114,661,785,600 expert weights
+    # at 17/32 B (4.25 bits) = 60,914,073,600 B; the other
+    # 116,829,156,672 - 114,661,785,600 = 2,167,371,072 params x 2 B = 4,334,742,144 B
+    a = arch("gpt-oss-120b")
+    assert a.num_parameters == 116_829_156_672
+    experts = 36 * 128 * (2880 * 5760 + 2880 * 2880)
+    assert experts == 114_661_785_600
+    assert a.weight_bytes == experts * 17 // 32 + (116_829_156_672 - experts) * 2
+    assert a.weight_bytes == 65_248_815_744
+
+
+def test_derived_parameter_counts_match_published_sizes() -> None:
+    # Within 1% of the publishers' totals (text model only where a vision tower exists).
+    published = {
+        "gpt-oss-120b": 116.8e9,  # OpenAI model card
+        "gpt-oss-20b": 20.9e9,
+        "gemma-2-9b": 9.24e9,
+        "nemotron-h-56b-base-8k": 56e9,
+        "nvidia-nemotron-3-nano-30b-a3b-bf16": 31.6e9,
+        "qwen3-next-80b-a3b-thinking": 80e9,
+        "phi-3-mini-4k-instruct": 3_821_079_552,  # keras-hub preset, exact
+    }
+    for slug, total in published.items():
+        params = arch(slug).num_parameters
+        assert params is not None
+        assert abs(params - total) / total < 0.01, slug
+    assert arch("phi-3-mini-4k-instruct").num_parameters == 3_821_079_552
+
+
+# --- GPUs --------------------------------------------------------------------------------------
+
+
+def test_every_gpu_has_memory_and_its_source() -> None:
+    for g in gpus():
+        assert isinstance(g["memory_bytes"], int)
+        assert g["memory_bytes"] > 0, g["slug"]
+        assert g["memory_source"], g["slug"]
+        assert g["max_gpus_per_node"] >= 1
+        # The runtime total never exceeds what nvidia-smi shows.
+        if g["nvidia_smi_memory_mib"] is not None:
+            assert g["memory_bytes"] <= g["nvidia_smi_memory_mib"] * 2**20, g["slug"]
+
+
+@pytest.mark.parametrize(
+    ("slug", "gib"),
+    [
+        ("h100-sxm-80gb", 79.21),  # 8xH100 HBM3 job logs (notes §9)
+        ("h200-141gb", 139.80),  # 8xH200 job logs (notes §9)
+        ("rtx-3090", 23.58),  # vllm#10517 "total_gpu_memory=23.58GiB"
+        ("b200", 178.36),
+        ("a100-sxm-80gb", 79.15),
+        ("l40s", 44.39),
+        ("l4", 22.05),
+        ("rtx-4090", 23.55),  # vllm#13061: (13.95 + 0.25 + 0.19 + 8.69) / 0.98
+    ],
+)
+def test_gpu_memory_is_the_torch_gib_figure_in_bytes(slug: str, gib: float) -> None:
+    assert gpu(slug)["memory_bytes"] == round(gib * 2**30)
+
+
+def test_torch_totals_by_hand() -> None:
+    # 79.21 x 2^30 = 85,051,089,879.04 -> 85,051,089,879
+    assert gpu("h100-sxm-80gb")["memory_bytes"] == 85_051_089_879
+    # 139.80 x 2^30 = 150,109,106,995.2 -> 150,109,106,995
+    assert gpu("h200-141gb")["memory_bytes"] == 150_109_106_995
+    # 23.58 x 2^30 = 25,318,832,209.92 -> 25,318,832,210
+    assert gpu("rtx-3090")["memory_bytes"] == 25_318_832_210
+    assert gpu("rtx-3090")["nvidia_smi_memory_mib"] == 24_576
+
+
+def test_gpus_without_a_runtime_reading_are_left_out() -> None:
+    slugs = {g["slug"] for g in gpus()}
+    for slug in ("a100-pcie-80gb", "mi325x", "mi355x", "gaudi-3", "tpu-v5e", "tpu-v6e"):
+        assert slug not in slugs
+
+
+def test_nvidia_smi_fallbacks_are_labelled() -> None:
+    for slug in ("h100-pcie-80gb", "h100-nvl-94gb", "b300", "gb200", "rtx-6000-ada"):
+        g = gpu(slug)
+        assert g["memory_bytes"] == g["nvidia_smi_memory_mib"] * 2**20
+        assert g["memory_source"].startswith("nvidia-smi total")
