@@ -6,7 +6,7 @@ GPU memory -> pool (engine budget) -> blocks -> tokens, concurrency, max_num_seq
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .architecture import ModelArchitecture
@@ -242,7 +242,9 @@ def _vllm_capacity(
     )
     conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
 
-    def layout_for(stage: ModelArchitecture, context: int) -> CacheLayout:
+    def layout_for(
+        stage: ModelArchitecture, context: int, stage_sizes: tuple[int, ...] = ()
+    ) -> CacheLayout:
         return vllm_layout(
             stage,
             behaviour=behaviour,
@@ -259,9 +261,19 @@ def _vllm_capacity(
             hybrid_manager=behaviour.hybrid_allocator
             and behaviour.v1_engine
             and not engine.disable_hybrid_kv_cache_manager,
+            stage_sizes=stage_sizes,
         )
 
-    layouts = [layout_for(stage, m) for stage in stages]
+    whole_model = behaviour.whole_model_groups and len(stages) > 1
+    sizes = tuple(stage.num_layers for stage in stages)
+    if whole_model:
+        # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
+        stages = [arch]
+
+    def layout_at(stage: ModelArchitecture, context: int) -> CacheLayout:
+        return layout_for(stage, context, sizes if whole_model else ())
+
+    layouts = [layout_at(stage, m) for stage in stages]
     budget = vllm_budget(
         arch,
         behaviour=behaviour,
@@ -272,13 +284,24 @@ def _vllm_capacity(
         max_num_batched_tokens=mnbt,
         max_num_seqs=max_num_seqs,
     )
-    per_stage = tuple(max(0, budget.pool_bytes) // lay.bytes_per_block for lay in layouts)
+    pool = max(0, budget.pool_bytes)
+    if whole_model:
+        widths = layouts[0].stage_bytes_per_block
+        per_stage = tuple(pool // width for width in widths)
+        worst = 0
+        # Report the block as the narrowest stage's worker sees it.
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        layouts = [replace(layouts[0], bytes_per_block=widths[widest])]
+    else:
+        per_stage = tuple(pool // lay.bytes_per_block for lay in layouts)
+        worst = min(range(len(layouts)), key=lambda i: per_stage[i])
     # get_kv_cache_configs: every worker takes the smallest block count of all workers.
-    worst = min(range(len(layouts)), key=lambda i: per_stage[i])
-    num_blocks = per_stage[worst]
+    num_blocks = min(per_stage)
     if engine.num_gpu_blocks_override is not None:
         num_blocks = engine.num_gpu_blocks_override
     layout = layouts[worst]
+    # 0.33 checks one request against the blocks left after the null block.
+    usable = num_blocks - 1 if behaviour.fit_check_reserves_null_block else num_blocks
     report = vllm_report(num_blocks, layout, m, behaviour)
     fits, reason, longest = True, None, None
     if budget.pool_bytes <= 0:
@@ -288,12 +311,14 @@ def _vllm_capacity(
             f"{budget.requested_bytes - budget.pool_bytes} B of the {budget.requested_bytes} B "
             "the engine may use"
         )
-    elif num_blocks < layout.blocks_per_request:
+    elif usable < layout.blocks_per_request:
         fits = False
-        longest = _longest_context(lambda c: layout_for(stages[worst], c), num_blocks, m)
+        longest = _longest_context(lambda c: layout_at(stages[worst], c), usable, m)
         reason = (
             f"one sequence of {m} tokens needs {layout.blocks_per_request} blocks but the pool "
-            f"holds {num_blocks}; the longest max_model_len that fits is {longest}"
+            f"holds {num_blocks}"
+            + (" (one is the null block)" if usable != num_blocks else "")
+            + f"; the longest max_model_len that fits is {longest}"
         )
     settings: dict[str, Any] = {
         "engine_version": behaviour.label,

@@ -64,6 +64,13 @@ def check_tensor_parallel(arch: ModelArchitecture, tensor_parallel_size: int) ->
                     "tensor_parallel_size",
                     f"{tp} does not divide the {layer.num_heads} Mamba heads",
                 )
+            # vLLM MambaMixer2.__init__: "n_groups % tp_size == 0 or n_groups == 1".
+            if layer.n_groups % tp and layer.n_groups != 1:
+                raise InvalidParallelism(
+                    "tensor_parallel_size",
+                    f"{tp} does not divide the {layer.n_groups} Mamba groups (only a single "
+                    "group may be replicated across ranks)",
+                )
         elif isinstance(layer, Mamba1) and layer.intermediate_size % tp:
             raise InvalidParallelism(
                 "tensor_parallel_size",

@@ -234,6 +234,15 @@ def _option(
         per_sequence = _blocks_at(capacity, request.avg_context_tokens)
     cap = capacity.engine_settings.get("max_num_seqs")
     fit_seqs = usable // per_sequence
+    if fit_seqs == 0:
+        # The start-up check passed, but the null block leaves too little for one sequence.
+        return Rejection(
+            gpu,
+            tp,
+            "sequence-does-not-fit",
+            f"one sequence needs {per_sequence} blocks but only {usable} of the "
+            f"{capacity.num_gpu_blocks} blocks can be handed out",
+        )
     seqs = min(fit_seqs, cap) if isinstance(cap, int) else fit_seqs
     budget_blocks = usable * (1 - request.headroom_fraction)
     by_memory = math.ceil(request.peak_concurrency * per_sequence / budget_blocks)

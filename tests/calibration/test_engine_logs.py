@@ -68,8 +68,10 @@ def test_3090_log_pool_of_3_81_gib_holds_the_1952_logged_blocks() -> None:
     assert low <= 1952 <= high
     capacity = _given_pool(CASES["vllm-10517-20k"], 1952 * 2 * MiB)
     # 1952 blocks x 16 = 31,232 tokens; 31,232 / 20,000 = 1.5616 -> "1.56x"
+    # V0 also prints the swap blocks: 4 GiB swap space // 2 MiB per block = 2,048
+    # (vllm/worker/worker.py determine_num_available_blocks, EngineArgs.swap_space = 4).
     assert capacity.report.log_lines == (
-        "# GPU blocks: 1952",
+        "# GPU blocks: 1952, # CPU blocks: 2048",
         "Maximum concurrency for 20000 tokens per request: 1.56x",
     )
     assert capacity.kv_cache_tokens == 31_232
@@ -132,8 +134,11 @@ def test_pr_12569_v1_log_of_1381_blocks_prints_10_79x() -> None:
         notes=(),
     )
     report = vllm_report(1381, layout, 2048, behaviour_for(parse_version("0.7.2")))
+    # The PR ran the opt-in V1 engine (VLLM_USE_V1=1), whose executor logs "# GPU blocks: 1381"
+    # alone; 0.7.2's default V0 engine, which kvplan models for that release, adds the swap
+    # blocks: 4 GiB // (16 x 327,680 B = 5 MiB) = 819.
     assert report.log_lines == (
-        "# GPU blocks: 1381",
+        "# GPU blocks: 1381, # CPU blocks: 819",
         "Maximum concurrency for 2048 tokens per request: 10.79x",
     )
     assert report.kv_cache_tokens == 22_096

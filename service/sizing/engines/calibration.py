@@ -34,12 +34,17 @@ VLLM_IN_FLIGHT_BATCHES: Final[Version] = (0, 26, 0)  # windows keep 2 x mnbt (as
 VLLM_HYBRID_PREFIX_CACHING: Final[Version] = (0, 28, 0)  # hybrids cache prefixes by default
 VLLM_BATCH_160_GIB_TIER: Final[Version] = (0, 28, 0)  # >= 160 GiB: 16384 tokens for serve
 VLLM_ONE_LOG_LINE: Final[Version] = (0, 28, 0)  # size and concurrency on one line
-VLLM_REQUEST_CEIL: Final[Version] = (0, 33, 0)  # requested = ceil(total x util)
+VLLM_CONCURRENCY_FROM_BLOCKS: Final[Version] = (0, 9, 1)  # concurrency = blocks / per request
+VLLM_WHOLE_MODEL_GROUPS: Final[Version] = (0, 11, 0)  # groups on the whole model, layers[i::n]
+VLLM_REQUEST_CEIL: Final[Version] = (0, 14, 0)  # requested = ceil(total x util), worker/utils.py
+VLLM_PAD_ATTENTION_PAGES: Final[Version] = (0, 29, 0)  # non-dividing attention pages padded
+VLLM_FIT_CHECK_RESERVES_NULL_BLOCK: Final[Version] = (0, 29, 0)  # fit check on blocks - 1
 LATEST_VLLM_VERSION: Final = "0.33.0"  # the newest release whose arithmetic kvplan models
 
 VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9
 VLLM_DEFAULT_UTILIZATION_NEW: Final = 0.92
 VLLM_DEFAULT_BLOCK_SIZE: Final = 16  # CacheConfig.DEFAULT_BLOCK_SIZE on CUDA
+VLLM_V0_SWAP_SPACE_BYTES: Final = 4 * GiB  # EngineArgs.swap_space = 4 GiB: V0 "# CPU blocks"
 VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # FlashAttention / FlashInfer kernel block multiple
 VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_model_len > 32K"
 

@@ -94,6 +94,9 @@ class CacheLayout:
     block_size: int
     padding_layers: int
     notes: tuple[str, ...]
+    # What one block costs on each pipeline stage (vLLM 0.11+ projects the whole model's
+    # groups onto each stage); empty when the engine sizes each stage on its own.
+    stage_bytes_per_block: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from ..architecture import (
     Mamba2,
     ModelArchitecture,
     MultiHeadLatentAttention,
+    NoCache,
     SlidingWindowAttention,
     StateLayer,
     TokenLayer,
@@ -67,6 +68,10 @@ class VllmBehaviour:
     tokens_from_concurrency: bool
     one_log_line: bool
     request_ceil: bool
+    whole_model_groups: bool
+    pad_attention_pages: bool
+    fit_check_reserves_null_block: bool
+    concurrency_from_blocks: bool
 
     def in_flight_tokens(self, max_num_batched_tokens: int, pipeline_parallel_size: int) -> int:
         """Tokens a sliding/chunked layer keeps beyond its window for the steps in flight."""
@@ -126,6 +131,10 @@ def behaviour_for(version: Version) -> VllmBehaviour:
         tokens_from_concurrency=since(cal.VLLM_TOKENS_FROM_CONCURRENCY),
         one_log_line=since(cal.VLLM_ONE_LOG_LINE),
         request_ceil=since(cal.VLLM_REQUEST_CEIL),
+        whole_model_groups=since(cal.VLLM_WHOLE_MODEL_GROUPS),
+        pad_attention_pages=since(cal.VLLM_PAD_ATTENTION_PAGES),
+        fit_check_reserves_null_block=since(cal.VLLM_FIT_CHECK_RESERVES_NULL_BLOCK),
+        concurrency_from_blocks=since(cal.VLLM_CONCURRENCY_FROM_BLOCKS),
     )
 
 
@@ -218,9 +227,32 @@ def _blocks_per_request(
     return cdiv(max_model_len, block_size)
 
 
+def _same_type(a: TokenLayer | StateLayer, b: TokenLayer | StateLayer) -> bool:
+    """UniformTypeKVCacheSpecs.is_uniform_type: layers that need the same token slots."""
+    if isinstance(a, FullAttention | MultiHeadLatentAttention):
+        return isinstance(b, FullAttention | MultiHeadLatentAttention)
+    if isinstance(a, SlidingWindowAttention):
+        return isinstance(b, SlidingWindowAttention) and b.sliding_window == a.sliding_window
+    if isinstance(a, ChunkedLocalAttention):
+        return (
+            isinstance(b, ChunkedLocalAttention)
+            and b.attention_chunk_size == a.attention_chunk_size
+        )
+    return isinstance(b, GatedDeltaNet | Mamba2 | Mamba1)
+
+
+def _stage_bounds(num_layers: int, stage_sizes: tuple[int, ...]) -> list[tuple[int, int]]:
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for size in stage_sizes or (num_layers,):
+        bounds.append((start, start + size))
+        start += size
+    return bounds
+
+
 @lru_cache(maxsize=4096)
 def vllm_layout(
-    stage: ModelArchitecture,
+    arch: ModelArchitecture,
     *,
     behaviour: VllmBehaviour,
     kv_bytes: int,
@@ -234,30 +266,73 @@ def vllm_layout(
     max_num_batched_tokens: int,
     prefix_caching: bool,
     hybrid_manager: bool,
+    stage_sizes: tuple[int, ...] = (),
 ) -> CacheLayout:
-    """Cut one GPU's layers into vLLM KV-cache groups and pages."""
+    """Cut the model's layers into vLLM KV-cache groups and pages.
+
+    `arch` is the layers one worker groups: the whole model from 0.11 (groups are formed on the
+    whole model and projected onto each pipeline stage, whose sizes `stage_sizes` gives), or one
+    stage's layers before. `stage_bytes_per_block` is what one block costs on each stage.
+    """
     tp = tensor_parallel_size
     notes: list[str] = []
-    layers = list(stage.cache_layer_counts)
-    if len(layers) > 1 and not hybrid_manager:
+    # Buckets of identical layers, in model order, with the positions of their layers.
+    positions: dict[TokenLayer | StateLayer, list[int]] = {}
+    for index, layer in enumerate(arch.layers):
+        if not isinstance(layer, NoCache):
+            positions.setdefault(layer, []).append(index)
+    if len(positions) > 1 and not hybrid_manager:
         # unify_hybrid_kv_cache_specs: without the hybrid manager sliding and chunked layers
         # are sized as full attention.
-        merged: dict[TokenLayer | StateLayer, int] = {}
-        for layer, count in layers:
+        merged: dict[TokenLayer | StateLayer, list[int]] = {}
+        for layer, where in positions.items():
             as_full: TokenLayer | StateLayer = layer
             if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
                 as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
                 notes.append("no hybrid KV-cache manager: sliding/chunked layers keep the context")
-            merged[as_full] = merged.get(as_full, 0) + count
-        layers = list(merged.items())
+            merged.setdefault(as_full, []).extend(where)
+        positions = {layer: sorted(where) for layer, where in merged.items()}
+    bounds = _stage_bounds(arch.num_layers, stage_sizes)
+    in_flight = behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size)
+    mamba_blocks = behaviour.mamba_blocks(prefix_caching)
     specs: list[_Spec] = []
-    for layer, count in layers:
+    for layer, where in positions.items():
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
-            specs.append(_Spec(layer, count, block_size, state, 0))
+            specs.append(_Spec(layer, len(where), block_size, state, 0))
         else:
             per_token = token_bytes_per_layer(layer, kv_bytes, tp)
-            specs.append(_Spec(layer, count, block_size, block_size * per_token, per_token))
+            specs.append(_Spec(layer, len(where), block_size, block_size * per_token, per_token))
+    layer_positions = list(positions.values())
+    if (
+        behaviour.whole_model_groups
+        and len(specs) > 1
+        and all(_same_type(specs[0].layer, s.layer) for s in specs)
+    ):
+        # UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
+        # group whose page is the sum of the layers' pages.
+        per_layer_page = {
+            i: s.page_bytes for s, where in zip(specs, layer_positions, strict=True) for i in where
+        }
+        blocks = _blocks_per_request(
+            specs[0].layer, block_size, max_model_len, in_flight, mamba_blocks
+        )
+        total = sum(per_layer_page.values())
+        return CacheLayout(
+            groups=(
+                CacheGroup(
+                    specs[0].layer.kind.value, len(per_layer_page), block_size, total, blocks
+                ),
+            ),
+            bytes_per_block=total,
+            blocks_per_request=blocks,
+            block_size=block_size,
+            padding_layers=0,
+            notes=tuple(dict.fromkeys(notes)),
+            stage_bytes_per_block=tuple(
+                sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
+            ),
+        )
     attention = [s for s in specs if s.per_token_bytes]
     states = [s for s in specs if not s.per_token_bytes]
     if states and attention:
@@ -291,10 +366,18 @@ def vllm_layout(
             unified.append(
                 _Spec(s.layer, s.count, s.block_size * ratio, max_page, s.per_token_bytes)
             )
+        elif behaviour.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
+            # Later releases pad a non-MLA attention page that does not divide the largest.
+            notes.append(
+                f"{s.layer.kind.value} page of {s.page_bytes} B padded to {max_page} B "
+                f"({100 * (max_page - s.page_bytes) / s.page_bytes:.2f}% unused)"
+            )
+            unified.append(_Spec(s.layer, s.count, s.block_size, max_page, s.per_token_bytes))
         else:
             raise SizingError(
                 "model.layer_specs",
-                f"vLLM cannot unify page sizes of {s.page_bytes} B and {max_page} B",
+                f"vLLM {behaviour.label} cannot unify page sizes of {s.page_bytes} B and "
+                f"{max_page} B",
             )
     counts = [s.count for s in unified]
     group_size = counts[0]
@@ -304,19 +387,25 @@ def vllm_layout(
         smallest, largest = min(counts), max(counts)
         limit = behaviour.group_max_ratio
         group_size = largest if limit is not None and largest < limit * smallest else smallest
-    in_flight = behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size)
-    mamba_blocks = behaviour.mamba_blocks(prefix_caching)
     groups: list[CacheGroup] = []
+    members: list[list[int]] = []
     padding = 0
-    for s in unified:
+    for s, where in zip(unified, layer_positions, strict=True):
         n_groups = cdiv(s.count, group_size)
         padding += n_groups * group_size - s.count
         blocks = _blocks_per_request(s.layer, s.block_size, max_model_len, in_flight, mamba_blocks)
-        remaining = s.count
-        for _ in range(n_groups):
-            in_group = min(group_size, remaining)
-            remaining -= in_group
-            groups.append(CacheGroup(s.layer.kind.value, in_group, s.block_size, max_page, blocks))
+        for i in range(n_groups):
+            # 0.11+: group i takes layers[i::n_groups] (padding spread over the groups, so PP
+            # stages stay balanced); before, consecutive slices of group_size.
+            chosen = (
+                where[i::n_groups]
+                if behaviour.whole_model_groups
+                else where[i * group_size : (i + 1) * group_size]
+            )
+            members.append(chosen)
+            groups.append(
+                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, max_page, blocks)
+            )
     if padding:
         notes.append(f"{padding} padding layers so every group has {group_size} layers")
     if block_size_given is False and any(
@@ -324,6 +413,11 @@ def vllm_layout(
     ):
         notes.append(f"MLA block size {block_size} is the attention backend's choice")
     token_blocks = [s.block_size for s in unified if s.per_token_bytes]
+    # _project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group.
+    stage_widths = tuple(
+        max_page * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
+        for lo, hi in bounds
+    )
     return CacheLayout(
         groups=tuple(groups),
         bytes_per_block=max_page * group_size,
@@ -331,6 +425,7 @@ def vllm_layout(
         block_size=min(token_blocks) if token_blocks else unified[0].block_size,
         padding_layers=padding,
         notes=tuple(dict.fromkeys(notes)),
+        stage_bytes_per_block=stage_widths,
     )
 
 
@@ -459,17 +554,23 @@ def vllm_report(
         # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
         tokens = num_blocks * layout.block_size
         v0_concurrency = tokens / m
+        # worker.py determine_num_available_blocks: CPU blocks = swap space // block bytes.
+        cpu_blocks = cal.VLLM_V0_SWAP_SPACE_BYTES // layout.bytes_per_block
         return PoolReport(
             num_blocks,
             tokens,
             v0_concurrency,
             num_blocks // cdiv(m, layout.block_size),
             lambda: (
-                f"# GPU blocks: {num_blocks}",
+                f"# GPU blocks: {num_blocks}, # CPU blocks: {cpu_blocks}",
                 f"Maximum concurrency for {m} tokens per request: {v0_concurrency:.2f}x",
             ),
         )
-    concurrency = num_blocks / layout.blocks_per_request
+    if behaviour.concurrency_from_blocks:
+        concurrency = num_blocks / layout.blocks_per_request
+    else:
+        # V1 before 0.9.1: tokens (blocks x block size) over max_model_len.
+        concurrency = num_blocks * layout.block_size / m
     style = behaviour.tokens_report(len(layout.groups) > 1)
     if style == "concurrency":
         tokens = int(concurrency * m)
