@@ -10,7 +10,7 @@ from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
-from .errors import install_problem_handlers
+from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
 from .planning.router import router as planning_router
@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.metrics = metrics
     app.state.catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
     install_problem_handlers(app)
+    install_problem_openapi(app)
     metrics.install(app)
     app.include_router(health_router)
     app.include_router(planning_router)

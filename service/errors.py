@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -34,6 +35,23 @@ PROBLEM_TYPES: dict[str, str] = {
     "method-not-allowed": "This path does not accept that method.",
     "internal-error": "kvplan failed; this is a bug.",
 }
+
+
+class ProblemDetail(BaseModel):
+    """An RFC 9457 problem, as every kvplan error is answered (`application/problem+json`)."""
+
+    type: str = Field(description="Problem type, a relative URI; GET it to read what it means.")
+    title: str = Field(description="Short summary of the problem type.")
+    status: int = Field(description="The HTTP status code.")
+    detail: str = Field(description="What went wrong this time, for people.")
+    instance: str = Field(description="The request path.")
+    field: str | None = Field(None, description="The input that is wrong, when one is.")
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="Every validation error: field, message and the bound it broke."
+    )
+    suggestions: list[str] | None = Field(
+        None, description="For an unknown slug: the closest slugs that exist."
+    )
 
 
 class Problem(Exception):
@@ -205,3 +223,41 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
         return problem_response(Problem("an unexpected error occurred"), request)
+
+
+_PROBLEM_REF = {"$ref": "#/components/schemas/ProblemDetail"}
+_FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
+
+
+def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every 4xx/5xx answer in the spec is one `ProblemDetail` schema, as problem+json.
+
+    FastAPI documents its own `HTTPValidationError` for 422s; kvplan never answers with it.
+    """
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    schemas["ProblemDetail"] = ProblemDetail.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    for name in _FASTAPI_VALIDATION_SCHEMAS:
+        schemas.pop(name, None)
+    for methods in spec.get("paths", {}).values():
+        for operation in methods.values():
+            for status, answer in operation.get("responses", {}).items():
+                if status.isdigit() and int(status) >= 400:
+                    answer["content"] = {PROBLEM_JSON: {"schema": dict(_PROBLEM_REF)}}
+                    if answer.get("description") == "Validation Error":
+                        answer["description"] = (
+                            "Invalid input: `field` names it, `errors` lists each."
+                        )
+    return spec
+
+
+def install_problem_openapi(app: FastAPI) -> None:
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_problems(build())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

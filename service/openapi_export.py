@@ -1,6 +1,6 @@
 """Write the app's OpenAPI spec (`make openapi`); tests fail when the committed one differs.
 
-    python -m service.openapi_export openapi/openapi.json
+python -m service.openapi_export openapi/openapi.json
 """
 
 from __future__ import annotations

@@ -85,3 +85,20 @@ def test_the_spec_is_valid_json_with_openapi_3() -> None:
     spec = json.loads(SPEC_FILE.read_text(encoding="utf-8"))
     assert spec["openapi"].startswith("3.")
     assert spec["info"]["title"] == "kvplan"
+
+
+def test_every_error_answer_is_documented_as_one_problem_schema() -> None:
+    # Clients generate one error type from the spec; FastAPI's own HTTPValidationError
+    # shape is never sent, so it must not be documented either.
+    spec = openapi_spec()
+    assert "HTTPValidationError" not in json.dumps(spec)
+    for key, operation in _operations(spec).items():
+        for status, answer in operation["responses"].items():
+            if int(status) >= 400:
+                assert answer["content"] == {
+                    "application/problem+json": {
+                        "schema": {"$ref": "#/components/schemas/ProblemDetail"}
+                    }
+                }, (key, status)
+    problem = spec["components"]["schemas"]["ProblemDetail"]
+    assert {"type", "title", "status", "detail", "instance"} <= set(problem["required"])
