@@ -179,7 +179,9 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
         parallel=Parallelism(body.tensor_parallel_size, body.pipeline_parallel_size),
         fields=body,
     )
-    detail = planning.capacity_detail(capacity, label, resolved, catalog.version, body.explain)
+    detail = planning.capacity_detail(
+        capacity, label, resolved, catalog.version, with_explanation=body.explain
+    )
     print(detail.model_dump_json(indent=2))
     return 0
 

@@ -122,7 +122,9 @@ def get_capacity(
             ),
             fields=query,
         )
-        answer = service.capacity_answer(capacity, entry.slug, gpu, catalog.version)
+        answer = service.capacity_answer(
+            capacity, entry.slug, gpu, catalog.version, query.peak_concurrency
+        )
         _answers.put(key, answer)
     metrics.capacity_requests.labels("GET", fmt).inc()
     data = answer.model_dump(mode="json")
@@ -175,9 +177,18 @@ def post_capacity(
         ),
         fields=body,
     )
-    detail = service.capacity_detail(capacity, label, gpu, catalog.version, body.explain)
+    detail = service.capacity_detail(
+        capacity,
+        label,
+        gpu,
+        catalog.version,
+        with_explanation=body.explain,
+        peak_concurrency=body.peak_concurrency,
+    )
     metrics.capacity_requests.labels("POST", fmt).inc()
-    row = service.capacity_answer(capacity, label, gpu, catalog.version).model_dump(mode="json")
+    row = service.capacity_answer(
+        capacity, label, gpu, catalog.version, body.peak_concurrency
+    ).model_dump(mode="json")
     return _respond(
         request,
         fmt=fmt,

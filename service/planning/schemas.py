@@ -17,6 +17,7 @@ EngineName = Literal["vllm", "sglang", "trtllm"]
 ResponseFormat = Literal["json", "csv", "text"]
 CAPACITY_FIELDS = (
     "max_num_seqs",
+    "replicas_for_peak_concurrency",
     "total_max_num_seqs",
     "kv_cache_tokens",
     "max_concurrency",
@@ -27,6 +28,7 @@ CAPACITY_FIELDS = (
 )
 CapacityField = Literal[
     "max_num_seqs",
+    "replicas_for_peak_concurrency",
     "total_max_num_seqs",
     "kv_cache_tokens",
     "max_concurrency",
@@ -129,6 +131,13 @@ class CapacityQuery(EngineFields):
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
     data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
+    peak_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PEAK_CONCURRENCY,
+        description="Sequences running at once at peak: the answer then says how many replicas "
+        "of this layout hold them (`replicas_for_peak_concurrency`).",
+    )
     format: ResponseFormat | None = Field(
         None, description="json (default), csv, or text (with `field`); overrides Accept."
     )
@@ -231,6 +240,12 @@ class CapacityRequest(EngineFields):
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
     data_parallel_size: int = Field(1, ge=1, le=4096)
+    peak_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PEAK_CONCURRENCY,
+        description="Sequences running at once at peak (answers `replicas_for_peak_concurrency`).",
+    )
     explain: bool = Field(True, description="Include the hand-checkable explanation.")
 
 
@@ -260,6 +275,13 @@ class CapacityAnswer(BaseModel):
     max_concurrency: float = Field(description="As the engine logs 'Maximum concurrency'.")
     max_num_seqs: int = Field(description="Whole sequences at max_model_len per replica.")
     total_max_num_seqs: int = Field(description="max_num_seqs x data_parallel_size.")
+    peak_concurrency: int | None = Field(None, description="As asked.")
+    replicas_for_peak_concurrency: int | None = Field(
+        None,
+        description="Engine replicas of this layout (each tensor x pipeline parallel GPUs) that "
+        "run peak_concurrency sequences at max_model_len at once: ceil(peak / min(max_num_seqs, "
+        "the engine's max_num_seqs cap)). Null without peak_concurrency, or when none fits.",
+    )
     fits: bool
     reason: str | None = None
     catalog_version: int

@@ -120,7 +120,11 @@ def capacity_for(
 
 
 def capacity_answer(
-    capacity: Capacity, model: str, gpu: Gpu, catalog_version: int
+    capacity: Capacity,
+    model: str,
+    gpu: Gpu,
+    catalog_version: int,
+    peak_concurrency: int | None = None,
 ) -> CapacityAnswer:
     return CapacityAnswer(
         model=model,
@@ -141,6 +145,10 @@ def capacity_answer(
         max_concurrency=capacity.max_concurrency,
         max_num_seqs=capacity.max_num_seqs,
         total_max_num_seqs=capacity.total_max_num_seqs,
+        peak_concurrency=peak_concurrency,
+        replicas_for_peak_concurrency=(
+            None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
+        ),
         fits=capacity.fits,
         reason=capacity.reason,
         catalog_version=catalog_version,
@@ -148,9 +156,15 @@ def capacity_answer(
 
 
 def capacity_detail(
-    capacity: Capacity, model: str, gpu: Gpu, catalog_version: int, with_explanation: bool
+    capacity: Capacity,
+    model: str,
+    gpu: Gpu,
+    catalog_version: int,
+    *,
+    with_explanation: bool,
+    peak_concurrency: int | None = None,
 ) -> CapacityDetail:
-    base = capacity_answer(capacity, model, gpu, catalog_version)
+    base = capacity_answer(capacity, model, gpu, catalog_version, peak_concurrency)
     return CapacityDetail(
         **base.model_dump(),
         warnings=list(capacity.warnings),

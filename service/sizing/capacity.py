@@ -131,6 +131,19 @@ class Capacity:
     def total_max_num_seqs(self) -> int:
         return self.report.max_num_seqs * self.parallel.data_parallel_size
 
+    @property
+    def running_sequences_per_replica(self) -> int:
+        """Sequences at max_model_len one replica runs at once: the cache or the engine's cap."""
+        cap = self.engine_settings.get("max_num_seqs")
+        return min(self.max_num_seqs, cap) if isinstance(cap, int) else self.max_num_seqs
+
+    def replicas_for(self, peak_concurrency: int) -> int | None:
+        """Engine replicas of this layout that run `peak_concurrency` sequences at once."""
+        per_replica = self.running_sequences_per_replica
+        if not self.fits or per_replica <= 0:
+            return None
+        return cdiv(peak_concurrency, per_replica)
+
 
 def compute_capacity(
     arch: ModelArchitecture,

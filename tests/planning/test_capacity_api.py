@@ -230,3 +230,30 @@ def test_capacity_requests_are_counted_in_metrics(client: TestClient) -> None:
     metrics = client.get("/metrics").text
     assert 'kvplan_capacity_requests_total{format="json",method="GET"} 1.0' in metrics
     assert 'kvplan_capacity_requests_total{format="csv",method="GET"} 1.0' in metrics
+
+
+def test_peak_concurrency_answers_the_replicas_an_autoscaler_needs(client: TestClient) -> None:
+    # Worked example A at 8,192 tokens holds 54 whole sequences per replica (above), and
+    # vLLM's default max_num_seqs on an H100 (256) does not cap it: 200 at once need
+    # ceil(200 / 54) = 4 replicas.
+    params = {**BASE, "max_model_len": 8192, "peak_concurrency": 200}
+    body = client.get("/v1/capacity", params=params).json()
+    assert body["peak_concurrency"] == 200
+    assert body["replicas_for_peak_concurrency"] == 4
+    value = client.get("/v1/capacity", params={**params, "field": "replicas_for_peak_concurrency"})
+    assert value.headers["content-type"].startswith("text/plain")
+    assert value.text.strip() == "4"
+
+
+def test_replicas_follow_the_engines_max_num_seqs_cap(client: TestClient) -> None:
+    # 54 fit, but --max-num-seqs 16 runs at most 16 at once: ceil(200 / 16) = 13 replicas.
+    params = {**BASE, "max_model_len": 8192, "peak_concurrency": 200, "max_num_seqs": 16}
+    body = client.get("/v1/capacity", params=params).json()
+    assert body["max_num_seqs"] == 54
+    assert body["replicas_for_peak_concurrency"] == 13
+
+
+def test_without_peak_concurrency_no_replica_count_is_invented(client: TestClient) -> None:
+    body = client.get("/v1/capacity", params={**BASE, "max_model_len": 8192}).json()
+    assert body["peak_concurrency"] is None
+    assert body["replicas_for_peak_concurrency"] is None
