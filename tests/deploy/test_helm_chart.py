@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import yaml
+from fastapi.testclient import TestClient
 
 REPO = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO / "helm" / "kvplan"
@@ -528,21 +530,35 @@ def test_every_values_reference_in_templates_exists_in_values_yaml() -> None:
     assert missing == []
 
 
-def test_readme_keda_example_is_a_valid_metrics_api_scaled_object() -> None:
+def test_readme_keda_example_is_a_valid_scaled_object_that_kvplan_answers(
+    client: TestClient,
+) -> None:
     readme = (CHART_DIR / "README.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)
     scaled = [d for b in blocks for d in yaml.safe_load_all(b) if d and d["kind"] == "ScaledObject"]
     assert len(scaled) == 1
     (so,) = scaled
     assert so["apiVersion"] == "keda.sh/v1alpha1"
-    (trigger,) = so["spec"]["triggers"]
-    assert trigger["type"] == "metrics-api"
-    meta = trigger["metadata"]
-    assert "/v1/capacity?" in meta["url"]
-    assert meta["url"].startswith("http://")
+    triggers = {t["type"]: t["metadata"] for t in so["spec"]["triggers"]}
+    assert set(triggers) == {"metrics-api", "prometheus"}
+    meta = triggers["metrics-api"]
+    url = urlsplit(meta["url"])
+    assert url.scheme == "http"
+    assert url.path == "/v1/capacity"
     assert meta["format"] == "json"
-    assert meta["valueLocation"]
     # KEDA reads trigger metadata as strings; an unquoted number breaks the ScaledObject.
-    for key in ("targetValue", "activationTargetValue"):
-        assert isinstance(meta[key], str)
-        float(meta[key])
+    for trigger in triggers.values():
+        for key in ("targetValue", "threshold"):
+            if key in trigger:
+                assert isinstance(trigger[key], str)
+                float(trigger[key])
+    # The query the example polls is one kvplan answers, with a number where KEDA looks.
+    answer = client.get(url.path, params=dict(parse_qsl(url.query)))
+    assert answer.status_code == 200, answer.text
+    value = answer.json()[meta["valueLocation"]]
+    assert isinstance(value, int)
+    assert value >= 1
+    # The Prometheus threshold is the max_num_seqs kvplan answers for the same layout.
+    query = {k: v for k, v in parse_qsl(url.query) if k != "peak_concurrency"}
+    per_pod = client.get(url.path, params=query).json()["max_num_seqs"]
+    assert triggers["prometheus"]["threshold"] == str(per_pod)
