@@ -185,3 +185,17 @@ def test_plans_are_counted_by_outcome(client: TestClient) -> None:
     assert 'kvplan_plans_total{outcome="feasible"} 1.0' in metrics
     assert 'kvplan_plans_total{outcome="infeasible"} 1.0' in metrics
     assert 'kvplan_plans_total{outcome="invalid"} 1.0' in metrics
+
+
+def test_a_body_that_is_not_json_is_a_422_on_the_body(client: TestClient) -> None:
+    # pydantic reports a JSON syntax error at a character offset; a client needs "body".
+    response = client.post(
+        "/v1/plans",
+        content=b'{"model": "llama-3.1-8b",',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["field"] == "body"
+    assert "not valid JSON" in problem["detail"]
