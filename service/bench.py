@@ -21,12 +21,19 @@ from .sizing import (
     Workload,
     architecture_from_dict,
     compute_capacity,
+    kv,
+    parallel,
+    planner,
 )
+from .sizing.engines import activation, vllm
 from .sizing.planner import PlanRequest, plan
 from .sizing.units import GiB
 
 CAPACITY_TARGET_US = 50.0
 PLAN_TARGET_MS = 5.0
+# Warm: the memoised steps (per-token bytes, layouts, TP checks) are reused, as a serving
+# replica reuses them across requests; cold: every cache cleared before each run.
+COLD = {False: " (warm)", True: " (cold caches)"}
 
 
 def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
@@ -46,11 +53,33 @@ def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
     return models, gpus
 
 
-def timings(fn: Callable[[], Any], repeat: int, warmup: int = 20) -> list[float]:
+_CACHES: tuple[Any, ...] = (
+    kv.kv_bytes_per_token,
+    kv.sequence_breakdown,
+    vllm.parse_version,
+    vllm.behaviour_for,
+    vllm.vllm_layout,
+    activation.forward_bytes_per_token,
+    parallel.check_tensor_parallel,
+    planner.tensor_parallel_problem,
+)
+
+
+def clear_caches() -> None:
+    """Forget every memoised step, so a run pays for all the arithmetic (a cold request)."""
+    for cached in _CACHES:
+        cached.cache_clear()
+
+
+def timings(
+    fn: Callable[[], Any], repeat: int, warmup: int = 20, cold: bool = False
+) -> list[float]:
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(repeat):
+        if cold:
+            clear_caches()
         start = time.perf_counter()
         fn()
         out.append(time.perf_counter() - start)
@@ -86,11 +115,13 @@ def bench_speed(repeat: int) -> None:
         ) -> None:
             compute_capacity(arch, g, w, p)
 
-        med, p90, low = summary(timings(one, repeat), 1e6)
-        print(
-            f"| capacity {slug} on {gpu} tp{tp} {dtype} {ctx} | {med:.1f} us | {p90:.1f} us | "
-            f"{low:.1f} us | {CAPACITY_TARGET_US:.0f} us | {med / CAPACITY_TARGET_US:.2f} |"
-        )
+        for cold in (False, True):
+            med, p90, low = summary(timings(one, repeat, cold=cold), 1e6)
+            print(
+                f"| capacity {slug} on {gpu} tp{tp} {dtype} {ctx}{COLD[cold]} | {med:.1f} us | "
+                f"{p90:.1f} us | {low:.1f} us | {CAPACITY_TARGET_US:.0f} us | "
+                f"{med / CAPACITY_TARGET_US:.2f} |"
+            )
     all_gpus = list(gpus.values())
     for slug in ("llama-3.1-70b", "qwen3.5-27b", "deepseek-v3"):
         arch = models[slug]
@@ -103,7 +134,6 @@ def bench_speed(repeat: int) -> None:
                     PlanRequest(max_model_len=32768, peak_concurrency=256, kv_cache_dtype=dtype),
                 )
 
-        med, p90, low = summary(timings(full_plan, max(20, repeat // 50), warmup=3), 1e3)
         count = (
             sum(
                 1
@@ -113,11 +143,14 @@ def bench_speed(repeat: int) -> None:
             )
             * 2
         )
-        print(
-            f"| plan {slug}: {len(all_gpus)} GPUs x tp x 2 KV dtypes ({count} capacities) | "
-            f"{med:.2f} ms | {p90:.2f} ms | {low:.2f} ms | {PLAN_TARGET_MS:.0f} ms | "
-            f"{med / PLAN_TARGET_MS:.2f} |"
-        )
+        for cold in (False, True):
+            samples = timings(full_plan, max(20, repeat // 50), warmup=3, cold=cold)
+            med, p90, low = summary(samples, 1e3)
+            print(
+                f"| plan {slug}: {len(all_gpus)} GPUs x tp x 2 KV dtypes ({count} capacities)"
+                f"{COLD[cold]} | {med:.2f} ms | {p90:.2f} ms | {low:.2f} ms | "
+                f"{PLAN_TARGET_MS:.0f} ms | {med / PLAN_TARGET_MS:.2f} |"
+            )
     print()
 
 

@@ -147,12 +147,13 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 
 def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
     errors: list[dict[str, Any]] = []
-    for err in exc.errors():
+    for raw in exc.errors():
+        err = dict(raw)
         loc = tuple(err.get("loc", ()))
         if err.get("type") == "json_invalid":
             # pydantic locates a JSON syntax error by character offset, not by field.
             loc = ("body",)
-            err = {**err, "msg": f"the body is not valid JSON ({err.get('msg', 'invalid')})"}
+            err["msg"] = f"the body is not valid JSON ({err.get('msg', 'invalid')})"
         entry: dict[str, Any] = {
             "field": _field_name(loc),
             "in": str(loc[0]) if loc else "body",

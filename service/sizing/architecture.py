@@ -289,6 +289,15 @@ class ModelArchitecture:
         )
 
     @cached_property
+    def cache_layer_positions(self) -> tuple[tuple[TokenLayer | StateLayer, tuple[int, ...]], ...]:
+        """Each distinct cache layer, in model order, with the indexes of the layers it is."""
+        positions: dict[TokenLayer | StateLayer, list[int]] = {}
+        for index, layer in enumerate(self.layers):
+            if not isinstance(layer, NoCache):
+                positions.setdefault(layer, []).append(index)
+        return tuple((layer, tuple(where)) for layer, where in positions.items())
+
+    @cached_property
     def has_state_layers(self) -> bool:
         """Any linear-attention / Mamba layer (a fixed state per sequence)."""
         return any(isinstance(g, GatedDeltaNet | Mamba2 | Mamba1) for g, _ in self.layer_counts)

@@ -10,6 +10,7 @@ vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-me
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,7 +22,6 @@ from ..architecture import (
     Mamba2,
     ModelArchitecture,
     MultiHeadLatentAttention,
-    NoCache,
     SlidingWindowAttention,
     StateLayer,
     TokenLayer,
@@ -277,10 +277,7 @@ def vllm_layout(
     tp = tensor_parallel_size
     notes: list[str] = []
     # Buckets of identical layers, in model order, with the positions of their layers.
-    positions: dict[TokenLayer | StateLayer, list[int]] = {}
-    for index, layer in enumerate(arch.layers):
-        if not isinstance(layer, NoCache):
-            positions.setdefault(layer, []).append(index)
+    positions: dict[TokenLayer | StateLayer, Sequence[int]] = dict(arch.cache_layer_positions)
     if len(positions) > 1 and not hybrid_manager:
         # unify_hybrid_kv_cache_specs: without the hybrid manager sliding and chunked layers
         # are sized as full attention.
@@ -317,7 +314,7 @@ def vllm_layout(
         blocks = _blocks_per_request(
             specs[0].layer, block_size, max_model_len, in_flight, mamba_blocks
         )
-        total = sum(per_layer_page.values())
+        total = sum(s.count * s.page_bytes for s in specs)
         return CacheLayout(
             groups=(
                 CacheGroup(
@@ -388,7 +385,7 @@ def vllm_layout(
         limit = behaviour.group_max_ratio
         group_size = largest if limit is not None and largest < limit * smallest else smallest
     groups: list[CacheGroup] = []
-    members: list[list[int]] = []
+    members: list[Sequence[int]] = []
     padding = 0
     for s, where in zip(unified, layer_positions, strict=True):
         n_groups = cdiv(s.count, group_size)
@@ -414,9 +411,13 @@ def vllm_layout(
         notes.append(f"MLA block size {block_size} is the attention backend's choice")
     token_blocks = [s.block_size for s in unified if s.per_token_bytes]
     # _project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group.
-    stage_widths = tuple(
-        max_page * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
-        for lo, hi in bounds
+    stage_widths = (
+        (max_page * max(len(chosen) for chosen in members),)
+        if len(bounds) == 1
+        else tuple(
+            max_page * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
+            for lo, hi in bounds
+        )
     )
     return CacheLayout(
         groups=tuple(groups),
