@@ -25,7 +25,7 @@ from .engines.vllm import (
     vllm_layout,
     vllm_report,
 )
-from .errors import SizingError
+from .errors import InvalidParallelism, SizingError
 from .kv import (
     LayerBytes,
     has_state_layers,
@@ -155,6 +155,14 @@ def compute_capacity(
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
     warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
+    if parallel.tensor_parallel_size > gpu.max_gpus_per_node:
+        # Tensor parallelism all-reduces every layer: engines keep it inside one NVLink node.
+        raise InvalidParallelism(
+            "tensor_parallel_size",
+            f"{parallel.tensor_parallel_size} is more GPUs than one node of "
+            f"{gpu.slug or gpu.name or 'this GPU'} holds ({gpu.max_gpus_per_node}); span nodes "
+            "with pipeline_parallel_size",
+        )
     stages = (
         [arch]
         if parallel.pipeline_parallel_size == 1

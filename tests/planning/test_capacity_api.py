@@ -257,3 +257,15 @@ def test_without_peak_concurrency_no_replica_count_is_invented(client: TestClien
     body = client.get("/v1/capacity", params={**BASE, "max_model_len": 8192}).json()
     assert body["peak_concurrency"] is None
     assert body["replicas_for_peak_concurrency"] is None
+
+
+def test_tensor_parallel_beyond_one_node_is_422_naming_the_field(client: TestClient) -> None:
+    # The seeded h100-sxm-80gb node holds 8 GPUs; Llama-3.1-8B's 32 heads would divide by 16,
+    # so only the node bound can refuse it.
+    response = client.get(
+        "/v1/capacity", params={**BASE, "max_model_len": 8192, "tensor_parallel_size": 16}
+    )
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["field"] == "tensor_parallel_size"
+    assert "(8)" in problem["detail"]
