@@ -93,10 +93,14 @@ class MultiHeadLatentAttention:
     kind: ClassVar[LayerKind] = LayerKind.MLA
     kv_lora_rank: int
     qk_rope_head_dim: int
+    # DeepSeek sparse attention (V3.2, GLM-5): the lightning indexer keeps its own key per token.
+    indexer_head_dim: int | None = None
 
     def __post_init__(self) -> None:
         _positive("kv_lora_rank", self.kv_lora_rank)
         _positive("qk_rope_head_dim", self.qk_rope_head_dim)
+        if self.indexer_head_dim is not None:
+            _positive("indexer_head_dim", self.indexer_head_dim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +309,14 @@ class ModelArchitecture:
     @cached_property
     def has_mla(self) -> bool:
         return any(isinstance(g, MultiHeadLatentAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_sparse_mla(self) -> bool:
+        """DeepSeek sparse attention: MLA layers with a lightning-indexer key cache."""
+        return any(
+            isinstance(g, MultiHeadLatentAttention) and g.indexer_head_dim is not None
+            for g, _ in self.layer_counts
+        )
 
     @property
     def is_hybrid(self) -> bool:

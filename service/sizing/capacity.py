@@ -177,6 +177,12 @@ def compute_capacity(
             f"{arch.max_position_embeddings}; engines refuse it unless rope scaling allows it"
         )
     kv_b = kv_cache_dtype_bytes(workload.kv_cache_dtype, arch.dtype)
+    if arch.has_sparse_mla and kv_b == 1:
+        warnings.append(
+            "sparse MLA with an fp8 cache: kvplan sizes 576 fp8 values per token per layer; "
+            "vLLM's fp8_ds_mla rows are 656 B (fp8 latent, fp32 scales, bf16 rope), about 11% "
+            "larger, so pass kv_pool_bytes from a log or leave headroom"
+        )
     tp = parallel.tensor_parallel_size
     sequence = sequence_breakdown(arch, workload.kv_cache_dtype, m, 1, engine.mamba_ssm_cache_dtype)
     weights_total = weight_bytes_total(arch, engine.weight_format)
@@ -250,6 +256,12 @@ def _vllm_capacity(
             f"vLLM {behaviour.label} kept Mamba / linear-attention state outside the KV pool; "
             "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
         )
+    if arch.has_sparse_mla and behaviour.version < calibration.VLLM_SPARSE_MLA:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {behaviour.label} does not run DeepSeek sparse attention (indexer) models; "
+            "they arrived in 0.11.0",
+        )
     defaults = batch_defaults(behaviour, gpu.memory_bytes, gpu.name, m)
     mnbt = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
     max_num_seqs = min(engine.max_num_seqs or defaults.max_num_seqs, mnbt)
@@ -259,7 +271,9 @@ def _vllm_capacity(
         else behaviour.default_prefix_caching(has_state)
     )
     block_size = engine.block_size or (
-        mla_block_size(behaviour, gpu.name) if arch.has_mla else calibration.VLLM_DEFAULT_BLOCK_SIZE
+        mla_block_size(behaviour, gpu.name, arch.has_sparse_mla)
+        if arch.has_mla
+        else calibration.VLLM_DEFAULT_BLOCK_SIZE
     )
     conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
 

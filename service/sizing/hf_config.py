@@ -603,6 +603,32 @@ def _mla_layers(cfg: _Cfg) -> list[Layer]:
     layer = MultiHeadLatentAttention(
         kv_lora_rank=cfg.get_int("kv_lora_rank"), qk_rope_head_dim=cfg.get_int("qk_rope_head_dim")
     )
+    if cfg.has("index_topk"):
+        # DeepSeek sparse attention: vLLM keys its indexer cache on `index_topk` being present
+        # (models/config.py DeepseekV32ForCausalLM); index_head_dim defaults to 128 in the
+        # DeepSeek-V3.2 and GLM-5 configs.
+        indexed = MultiHeadLatentAttention(
+            layer.kv_lora_rank,
+            layer.qk_rope_head_dim,
+            indexer_head_dim=cfg.get_int("index_head_dim", default=128),
+        )
+        owners = cfg.str_list("indexer_types")
+        layers: list[Layer] = [indexed] * n
+        if owners is not None:
+            # GLM-5.2: "shared" layers reuse another layer's top-k and keep no indexer keys.
+            if len(owners) != n:
+                raise SizingError(
+                    cfg.where("indexer_types"),
+                    f"has {len(owners)} entries, num_hidden_layers is {n}",
+                )
+            unknown = [o for o in owners if o not in ("full", "shared")]
+            if unknown:
+                raise SizingError(
+                    cfg.where("indexer_types"), f"unknown indexer type {unknown[0]!r}"
+                )
+            layers = [indexed if o == "full" else layer for o in owners]
+    else:
+        layers = [layer] * n
     explicit = cfg.str_list("layer_types")
     if explicit is not None:
         # GLM-5.2 lists "deepseek_sparse_attention" (MLA + DSA indexer) on every layer.
@@ -616,7 +642,7 @@ def _mla_layers(cfg: _Cfg) -> list[Layer]:
                     cfg.where(f"layer_types[{index}]"),
                     f"unknown layer type {kind!r} in an MLA model",
                 )
-    return [layer] * n
+    return layers
 
 
 def _no_window(cfg: _Cfg, family: str) -> None:

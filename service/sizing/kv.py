@@ -39,7 +39,7 @@ def token_bytes_per_layer(layer: TokenLayer, kv_bytes: int, tensor_parallel_size
     if isinstance(layer, MultiHeadLatentAttention):
         # vllm/v1/kv_cache_interface.py MLAAttentionSpec: one latent "head", no K/V split,
         # identical on every TP rank.
-        return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes
+        return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes + indexer_bytes(layer)
     v_head_dim = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
     # FullAttentionSpec page: block_size x kv_heads x (head_size_k + head_size_v) x dtype bytes.
     return (
@@ -47,6 +47,23 @@ def token_bytes_per_layer(layer: TokenLayer, kv_bytes: int, tensor_parallel_size
         * (layer.head_dim + v_head_dim)
         * kv_bytes
     )
+
+
+# vLLM deepseek_v2.py Indexer: keys stored as fp8 with one fp32 scale per 128 values.
+INDEXER_QUANT_BLOCK = 128
+INDEXER_SCALE_BYTES = 4
+
+
+def indexer_bytes(layer: MultiHeadLatentAttention) -> int:
+    """Bytes the sparse-attention indexer keeps per token per layer, whatever the KV dtype.
+
+    vLLM DeepseekV32IndexerCache (0.11+): head_size = d + d // 128 x 4 of uint8, one head,
+    not split by tensor parallelism; d = index_head_dim (128 for DeepSeek-V3.2 and GLM-5).
+    """
+    d = layer.indexer_head_dim
+    if d is None:
+        return 0
+    return d + d // INDEXER_QUANT_BLOCK * INDEXER_SCALE_BYTES
 
 
 def tokens_held(layer: TokenLayer, context_tokens: int) -> int:
@@ -174,9 +191,11 @@ def sequence_breakdown(
         per_token = token_bytes_per_layer(layer, kv_bytes, tp)
         held = tokens_held(layer, context_tokens)
         if isinstance(layer, MultiHeadLatentAttention):
+            index = indexer_bytes(layer)
+            indexer = f" + {index} B indexer" if index else ""
             formula = (
-                f"{count} layers x ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
-                f"{kv_bytes} B x {held} tokens"
+                f"{count} layers x (({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
+                f"{kv_bytes} B{indexer}) x {held} tokens"
             )
         else:
             v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim

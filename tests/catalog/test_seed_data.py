@@ -148,8 +148,12 @@ PER_TOKEN = [
     ("deepseek-v3", 70_272),
     # Kimi K2, same MLA latent: 61 x 576 x 2 = 70,272
     ("kimi-k2-instruct", 70_272),
-    # GLM-5 MLA: 78 layers x (512 + 64) x 2 B = 89,856
-    ("glm-5", 89_856),
+    # GLM-5 MLA: 78 layers x (512 + 64) x 2 B = 89,856 (the shared catalog's derived figure),
+    # plus the DSA indexer key on every layer, 128 fp8 + 128 // 128 x 4 B scale = 132 B:
+    # 78 x (1,152 + 132) = 100,152
+    ("glm-5", 89_856 + 78 * 132),
+    # DeepSeek-V3.2: 61 x (1,152 + 132) = 78,324 (design §1.8's 70,272 plus the indexer)
+    ("deepseek-v3.2", 70_272 + 61 * 132),
     # DeepSeek-V2-Lite MLA: 27 x 576 x 2 = 31,104
     ("deepseek-v2-lite", 31_104),
     # seed-examples 15 (bf16 here): 16 full layers x 2 x 4 kv x 256 x 2 B = 65,536
@@ -192,6 +196,12 @@ def test_per_token_kv_bytes(slug: str, expected: int) -> None:
 def test_fp8_kv_halves_mla_per_token_bytes() -> None:
     # seed-examples 16: fp8 MLA = 61 x 576 x 1 B = 35,136
     assert kv_bytes_per_token(arch("deepseek-v3"), "fp8") == 35_136
+
+
+def test_fp8_kv_leaves_the_sparse_indexer_key_alone() -> None:
+    # The indexer key is fp8 + an fp32 scale whatever --kv-cache-dtype says (vLLM
+    # DeepseekV32IndexerCache is uint8): 61 x (576 x 1 B + 132 B) = 43,188, not half of 78,324.
+    assert kv_bytes_per_token(arch("deepseek-v3.2"), "fp8") == 61 * (576 + 132) == 43_188
 
 
 # --- layer schedules ---------------------------------------------------------------------------

@@ -470,3 +470,53 @@ def test_trtllm_fraction_applies_to_memory_free_after_warm_up() -> None:
     free = 80 * GiB - 16_060_522_496 - cap.budget.activation_bytes - cal.TRTLLM_NON_TORCH
     assert lines["free_after_warmup"] == free
     assert cap.budget.pool_bytes == int(free * 0.5)
+
+
+# --- DeepSeek sparse attention ---------------------------------------------------------------
+
+SPARSE_MLA = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64, indexer_head_dim=128)
+DEEPSEEK_V32 = ModelArchitecture(
+    layers=(SPARSE_MLA,) * 61, num_attention_heads=128, weight_bytes=GiB
+)
+H200 = Gpu(gib_to_bytes(139.8), "NVIDIA H200")
+
+
+def test_deepseek_v32_pool_is_cut_into_64_token_blocks_with_the_indexer() -> None:
+    pool = 10 * GiB
+    cap = compute_capacity(
+        DEEPSEEK_V32,
+        H200,
+        Workload(65_536),
+        Parallelism(tensor_parallel_size=8),
+        vllm("0.33.0", kv_cache_memory_bytes=pool),
+    )
+    # FlashMLA-sparse pages of 64 tokens; the latent (1,152 B) and the indexer key (132 B)
+    # are one uniform-type group: one block = 64 x 61 x 1,284 B = 5,012,736 B on every rank
+    assert cap.layout.block_size == 64
+    assert cap.layout.bytes_per_block == 64 * 61 * (1152 + 132) == 5_012_736
+    # 10,737,418,240 // 5,012,736 = 2,142 blocks; 65,536 / 64 = 1,024 per request
+    assert cap.num_gpu_blocks == 2142
+    assert cap.layout.blocks_per_request == 1024
+    # (2,142 - 1 null block) // 1,024 = 2 sequences; 2,142 / 1,024 = 2.09x
+    assert cap.max_num_seqs == 2
+    assert cap.report.log_lines == (
+        "GPU KV cache size: 137,088 tokens, Maximum concurrency for 65,536 tokens per request: "
+        "2.09x",
+    )
+
+
+def test_sparse_attention_models_need_vllm_0_11() -> None:
+    with pytest.raises(SizingError) as caught:
+        compute_capacity(DEEPSEEK_V32, H200, Workload(8192), Parallelism(8), vllm("0.10.2"))
+    assert caught.value.field == "engine_version"
+
+
+def test_fp8_on_sparse_mla_warns_about_the_656_byte_rows() -> None:
+    cap = compute_capacity(
+        DEEPSEEK_V32,
+        H200,
+        Workload(8192, "fp8"),
+        Parallelism(8),
+        vllm("0.33.0", kv_cache_memory_bytes=10 * GiB),
+    )
+    assert any("fp8_ds_mla" in w for w in cap.warnings)

@@ -656,6 +656,47 @@ DEEPSEEK_V3: dict[str, Any] = {
 }
 
 
+# DeepSeek-V3.2's config.json is V3's plus the sparse-attention indexer fields.
+DEEPSEEK_V32: dict[str, Any] = {
+    **DEEPSEEK_V3,
+    "architectures": ["DeepseekV32ForCausalLM"],
+    "model_type": "deepseek_v32",
+    "index_head_dim": 128,
+    "index_n_heads": 64,
+    "index_topk": 2048,
+}
+
+
+def test_deepseek_v32_adds_the_indexer_key_to_every_layer() -> None:
+    arch = architecture_from_hf_config(DEEPSEEK_V32)
+    assert kinds(arch) == {"mla": 61}
+    assert arch.layers[0] == MultiHeadLatentAttention(512, 64, indexer_head_dim=128)
+    # vLLM DeepseekV32IndexerCache: 128 + 128 // 128 x 4 = 132 B (uint8) per token per layer
+    # on top of the latent: 61 x (1,152 + 132) = 78,324 bf16; 61 x (576 + 132) = 43,188 fp8
+    assert kv_bytes_per_token(arch, "auto") == 78_324
+    assert kv_bytes_per_token(arch, "fp8") == 43_188
+
+
+def test_shared_indexer_layers_keep_no_indexer_key() -> None:
+    # GLM-5.2 style: indexer_types marks layers that reuse another layer's top-k ("shared").
+    config = {
+        **DEEPSEEK_V32,
+        "num_hidden_layers": 4,
+        "indexer_types": ["full", "shared", "shared", "full"],
+    }
+    arch = architecture_from_hf_config(config)
+    # 2 layers x (1,152 + 132) + 2 layers x 1,152 = 4,872
+    assert kv_bytes_per_token(arch, "auto") == 2 * 1284 + 2 * 1152 == 4872
+
+
+def test_an_unknown_indexer_type_is_refused_by_name() -> None:
+    config = {**DEEPSEEK_V32, "num_hidden_layers": 2, "indexer_types": ["full", "sparse"]}
+    with pytest.raises(SizingError) as caught:
+        architecture_from_hf_config(config)
+    assert caught.value.field == "indexer_types"
+    assert "sparse" in caught.value.reason
+
+
 def test_deepseek_v3_mla_ignores_the_128_kv_heads() -> None:
     arch = architecture_from_hf_config(DEEPSEEK_V3)
     # 61 layers; the num_nextn_predict_layers MTP layer is not counted

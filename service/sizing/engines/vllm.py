@@ -148,8 +148,12 @@ def gpu_family(gpu_name: str) -> str:
     return "other"
 
 
-def mla_block_size(behaviour: VllmBehaviour, gpu_name: str) -> int:
+def mla_block_size(behaviour: VllmBehaviour, gpu_name: str, sparse: bool = False) -> int:
     """The block size MLA backends force or prefer (platforms/cuda.py, backend preference)."""
+    if sparse:
+        # FlashMLA-sparse (DeepSeek-V3.2, GLM-5) reads the cache in 64-token pages
+        # (flashmla_sparse.py get_supported_kernel_block_sizes: MultipleOf(64)).
+        return cal.VLLM_SPARSE_MLA_BLOCK_SIZE
     family = gpu_family(gpu_name)
     if behaviour.version >= cal.VLLM_MLA_BACKEND_BLOCK:
         # 0.18+: Hopper's first backend FLASH_ATTN_MLA takes 16; Blackwell FLASHINFER_MLA 32.
