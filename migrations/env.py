@@ -8,6 +8,7 @@ from sqlmodel import SQLModel
 
 import service.catalog.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from service.db import normalize_url
+from service.migrate import context_options
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -17,9 +18,7 @@ def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
-        render_as_batch=connection.dialect.name == "sqlite",
-        compare_type=True,
+        **context_options(connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()

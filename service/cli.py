@@ -54,6 +54,7 @@ def cmd_seed(settings: Settings, _args: argparse.Namespace) -> int:
                 "added": report.added,
                 "refreshed": report.refreshed,
                 "kept_user_edits": report.kept_user_edits,
+                "kept_user_deletions": report.kept_user_deletions,
                 "unchanged": report.unchanged,
             },
             indent=2,

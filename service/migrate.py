@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -13,6 +15,15 @@ from sqlalchemy import Engine
 import migrations
 
 from .db import normalize_url
+
+
+def context_options(dialect_name: str) -> dict[str, Any]:
+    """What migrations/env.py hands Alembic; the schema-drift test compares with the same."""
+    return {
+        # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
+        "render_as_batch": dialect_name == "sqlite",
+        "compare_type": True,
+    }
 
 
 def alembic_config(url: str) -> Config:
@@ -31,7 +42,9 @@ def downgrade(url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
 
 
+@cache
 def head_revision() -> str | None:
+    """The newest migration shipped (read once: the files do not change under a process)."""
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 

@@ -5,12 +5,38 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Numeric, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Numeric, String, Text
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """`DateTime(timezone=True)` that reads back as an aware UTC datetime on every backend.
+
+    SQLite keeps no offset, so without this a row read back from SQLite has a naive time (and
+    the API would answer `2026-06-14T12:00:00` there but `...Z` on PostgreSQL).
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("catalog times must be timezone-aware")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:  # SQLite: stored from an aware UTC value (see above)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 class _Entry(SQLModel):
@@ -25,12 +51,8 @@ class _Entry(SQLModel):
     # Digest of the seed record this row was last written from (None for user entries).
     seed_digest: str | None = Field(default=None, sa_type=String(64))
     revision: int = Field(default=1, nullable=False)
-    created_at: datetime = Field(
-        default_factory=utcnow, sa_type=DateTime(timezone=True), nullable=False
-    )
-    updated_at: datetime = Field(
-        default_factory=utcnow, sa_type=DateTime(timezone=True), nullable=False
-    )
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
 
 
 class GpuRow(_Entry, table=True):
@@ -79,6 +101,18 @@ class CatalogState(SQLModel, table=True):
 
     id: int = Field(default=1, primary_key=True)
     version: int = Field(default=0, sa_type=BigInteger, nullable=False)
-    changed_at: datetime = Field(
-        default_factory=utcnow, sa_type=DateTime(timezone=True), nullable=False
-    )
+    changed_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class CatalogTombstone(SQLModel, table=True):
+    """A slug deleted through the API: `kvplan seed` does not bring it back.
+
+    Creating an entry with the slug again (POST) removes the tombstone.
+    """
+
+    __tablename__ = "catalog_tombstone"
+
+    # the entry's table: "gpu" or "model"
+    kind: str = Field(sa_type=String(10), primary_key=True)
+    slug: str = Field(sa_type=String(100), primary_key=True)
+    deleted_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)

@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from .models import CatalogState, GpuRow, ModelRow, utcnow
+from .models import CatalogState, CatalogTombstone, GpuRow, ModelRow, utcnow
 
 Row = TypeVar("Row", bound=GpuRow | ModelRow)
 
@@ -83,6 +83,33 @@ def refresh(session: Session, row: Row) -> Row:
     """Reload a row after a statement-level update."""
     session.refresh(row)
     return row
+
+
+# ---------------------------------------------------------------------------------------------
+# tombstones: slugs deleted through the API, which the seed leaves deleted
+
+
+def _kind(table: type[Row]) -> str:
+    return str(table.__tablename__)
+
+
+def add_tombstone(session: Session, table: type[Row], slug: str) -> None:
+    if session.get(CatalogTombstone, (_kind(table), slug)) is None:
+        session.add(CatalogTombstone(kind=_kind(table), slug=slug))
+        session.flush()
+
+
+def remove_tombstone(session: Session, table: type[Row], slug: str) -> None:
+    session.execute(
+        delete(CatalogTombstone).where(
+            col(CatalogTombstone.kind) == _kind(table), col(CatalogTombstone.slug) == slug
+        )
+    )
+
+
+def tombstoned_slugs(session: Session, table: type[Row]) -> set[str]:
+    statement = select(col(CatalogTombstone.slug)).where(col(CatalogTombstone.kind) == _kind(table))
+    return set(session.scalars(statement).all())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -329,7 +329,7 @@ def patch_gpu(
 def delete_gpu(
     *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
 ) -> Response:
-    """Needs `If-Match`. A seed GPU deleted here comes back at the next `kvplan seed`."""
+    """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_gpu(session, slug, if_match)
     _finish(request, session)
     return Response(status_code=204)
@@ -535,7 +535,7 @@ def patch_model(
 def delete_model(
     *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
 ) -> Response:
-    """Needs `If-Match`. A seed model deleted here comes back at the next `kvplan seed`."""
+    """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_model(session, slug, if_match)
     _finish(request, session)
     return Response(status_code=204)

@@ -37,13 +37,25 @@ def _finite_prices(value: dict[str, float] | None) -> dict[str, float] | None:
     return value
 
 
+def _finite_price_patch(value: dict[str, float | None] | None) -> dict[str, float | None] | None:
+    """A merge patch of prices: null removes a provider, anything else is a price as above."""
+    if value is not None:
+        _finite_prices({k: v for k, v in value.items() if v is not None})
+        for provider in value:
+            no_nul(provider)
+    return value
+
+
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(no_nul)]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(no_nul)]
 LongText = Annotated[str, StringConstraints(max_length=2_000), AfterValidator(no_nul)]
 Notes = Annotated[str, StringConstraints(max_length=10_000), AfterValidator(no_nul)]
 Source = Annotated[str, StringConstraints(min_length=1, max_length=2_000), AfterValidator(no_nul)]
-Prices = Annotated[dict[str, float], AfterValidator(_finite_prices)]
+# The validator wraps the optional (not the dict inside it), so a field's max_length is
+# documented as the object's maxProperties.
+Prices = Annotated[dict[str, float] | None, AfterValidator(_finite_prices)]
+PricesPatch = Annotated[dict[str, float | None] | None, AfterValidator(_finite_price_patch)]
 
 # ---------------------------------------------------------------------------------------------
 # field documentation, shared by the create / replace / patch bodies and the answers
@@ -213,7 +225,7 @@ class GpuReplace(BaseModel):
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
     price_usd_per_hour: float | None = _gpu("price_usd_per_hour", None, ge=0, le=1_000_000)
     price_date: date | None = _gpu("price_date", None)
-    price_examples: Prices | None = _gpu("price_examples", None, max_length=100)
+    price_examples: Prices = _gpu("price_examples", None, max_length=100)
     sources: list[Source] = _gpu("sources", [], max_length=MAX_SOURCES)
     notes: Notes | None = _gpu("notes", None)
 
@@ -263,7 +275,7 @@ class GpuPatch(BaseModel):
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
     price_usd_per_hour: float | None = _gpu("price_usd_per_hour", None, ge=0, le=1_000_000)
     price_date: date | None = _gpu("price_date", None)
-    price_examples: dict[str, float | None] | None = _gpu("price_examples", None, max_length=100)
+    price_examples: PricesPatch = _gpu("price_examples", None, max_length=100)
     sources: list[Source] | None = _gpu("sources", None, max_length=MAX_SOURCES)
     notes: Notes | None = _gpu("notes", None)
 

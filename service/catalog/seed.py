@@ -1,7 +1,10 @@
 """The shipped catalog (data/models.json, data/gpus.json) into the database, idempotently.
 
 Adds what is missing; refreshes an entry only while it is still exactly what an earlier seed
-wrote (origin "seed"); never touches an entry a user created or edited.
+wrote (origin "seed"); never touches an entry a user created or edited. A deletion through the
+API is a user edit too: the slug is tombstoned and the seed does not add it back (otherwise every
+`kvplan seed`, which the Helm chart runs on each upgrade, would undo it, and the planner would
+again offer a GPU the operator removed). To restore an entry, POST it again.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class SeedReport:
     added: list[str] = field(default_factory=list)
     refreshed: list[str] = field(default_factory=list)
     kept_user_edits: list[str] = field(default_factory=list)
+    kept_user_deletions: list[str] = field(default_factory=list)
     unchanged: int = 0
 
     @property
@@ -45,10 +49,12 @@ class SeedReport:
 def seed_catalog(session: Session) -> SeedReport:
     """Seed models and GPUs; the caller commits (the CLI, or a test's fixture)."""
     report = SeedReport()
+    deleted = repository.tombstoned_slugs(session, GpuRow)
     for record in load_seed("gpus.json"):
-        _seed_one(session, GpuRow, record, report)
+        _seed_one(session, GpuRow, record, report, deleted)
+    deleted = repository.tombstoned_slugs(session, ModelRow)
     for record in load_seed("models.json"):
-        _seed_one(session, ModelRow, record, report)
+        _seed_one(session, ModelRow, record, report, deleted)
     if report.changed:
         repository.bump_catalog_version(session)
     session.flush()
@@ -60,10 +66,14 @@ def _seed_one(
     table: type[GpuRow] | type[ModelRow],
     record: dict[str, Any],
     report: SeedReport,
+    deleted: set[str],
 ) -> None:
     slug = record["slug"]
     record_digest = digest(record)
     row = repository.get_by_slug(session, table, slug)
+    if row is None and slug in deleted:
+        report.kept_user_deletions.append(f"{table.__tablename__}:{slug}")
+        return
     if row is None:
         new = (
             gpu_row_from_record(record, origin="seed")

@@ -282,6 +282,13 @@ def list_models(
     min_parameters: int | None = None,
     max_parameters: int | None = None,
 ) -> tuple[list[ModelRow], str | None]:
+    if layer_kind is LayerKind.NO_CACHE:
+        # layer_kinds lists only the kinds that keep a cache: this filter would match nothing
+        raise InvalidRequest(
+            "layer_kind: no_cache layers keep no cache and are not indexed; filter on a kind "
+            "that keeps one",
+            field="layer_kind",
+        )
     rows = repository.list_models(
         session,
         family=family,
@@ -461,6 +468,8 @@ def _insert(session: Session, row: Row) -> Row:
             repository.add(session, row)
     except IntegrityError:
         raise _conflict(table, row.slug) from None
+    # created again on purpose: from now on the seed treats it like any user entry
+    repository.remove_tombstone(session, table, row.slug)
     repository.bump_catalog_version(session)
     return row
 
@@ -487,6 +496,8 @@ def _delete(session: Session, table: type[Row], slug: str, if_match: str | None)
             f"{_kind(table)} {slug!r} changed while it was being deleted; GET it again",
             field="If-Match",
         )
+    # a deletion is a user edit too: `kvplan seed` must not bring the entry back
+    repository.add_tombstone(session, table, slug)
     repository.bump_catalog_version(session)
 
 
@@ -513,6 +524,7 @@ def replace_gpu(session: Session, slug: str, body: GpuReplace, if_match: str | N
 
 
 _GPU_REQUIRED = ("name", "memory_bytes", "max_gpus_per_node")
+_MAX_PRICE_EXAMPLES = 100  # as GpuReplace.price_examples
 
 
 def patch_gpu(session: Session, slug: str, body: GpuPatch, if_match: str | None) -> GpuRow:
@@ -526,6 +538,12 @@ def patch_gpu(session: Session, slug: str, body: GpuPatch, if_match: str | None)
             raise _out_of_bounds(name, "cannot be cleared (null); it is required")
         if name == "price_examples" and value is not None:
             value = merge_patch(draft.price_examples or {}, value)
+            if len(value) > _MAX_PRICE_EXAMPLES:
+                raise _out_of_bounds(
+                    name,
+                    f"at most {_MAX_PRICE_EXAMPLES} providers after the merge",
+                    max_length=_MAX_PRICE_EXAMPLES,
+                )
         elif name == "price_date" and value is not None:
             value = value.isoformat()
         elif name == "sources" and value is None:

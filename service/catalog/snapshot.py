@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -125,7 +126,7 @@ class CatalogCache:
         self._on_load = on_load
         self._lock = threading.Lock()
         self._snapshot: CatalogSnapshot | None = None
-        self._checked = 0.0
+        self._checked = -math.inf
 
     def get(self) -> CatalogSnapshot:
         snapshot = self._snapshot
@@ -149,7 +150,8 @@ class CatalogCache:
             return current
 
     def invalidate(self) -> None:
-        self._checked = 0.0
+        """The next `get()` asks the database (monotonic time may start near 0, so not 0.0)."""
+        self._checked = -math.inf
 
     @staticmethod
     def _load(session: Session, version: int, changed_at: datetime) -> CatalogSnapshot:

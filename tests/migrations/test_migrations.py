@@ -1,0 +1,181 @@
+"""Alembic migrations on both supported databases: up, down, up again, and no drift.
+
+Each test gets a fresh database (PostgreSQL on the test server, or an SQLite file), because the
+session's shared database is already at head and seeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, create_engine, inspect, select
+from sqlmodel import SQLModel
+
+from service.app import create_app
+from service.catalog.models import CatalogState
+from service.catalog.seed import load_seed, seed_catalog
+from service.db import Database
+from service.migrate import (
+    context_options,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
+from tests.conftest import ADMIN, create_database, drop_database, make_settings
+
+CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a database with no tables at all."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'kvplan.db'}"
+        return
+    url = create_database("kvplan_migrations")
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.fixture
+def fresh_engine(empty_database: str) -> Iterator[Engine]:
+    engine = create_engine(empty_database)
+    yield engine
+    engine.dispose()
+
+
+def tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def drift(engine: Engine) -> list[Any]:
+    """What `alembic revision --autogenerate` would write: the models against the database."""
+    with engine.connect() as conn:
+        options = {"target_metadata": SQLModel.metadata, **context_options(conn.dialect.name)}
+        context = MigrationContext.configure(conn, opts=options)
+        return list(compare_metadata(context, SQLModel.metadata))
+
+
+def test_the_models_define_exactly_the_migrated_tables() -> None:
+    assert set(SQLModel.metadata.tables) == CATALOG_TABLES
+
+
+def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) -> None:
+    assert tables(fresh_engine) == set()
+    assert current_revision(fresh_engine) is None
+
+    upgrade(empty_database)
+    assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}
+    assert current_revision(fresh_engine) == head_revision() == "0002"
+    # the one version row every replica polls exists from the start, at version 0
+    with fresh_engine.connect() as conn:
+        assert conn.execute(select(CatalogState.version)).scalars().all() == [0]
+
+    downgrade(empty_database, "base")
+    assert tables(fresh_engine) == {"alembic_version"}  # Alembic keeps its (now empty) table
+    assert current_revision(fresh_engine) is None
+
+    upgrade(empty_database)
+    assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}
+    assert current_revision(fresh_engine) == "0002"
+
+
+def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
+    upgrade(empty_database)
+    downgrade(empty_database, "0001")
+    assert current_revision(fresh_engine) == "0001"
+    assert tables(fresh_engine) == (CATALOG_TABLES - {"catalog_tombstone"}) | {"alembic_version"}
+    upgrade(empty_database)
+    assert current_revision(fresh_engine) == "0002"
+
+
+def test_the_migrated_schema_matches_the_models(empty_database: str, fresh_engine: Engine) -> None:
+    upgrade(empty_database)
+    assert drift(fresh_engine) == []
+
+
+def test_autogenerate_would_notice_a_missing_migration(fresh_engine: Engine) -> None:
+    # guards the drift test itself: with no migration run, every table is reported missing
+    added = {diff[1].name for diff in drift(fresh_engine) if diff[0] == "add_table"}
+    assert added == CATALOG_TABLES
+
+
+def test_a_migrated_database_can_be_seeded_and_read(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    upgrade(empty_database)
+    with Database(fresh_engine).session() as session:
+        report = seed_catalog(session)
+        session.commit()
+    assert len(report.added) == len(load_seed("gpus.json")) + len(load_seed("models.json"))
+    app = create_app(make_settings(empty_database), Database(fresh_engine))
+    with TestClient(app) as client:
+        body = client.get("/v1/gpus/h100-sxm-80gb").json()
+        assert body["memory_bytes"] == 85_051_089_879
+        # times are UTC on every backend (SQLite stores no offset)
+        assert body["created_at"].endswith("Z")
+        created = client.post(
+            "/v1/gpus",
+            json={"slug": "test-gpu", "name": "Test", "memory_bytes": 1 << 34},
+            headers=ADMIN,
+        )
+        assert created.status_code == 201
+        patched = client.patch(
+            "/v1/gpus/test-gpu", json={"tdp_w": 300}, headers={**ADMIN, "If-Match": '"1"'}
+        )
+        assert patched.status_code == 200, patched.text
+        assert patched.json()["updated_at"].endswith("Z")
+        assert patched.json()["updated_at"] >= created.json()["updated_at"]
+        assert client.get("/v1/gpus/test-gpu").json() == patched.json()
+
+
+# ---- readiness follows the schema -------------------------------------------------------------
+
+
+def test_readyz_is_503_until_the_database_is_migrated(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    app = create_app(make_settings(empty_database), Database(fresh_engine))
+    with TestClient(app) as client:
+        response = client.get("/readyz")
+        assert response.status_code == 503
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.headers["retry-after"] == "5"
+        body = response.json()
+        assert body["type"] == "/problems/service-unavailable"
+        assert "kvplan migrate" in body["detail"]
+        assert client.get("/healthz").status_code == 200  # alive, just not ready
+
+        upgrade(empty_database)
+        response = client.get("/readyz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ready", "revision": "0002"}
+
+        downgrade(empty_database, "0001")
+        # a schema behind the code is not ready either
+        assert client.get("/readyz").status_code == 503
+
+
+def test_catalog_reads_on_an_unmigrated_database_are_503_not_500(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    app = create_app(make_settings(empty_database), Database(fresh_engine))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for path in ("/v1/gpus", "/v1/models/llama-3.1-8b", "/v1/capacity?model=x&gpu=y"):
+            response = client.get(path)
+            assert response.status_code == 503, (path, response.text)
+            assert response.headers["content-type"] == "application/problem+json"
+            assert "not migrated" in response.json()["detail"]
+        write = client.post(
+            "/v1/gpus", json={"slug": "g", "name": "G", "memory_bytes": 1}, headers=ADMIN
+        )
+        assert write.status_code == 503
