@@ -60,7 +60,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.db = database
     app.state.metrics = metrics
-    app.state.catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
+    catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
+    metrics.catalog_stale.set_function(lambda: float(catalog.stale))
+    app.state.catalog = catalog
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)

@@ -36,6 +36,12 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.catalog_stale = Gauge(
+            "kvplan_catalog_stale",
+            "1 while the database is unreachable and the last catalog snapshot is being served.",
+            registry=self.registry,
+        )
+
     def install(self, app: FastAPI) -> None:
         Instrumentator(
             registry=self.registry,

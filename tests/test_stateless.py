@@ -14,6 +14,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine
+from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
 from service.catalog import repository
@@ -259,3 +261,34 @@ def test_writes_to_an_unreachable_database_are_503(unreachable: TestClient) -> N
 
 def test_liveness_does_not_need_the_database(unreachable: TestClient) -> None:
     assert unreachable.get("/healthz").json() == {"status": "ok"}
+
+
+def test_a_replica_keeps_answering_from_its_snapshot_while_the_database_is_away(
+    shared_database: str,
+) -> None:
+    # Autoscalers poll /v1/capacity many times a minute; a database blip must not turn every
+    # answer into a 503 when the replica already holds the catalog (it rarely changes).
+    app: FastAPI = create_app(make_settings(shared_database, catalog_ttl_seconds=0))
+    params = {**CAPACITY, "gpu": "h100-sxm-80gb"}
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            before = client.get("/v1/capacity", params=params)
+            assert before.status_code == 200
+            database: Database = app.state.db
+            gone = create_engine("postgresql+psycopg://postgres@127.0.0.1:1/kvplan")
+            database.sessions = sessionmaker(gone, expire_on_commit=False)
+            during = client.get("/v1/capacity", params=params)
+            assert during.status_code == 200
+            assert during.json()["max_num_seqs"] == before.json()["max_num_seqs"]
+            assert "kvplan_catalog_stale 1.0" in client.get("/metrics").text
+            # writes still need the database
+            created = client.post(
+                "/v1/gpus", json={"slug": "g", "name": "G", "memory_bytes": GiB}, headers=ADMIN
+            )
+            assert created.status_code == 503
+            database.sessions = sessionmaker(database.engine, expire_on_commit=False)
+            assert client.get("/v1/capacity", params=params).status_code == 200
+            assert "kvplan_catalog_stale 0.0" in client.get("/metrics").text
+            gone.dispose()
+    finally:
+        app.state.db.engine.dispose()

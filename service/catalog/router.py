@@ -15,7 +15,7 @@ from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
 from ..deps import SessionDep
-from ..errors import PROBLEM_JSON
+from ..errors import PROBLEM_JSON, ProblemDetail
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import service
@@ -34,7 +34,6 @@ from .schemas import (
     ModelPatch,
     ModelRead,
     ModelReplace,
-    ProblemDetail,
     no_nul,
 )
 
@@ -47,6 +46,7 @@ WRITE = [Depends(bearer_scheme)]
 # ---------------------------------------------------------------------------------------------
 # OpenAPI documentation of answers
 
+# Replaced by a $ref to the one ProblemDetail component when the spec is built (errors.py).
 _PROBLEM_SCHEMA = ProblemDetail.model_json_schema()
 _PROBLEMS: dict[int, str] = {
     401: "No `Authorization: Bearer` header, or not an admin token. Checked before the body "

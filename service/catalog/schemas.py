@@ -552,20 +552,3 @@ class GpuPage(Page[GpuRead]):
 
 class ModelPage(Page[ModelRead]):
     """A page of models."""
-
-
-class ProblemDetail(BaseModel):
-    """An RFC 9457 problem, as every kvplan error is answered (`application/problem+json`)."""
-
-    type: str = Field(description="Problem type; GET it to read what it means.")
-    title: str = Field(description="Short summary of the problem type.")
-    status: int = Field(description="The HTTP status code.")
-    detail: str = Field(description="What went wrong this time, for people.")
-    instance: str = Field(description="The request path.")
-    field: str | None = Field(None, description="The input that is wrong, when one is.")
-    errors: list[dict[str, Any]] | None = Field(
-        None, description="Every validation error: field, message and the bound it broke."
-    )
-    suggestions: list[str] | None = Field(
-        None, description="For an unknown slug: the closest slugs that exist."
-    )

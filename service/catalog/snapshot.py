@@ -2,7 +2,9 @@
 
 Each replica keeps one snapshot in memory and, at most every `catalog_ttl_seconds`, asks the
 database for the catalog version (one row). A write through any replica bumps that version, so
-every replica sees it within the TTL. Nothing a replica holds is needed by another.
+every replica sees it within the TTL. Nothing a replica holds is needed by another. When the
+database cannot be reached, a replica that already holds a snapshot keeps answering from it
+(`kvplan_catalog_stale` says so); one that never loaded the catalog answers 503.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ..db import Database
@@ -127,6 +130,8 @@ class CatalogCache:
         self._lock = threading.Lock()
         self._snapshot: CatalogSnapshot | None = None
         self._checked = -math.inf
+        # True while the last refresh failed and the previous snapshot is being served.
+        self.stale = False
 
     def get(self) -> CatalogSnapshot:
         snapshot = self._snapshot
@@ -135,17 +140,30 @@ class CatalogCache:
         with self._lock:
             if self._snapshot is not None and time.monotonic() - self._checked < self._ttl:
                 return self._snapshot
-            with self._db.session() as session:
-                version, changed_at = repository.catalog_version(session)
-                current = self._snapshot
-                if current is None or (current.version, current.changed_at) != (
-                    version,
-                    changed_at,
-                ):
-                    current = self._load(session, version, changed_at)
-                    self._snapshot = current
-                    if self._on_load is not None:
-                        self._on_load(current)
+            try:
+                with self._db.session() as session:
+                    version, changed_at = repository.catalog_version(session)
+                    current = self._snapshot
+                    if current is None or (current.version, current.changed_at) != (
+                        version,
+                        changed_at,
+                    ):
+                        current = self._load(session, version, changed_at)
+                        self._snapshot = current
+                        if self._on_load is not None:
+                            self._on_load(current)
+            except DBAPIError as exc:
+                if self._snapshot is None:
+                    raise
+                # Fail static: autoscalers keep their answers while the database is away; the
+                # catalog rarely moves, and a write cannot happen without the database anyway.
+                # The next request after the TTL tries again.
+                if not self.stale:
+                    log.warning("database unreachable, serving the last catalog: %s", exc.orig)
+                self.stale = True
+                self._checked = time.monotonic()
+                return self._snapshot
+            self.stale = False
             self._checked = time.monotonic()
             return current
 
