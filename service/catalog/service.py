@@ -531,6 +531,9 @@ def patch_gpu(session: Session, slug: str, body: GpuPatch, if_match: str | None)
     _if_match_tags(if_match)
     current = get_gpu(session, slug)
     _check_if_match(if_match, current)
+    if not body.model_fields_set:
+        # An empty merge patch changes nothing: no new revision, and a seeded entry stays seeded.
+        return current
     draft = _clone(current)
     for name in body.model_fields_set:
         value = getattr(body, name)
@@ -592,8 +595,10 @@ def patch_model(session: Session, slug: str, body: ModelPatch, if_match: str | N
     _if_match_tags(if_match)
     current = get_model(session, slug)
     _check_if_match(if_match, current)
-    draft = _clone(current)
     fields = body.model_fields_set
+    if not fields:
+        return current
+    draft = _clone(current)
     if "architecture" in fields:
         if body.architecture is None:
             raise _out_of_bounds("architecture", "cannot be cleared (null); it is required")

@@ -333,6 +333,16 @@ def test_patch_with_current_if_match_bumps_revision_and_etag(client: TestClient)
     assert again.json()["price_usd_per_hour"] == 2.19
 
 
+def test_an_empty_patch_changes_nothing(client: TestClient) -> None:
+    # A merge patch of {} names no field: no new revision, and the seed still owns the entry
+    # (so a later `kvplan seed` may refresh it).
+    response = client.patch("/v1/gpus/h100-sxm-80gb", json={}, headers={**ADMIN, "If-Match": '"1"'})
+    assert response.status_code == 200, response.text
+    assert response.headers["etag"] == '"1"'
+    assert response.json()["revision"] == 1
+    assert response.json()["origin"] == "seed"
+
+
 def test_patch_null_clears_an_optional_field_but_not_a_required_one(client: TestClient) -> None:
     response = client.patch(
         "/v1/gpus/h100-sxm-80gb", json={"notes": None}, headers={**ADMIN, "If-Match": '"1"'}
