@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 from .errors import InvalidDtype
@@ -49,6 +50,7 @@ ACCEPTED_KV_CACHE_DTYPES: Final[tuple[str, ...]] = tuple(KV_CACHE_DTYPE_BYTES) +
 )
 
 
+@lru_cache(maxsize=256)
 def normalize_model_dtype(name: str, field: str = "dtype") -> str:
     key = name.strip().lower().removeprefix("torch.")
     key = _MODEL_DTYPE_ALIASES.get(key, key)
@@ -62,6 +64,7 @@ def model_dtype_bytes(name: str, field: str = "dtype") -> int:
     return MODEL_DTYPE_BYTES[normalize_model_dtype(name, field)]
 
 
+@lru_cache(maxsize=256)
 def normalize_kv_cache_dtype(name: str, field: str = "kv_cache_dtype") -> str:
     key = name.strip().lower()
     key = _KV_DTYPE_ALIASES.get(key, key)
@@ -71,6 +74,7 @@ def normalize_kv_cache_dtype(name: str, field: str = "kv_cache_dtype") -> str:
     return key
 
 
+@lru_cache(maxsize=256)
 def kv_cache_dtype_bytes(name: str, model_dtype: str, field: str = "kv_cache_dtype") -> int:
     """Bytes per KV element; `auto` follows the model dtype (vLLM `STR_DTYPE_TO_TORCH_DTYPE`)."""
     size = KV_CACHE_DTYPE_BYTES[normalize_kv_cache_dtype(name, field)]

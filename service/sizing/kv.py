@@ -10,7 +10,7 @@ These are the model's own numbers, before any engine rounds them into blocks:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .architecture import (
@@ -147,7 +147,34 @@ class LayerBytes:
     tokens_held: int | None
     state_bytes_per_layer: int
     bytes_per_sequence: int
-    formula: str
+    # The factors, written out for people; built on demand (plans compute hundreds of lines).
+    layer: TokenLayer | StateLayer = field(repr=False, compare=False)
+    kv_bytes: int = field(repr=False, compare=False)
+    conv_bytes: int = field(repr=False, compare=False)
+    ssm_bytes: int = field(repr=False, compare=False)
+    tensor_parallel_size: int = field(repr=False, compare=False)
+
+    @property
+    def formula(self) -> str:
+        count, tp, layer = self.layers, self.tensor_parallel_size, self.layer
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            shape = state_shape(layer, tp)
+            return (
+                f"{count} layers x ({shape.conv_elements} conv x {self.conv_bytes} B + "
+                f"{shape.ssm_elements} state x {self.ssm_bytes} B)"
+            )
+        held = self.tokens_held
+        if isinstance(layer, MultiHeadLatentAttention):
+            index = indexer_bytes(layer)
+            indexer = f" + {index} B indexer" if index else ""
+            return (
+                f"{count} layers x (({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
+                f"{self.kv_bytes} B{indexer}) x {held} tokens"
+            )
+        v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
+        heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
+        dims = f"2 x {layer.head_dim}" if v == layer.head_dim else f"({layer.head_dim} + {v})"
+        return f"{count} layers x {dims} x {heads} kv heads x {self.kv_bytes} B x {held} tokens"
 
 
 @lru_cache(maxsize=4096)
@@ -177,34 +204,18 @@ def sequence_breakdown(
     tp = tensor_parallel_size
     lines: list[LayerBytes] = []
     for layer, count in arch.cache_layer_counts:
+        factors = (layer, kv_bytes, conv_b, ssm_b, tp)
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             state = state_bytes_per_sequence(layer, conv_b, ssm_b, tp)
-            shape = state_shape(layer, tp)
-            formula = (
-                f"{count} layers x ({shape.conv_elements} conv x {conv_b} B + "
-                f"{shape.ssm_elements} state x {ssm_b} B)"
-            )
             lines.append(
-                LayerBytes(layer.kind.value, count, 0, None, state, count * state, formula)
+                LayerBytes(layer.kind.value, count, 0, None, state, count * state, *factors)
             )
             continue
         per_token = token_bytes_per_layer(layer, kv_bytes, tp)
         held = tokens_held(layer, context_tokens)
-        if isinstance(layer, MultiHeadLatentAttention):
-            index = indexer_bytes(layer)
-            indexer = f" + {index} B indexer" if index else ""
-            formula = (
-                f"{count} layers x (({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
-                f"{kv_bytes} B{indexer}) x {held} tokens"
-            )
-        else:
-            v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
-            heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
-            dims = f"2 x {layer.head_dim}" if v == layer.head_dim else f"({layer.head_dim} + {v})"
-            formula = f"{count} layers x {dims} x {heads} kv heads x {kv_bytes} B x {held} tokens"
         lines.append(
             LayerBytes(
-                layer.kind.value, count, per_token, held, 0, count * per_token * held, formula
+                layer.kind.value, count, per_token, held, 0, count * per_token * held, *factors
             )
         )
     return tuple(lines)
