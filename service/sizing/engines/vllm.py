@@ -47,9 +47,13 @@ def parse_version(text: str, field: str = "engine_version") -> Version:
     return numbers[0], numbers[1], numbers[2]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class VllmBehaviour:
-    """The parts of vLLM's arithmetic one release has, resolved once per version."""
+    """The parts of vLLM's arithmetic one release has, resolved once per version.
+
+    `behaviour_for` hands out one instance per release, so identity is equality (and hashing
+    it for the layout cache costs nothing).
+    """
 
     version: Version
     label: str
