@@ -135,7 +135,9 @@ MODEL_DOCS: dict[str, tuple[str, list[Any]]] = {
         "What decides the model's memory: `layer_specs` maps each layer kind (full_attention, "
         "sliding_attention, chunked_attention, mla, linear_attention, mamba2, mamba, no_cache) "
         "to its geometry, and `layer_schedule` lists the kind of every layer, either by name or "
-        "as `{pattern, repeat}` segments. Also `num_attention_heads`, `dtype`, and optionally "
+        "as `{pattern, repeat}` segments; a spec may take another name if it says its `kind` "
+        '(`"mla_shared": {"kind": "mla", ...}`), for two geometries of one kind, and every spec '
+        "must be used. Also `num_attention_heads`, `dtype`, and optionally "
         "`state_dtype`, `hidden_size`, `intermediate_size`, `vocab_size`, `num_parameters`, "
         "`weight_bytes`, `weight_format`, `max_position_embeddings`, `moe`. Unknown layer kinds "
         "are refused, never sized as full attention.",

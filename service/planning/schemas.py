@@ -163,8 +163,10 @@ class InlineModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     num_attention_heads: int = Field(..., ge=1, le=100_000)
-    layer_specs: dict[str, dict[str, int | None]] = Field(
-        ..., description="Geometry per layer kind, e.g. {'full_attention': {...}}."
+    layer_specs: dict[str, dict[str, int | str | None]] = Field(
+        ...,
+        description="Geometry per layer kind, e.g. {'full_attention': {...}}; a spec may take "
+        "another name if it says its `kind` (two geometries of one kind).",
     )
     layer_schedule: list[Any] = Field(
         ...,

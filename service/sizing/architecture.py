@@ -8,7 +8,7 @@ Unknown kinds are rejected (`UnknownLayerKind`), never sized as full attention.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -340,22 +340,3 @@ class ModelArchitecture:
             moe=self.moe,
             name=self.name,
         )
-
-
-def build_layers(
-    specs: Mapping[LayerKind, Layer], schedule: Sequence[LayerKind]
-) -> tuple[Layer, ...]:
-    """Expand a schedule of kinds into layer geometries, one per layer."""
-    layers: list[Layer] = []
-    for index, kind in enumerate(schedule):
-        if kind is LayerKind.NO_CACHE:
-            layers.append(NoCache())
-            continue
-        spec = specs.get(kind)
-        if spec is None:
-            raise SizingError(
-                f"layer_specs.{kind.value}",
-                f"layer {index} is {kind.value} but no geometry is given for that kind",
-            )
-        layers.append(spec)
-    return tuple(layers)

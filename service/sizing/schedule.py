@@ -8,7 +8,9 @@
                                       "linear_attention", "full_attention"], "repeat": 16}]
     }
 
-`layer_schedule` may also be a flat list of kind names, one per layer.
+`layer_schedule` may also be a flat list of kind names, one per layer. A spec may take any name
+when it says its kind (`"mla_shared": {"kind": "mla", ...}`), for models with two geometries of
+one kind; the schedule then lists spec names. Every spec must be used by some layer.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from .architecture import (
     MixtureOfExperts,
     ModelArchitecture,
     NoCache,
-    build_layers,
     parse_layer_kind,
 )
-from .errors import SizingError
+from .errors import SizingError, UnknownLayerKind
 
 _ARCH_FIELDS = (
     "num_attention_heads",
@@ -43,15 +44,15 @@ _ARCH_FIELDS = (
 )
 
 
-def expand_schedule(schedule: Sequence[Any], field: str = "layer_schedule") -> list[LayerKind]:
-    """Flatten `[{"pattern": [...], "repeat": n}, "full_attention", ...]` into one kind a layer."""
+def expand_schedule(schedule: Sequence[Any], field: str = "layer_schedule") -> list[str]:
+    """Flatten `[{"pattern": [...], "repeat": n}, "full_attention", ...]` into one name a layer."""
     if not isinstance(schedule, Sequence) or isinstance(schedule, str | bytes):
         raise SizingError(field, "must be a list of layer kinds or {pattern, repeat} segments")
-    kinds: list[LayerKind] = []
+    names: list[str] = []
     for index, item in enumerate(schedule):
         where = f"{field}[{index}]"
         if isinstance(item, str):
-            kinds.append(parse_layer_kind(item, where))
+            names.append(item)
         elif isinstance(item, Mapping):
             pattern = item.get("pattern")
             repeat = item.get("repeat", 1)
@@ -61,21 +62,56 @@ def expand_schedule(schedule: Sequence[Any], field: str = "layer_schedule") -> l
                 raise SizingError(f"{where}.repeat", "must be a positive integer")
             if repeat * len(pattern) > 100_000:
                 raise SizingError(where, "more than 100000 layers")
-            unit = [
-                parse_layer_kind(k, f"{where}.pattern") if isinstance(k, str) else None
-                for k in pattern
-            ]
-            if any(k is None for k in unit):
+            if not all(isinstance(k, str) for k in pattern):
                 raise SizingError(f"{where}.pattern", "must list layer kind names")
-            kinds.extend([k for k in unit if k is not None] * repeat)
+            names.extend(pattern * repeat)
         else:
             raise SizingError(where, "must be a layer kind name or a {pattern, repeat} segment")
-    if len(kinds) > 100_000:
-        raise SizingError(field, "more than 100000 layers")
-    return kinds
+        if len(names) > 100_000:
+            raise SizingError(field, "more than 100000 layers")
+    return names
 
 
-def compress_schedule(kinds: Sequence[LayerKind]) -> list[dict[str, Any]]:
+def _resolve_schedule(
+    names: Sequence[str], specs: Mapping[str, Layer], schedule: Sequence[Any]
+) -> tuple[Layer, ...]:
+    """Each scheduled name as its geometry; a name is a spec's key or `no_cache`."""
+    resolved: dict[str, Layer] = {**specs, LayerKind.NO_CACHE.value: NoCache()}
+    layers: list[Layer] = []
+    for name in names:
+        layer = resolved.get(name)
+        if layer is None:
+            raise _unknown_name(name, specs, schedule)
+        layers.append(layer)
+    return tuple(layers)
+
+
+def _unknown_name(name: str, specs: Mapping[str, Layer], schedule: Sequence[Any]) -> SizingError:
+    where = _first_mention(name, schedule)
+    try:
+        kind = LayerKind(name)
+    except ValueError:
+        kinds = ", ".join(k.value for k in LayerKind)
+        named = f" or one of the layer_specs ({', '.join(specs)})" if specs else ""
+        return UnknownLayerKind(
+            where, f"unknown layer kind {name!r}; kvplan sizes only: {kinds}{named}"
+        )
+    return SizingError(
+        f"layer_specs.{kind.value}",
+        f"{where} is {kind.value} but no geometry is given for that kind",
+    )
+
+
+def _first_mention(name: str, schedule: Sequence[Any]) -> str:
+    for index, item in enumerate(schedule):
+        if item == name:
+            return f"layer_schedule[{index}]"
+        if isinstance(item, Mapping) and name in (item.get("pattern") or []):
+            return f"layer_schedule[{index}].pattern"
+    return "layer_schedule"
+
+
+def compress_schedule(kinds: Sequence[str]) -> list[dict[str, Any]]:
     """The shortest list of `{pattern, repeat}` segments (greedy, smallest period first)."""
     segments: list[dict[str, Any]] = []
     i, n = 0, len(kinds)
@@ -88,9 +124,7 @@ def compress_schedule(kinds: Sequence[LayerKind]) -> list[dict[str, Any]]:
                 repeat += 1
             if repeat * period > best_repeat * best_period:
                 best_period, best_repeat = period, repeat
-        segments.append(
-            {"pattern": [k.value for k in kinds[i : i + best_period]], "repeat": best_repeat}
-        )
+        segments.append({"pattern": list(kinds[i : i + best_period]), "repeat": best_repeat})
         i += best_period * best_repeat
     return segments
 
@@ -115,24 +149,39 @@ def layer_from_dict(kind: LayerKind, data: Mapping[str, Any], field: str) -> Lay
         raise SizingError(f"{field}.{exc.field}", exc.reason) from None
 
 
-def layer_to_dict(layer: Layer) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(layer).items() if v is not None}
+def layer_to_dict(layer: Layer, name: str | None = None) -> dict[str, Any]:
+    out = {k: v for k, v in dataclasses.asdict(layer).items() if v is not None}
+    if name is not None and name != layer.kind.value:
+        out = {"kind": layer.kind.value, **out}
+    return out
 
 
 def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
     specs_in = data.get("layer_specs")
     if not isinstance(specs_in, Mapping):
         raise SizingError("layer_specs", "must map layer kinds to their geometry")
-    specs: dict[LayerKind, Layer] = {}
+    specs: dict[str, Layer] = {}
     for name, geometry in specs_in.items():
-        kind = parse_layer_kind(str(name), f"layer_specs.{name}")
+        where = f"layer_specs.{name}"
         if not isinstance(geometry, Mapping):
-            raise SizingError(f"layer_specs.{name}", "must be an object")
-        specs[kind] = layer_from_dict(kind, geometry, f"layer_specs.{name}")
+            raise SizingError(where, "must be an object")
+        # A spec is named by its kind, or by any name with a "kind" field (two geometries
+        # of one kind, e.g. MLA layers with and without a sparse-attention indexer).
+        declared = geometry.get("kind", name)
+        if not isinstance(declared, str):
+            raise SizingError(f"{where}.kind", "must be a layer kind name")
+        kind = parse_layer_kind(declared, f"{where}.kind" if "kind" in geometry else where)
+        if kind is LayerKind.NO_CACHE:
+            raise SizingError(where, "no_cache layers keep nothing and take no geometry")
+        specs[str(name)] = layer_from_dict(kind, geometry, where)
     schedule = data.get("layer_schedule")
     if schedule is None:
         raise SizingError("layer_schedule", "is required")
-    layers = build_layers(specs, expand_schedule(schedule))
+    names = expand_schedule(schedule)
+    unused = [name for name in specs if name not in set(names)]
+    if unused:
+        raise SizingError(f"layer_specs.{unused[0]}", "is not used by any layer in layer_schedule")
+    layers = _resolve_schedule(names, specs, schedule)
     moe_in = data.get("moe")
     moe = None
     if moe_in is not None:
@@ -150,12 +199,25 @@ def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
 
 
 def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
+    names: dict[Layer, str] = {}
     specs: dict[str, Any] = {}
     for layer in arch.layers:
-        if not isinstance(layer, NoCache) and layer.kind.value not in specs:
-            specs[layer.kind.value] = layer_to_dict(layer)
+        if isinstance(layer, NoCache) or layer in names:
+            continue
+        # the first geometry of a kind is named by the kind, later ones kind_2, kind_3, ...
+        name, n = layer.kind.value, 1
+        while name in specs:
+            n += 1
+            name = f"{layer.kind.value}_{n}"
+        names[layer] = name
+        specs[name] = layer_to_dict(layer, name)
     out: dict[str, Any] = {k: getattr(arch, k) for k in _ARCH_FIELDS}
     out["moe"] = dataclasses.asdict(arch.moe) if arch.moe else None
     out["layer_specs"] = specs
-    out["layer_schedule"] = compress_schedule([layer.kind for layer in arch.layers])
+    out["layer_schedule"] = compress_schedule(
+        [
+            LayerKind.NO_CACHE.value if isinstance(layer, NoCache) else names[layer]
+            for layer in arch.layers
+        ]
+    )
     return out

@@ -432,6 +432,36 @@ def test_import_of_a_nested_hybrid_config(client: TestClient) -> None:
     assert body["kv_bytes_per_token_bf16"] == 65_536
 
 
+def test_import_keeps_layers_with_and_without_a_sparse_indexer_apart(client: TestClient) -> None:
+    # GLM-5.2 style: one layer in four keeps its own indexer key (132 B per token), the rest
+    # share it. Stored as one spec per kind, every layer would get the indexer.
+    config = {
+        **DEEPSEEK_V3,
+        "num_hidden_layers": 8,
+        "index_topk": 2048,
+        "index_head_dim": 128,
+        "indexer_types": ["full", "shared", "shared", "shared"] * 2,
+    }
+    response = client.post(
+        "/v1/models/import",
+        json={"hf_config": config, "slug": "imported-dsa", "num_parameters": 10**9},
+        headers=ADMIN,
+    )
+    assert response.status_code == 201, response.text
+    stored = client.get("/v1/models/imported-dsa").json()
+    assert stored["architecture"]["layer_specs"] == {
+        "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "indexer_head_dim": 128},
+        "mla_2": {"kind": "mla", "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+    }
+    # 2 x (1,152 + 132) + 6 x 1,152 = 9,480 B per token
+    assert stored["kv_bytes_per_token_bf16"] == 9480
+    capacity = client.get(
+        "/v1/capacity",
+        params={"model": "imported-dsa", "gpu": "h200-141gb", "max_model_len": 4096},
+    ).json()
+    assert capacity["kv_bytes_per_token"] == 9480
+
+
 def test_import_of_an_existing_slug_is_409(client: TestClient) -> None:
     response = client.post(
         "/v1/models/import", json={"hf_config": LLAMA_3_1_8B, "slug": "llama-3.1-8b"}, headers=ADMIN

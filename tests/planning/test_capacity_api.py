@@ -269,3 +269,24 @@ def test_tensor_parallel_beyond_one_node_is_422_naming_the_field(client: TestCli
     problem = response.json()
     assert problem["field"] == "tensor_parallel_size"
     assert "(8)" in problem["detail"]
+
+
+def test_post_capacity_takes_an_inline_spec_with_two_geometries_of_one_kind(
+    client: TestClient,
+) -> None:
+    model = {
+        "num_attention_heads": 64,
+        "weight_bytes": GiB,
+        "layer_specs": {
+            "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "indexer_head_dim": 128},
+            "mla_shared": {"kind": "mla", "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+        },
+        "layer_schedule": [{"pattern": ["mla", "mla_shared"], "repeat": 4}],
+    }
+    response = client.post(
+        "/v1/capacity",
+        json={"model": model, "gpu": "h200-141gb", "max_model_len": 4096, "explain": False},
+    )
+    assert response.status_code == 200, response.text
+    # 4 x (576 x 2 B + 132 B) + 4 x 1,152 B = 5,136 + 4,608 = 9,744
+    assert response.json()["kv_bytes_per_token"] == 4 * 1284 + 4 * 1152 == 9744
