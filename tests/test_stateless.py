@@ -19,9 +19,12 @@ from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
 from service.catalog import repository
+from service.catalog import service as catalog_service
 from service.catalog.models import GpuRow
+from service.catalog.schemas import GpuPatch
 from service.catalog.seed import seed_catalog
 from service.db import Database, create_db_engine
+from service.errors import PreconditionFailed
 from service.migrate import upgrade
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
 
@@ -210,6 +213,35 @@ def test_the_guarded_update_loses_a_race_it_could_not_see(
         database_b.engine.dispose()
     final = replica_a.get("/v1/gpus/raced-gpu").json()
     assert (final["tdp_w"], final["revision"]) == (100, 2)
+
+
+def test_a_lost_race_names_the_revision_to_retry_from(
+    shared_database: str, replica_a: TestClient
+) -> None:
+    # The loser passed its If-Match check on a row it had read at revision 1; the 412 must say
+    # where the entry is now, like the ordinary stale-If-Match answer does.
+    replica_a.post(
+        "/v1/gpus",
+        json={"slug": "raced-gpu-2", "name": "Raced", "memory_bytes": 8 * GiB},
+        headers=ADMIN,
+    )
+    database_b = Database(create_db_engine(make_settings(shared_database)))
+    try:
+        with database_b.session() as session_b:
+            assert repository.get_by_slug(session_b, GpuRow, "raced-gpu-2") is not None
+            won = replica_a.patch(
+                "/v1/gpus/raced-gpu-2", json={"tdp_w": 100}, headers={**ADMIN, "If-Match": '"1"'}
+            )
+            assert won.status_code == 200
+            with pytest.raises(PreconditionFailed) as caught:
+                catalog_service.patch_gpu(session_b, "raced-gpu-2", GpuPatch(tdp_w=5), '"1"')
+            session_b.rollback()
+    finally:
+        database_b.engine.dispose()
+    # the guarded UPDATE, not the If-Match check, refused it
+    assert "changed while this update was applied" in caught.value.detail
+    assert caught.value.headers == {"ETag": '"2"'}
+    assert caught.value.extra["current_revision"] == 2
 
 
 # ---- an unreachable database ----------------------------------------------------------------

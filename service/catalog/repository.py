@@ -38,6 +38,14 @@ def get_by_slug(session: Session, table: type[Row], slug: str) -> Row | None:
     return session.scalars(select(table).where(col(table.slug) == slug)).one_or_none()
 
 
+def current_revision(session: Session, table: type[Row], slug: str) -> int | None:
+    """The revision the database holds now (None once deleted), past the session's cache."""
+    revision = session.execute(
+        select(col(table.revision)).where(col(table.slug) == slug)
+    ).scalar_one_or_none()
+    return None if revision is None else int(revision)
+
+
 def all_slugs(session: Session, table: type[Row]) -> list[str]:
     return list(session.scalars(select(col(table.slug))).all())
 

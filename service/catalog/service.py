@@ -474,15 +474,27 @@ def _insert(session: Session, row: Row) -> Row:
     return row
 
 
+def _lost_race(session: Session, table: type[Row], slug: str, what: str) -> PreconditionFailed:
+    """412 for an edit another writer overtook; names the revision to retry from, if any."""
+    revision = repository.current_revision(session, table, slug)
+    if revision is None:
+        return PreconditionFailed(
+            f"{_kind(table)} {slug!r} was deleted while this request ran", field="If-Match"
+        )
+    return PreconditionFailed(
+        f"{_kind(table)} {slug!r} {what}; it is at revision {revision} now: GET it again and "
+        "reapply your change",
+        field="If-Match",
+        headers={"ETag": etag(revision)},
+        current_revision=revision,
+    )
+
+
 def _update(session: Session, slug: str, draft: Row, current: Row) -> Row:
     """Write `draft` over `current` only if nobody moved `current` since it was read."""
     draft.origin, draft.seed_digest = "user", None
     if not repository.update_if_revision(session, draft, current.revision):
-        raise PreconditionFailed(
-            f"{_kind(type(current))} {slug!r} changed while this update was applied; "
-            "GET it again and reapply your change",
-            field="If-Match",
-        )
+        raise _lost_race(session, type(current), slug, "changed while this update was applied")
     repository.bump_catalog_version(session)
     return repository.refresh(session, current)
 
@@ -492,10 +504,7 @@ def _delete(session: Session, table: type[Row], slug: str, if_match: str | None)
     row = _get(session, table, slug)
     _check_if_match(if_match, row)
     if not repository.delete_if_revision(session, table, slug, row.revision):
-        raise PreconditionFailed(
-            f"{_kind(table)} {slug!r} changed while it was being deleted; GET it again",
-            field="If-Match",
-        )
+        raise _lost_race(session, table, slug, "changed while it was being deleted")
     # a deletion is a user edit too: `kvplan seed` must not bring the entry back
     repository.add_tombstone(session, table, slug)
     repository.bump_catalog_version(session)
