@@ -21,7 +21,6 @@ from service.app import create_app
 from service.catalog import repository
 from service.catalog import service as catalog_service
 from service.catalog.models import GpuRow
-from service.catalog.schemas import GpuPatch
 from service.catalog.seed import seed_catalog
 from service.db import Database, create_db_engine
 from service.errors import PreconditionFailed
@@ -228,13 +227,18 @@ def test_a_lost_race_names_the_revision_to_retry_from(
     database_b = Database(create_db_engine(make_settings(shared_database)))
     try:
         with database_b.session() as session_b:
-            assert repository.get_by_slug(session_b, GpuRow, "raced-gpu-2") is not None
+            read = repository.get_by_slug(session_b, GpuRow, "raced-gpu-2")
+            assert read is not None
+            assert read.revision == 1
             won = replica_a.patch(
                 "/v1/gpus/raced-gpu-2", json={"tdp_w": 100}, headers={**ADMIN, "If-Match": '"1"'}
             )
             assert won.status_code == 200
+            # B's write of what it read at revision 1, after its If-Match check passed
+            draft = catalog_service._clone(read)
+            draft.tdp_w = 5
             with pytest.raises(PreconditionFailed) as caught:
-                catalog_service.patch_gpu(session_b, "raced-gpu-2", GpuPatch(tdp_w=5), '"1"')
+                catalog_service._update(session_b, "raced-gpu-2", draft, read)
             session_b.rollback()
     finally:
         database_b.engine.dispose()
