@@ -663,6 +663,7 @@ def import_model(session: Session, body: ModelImport) -> ModelRow:
     _check_moe(arch, "hf_config")
     model_type = _config_model_type(body.hf_config)
     slug = body.slug or slugify(body.hf_id or body.name or "")
+    chosen = slug is not None
     if slug is None:
         if not body.dry_run:
             raise _out_of_bounds("slug", "is required to store the model (or give hf_id or name)")
@@ -673,5 +674,8 @@ def import_model(session: Session, body: ModelImport) -> ModelRow:
     row.sources, row.notes = list(body.sources), body.notes
     apply_architecture(row, arch)
     if body.dry_run:
+        # Everything but the write: a slug that is taken fails now, as storing would.
+        if chosen and repository.get_by_slug(session, ModelRow, slug) is not None:
+            raise _conflict(ModelRow, slug)
         return row
     return _insert(session, row)

@@ -462,6 +462,17 @@ def test_import_keeps_layers_with_and_without_a_sparse_indexer_apart(client: Tes
     assert capacity["kv_bytes_per_token"] == 9480
 
 
+def test_a_dry_run_import_onto_a_taken_slug_is_409_as_storing_would_be(
+    client: TestClient,
+) -> None:
+    response = client.post(
+        "/v1/models/import",
+        json={"hf_config": LLAMA_3_1_8B, "slug": "llama-3.1-8b", "dry_run": True},
+        headers=ADMIN,
+    )
+    assert problem(response, 409)["field"] == "slug"
+
+
 def test_import_of_an_existing_slug_is_409(client: TestClient) -> None:
     response = client.post(
         "/v1/models/import", json={"hf_config": LLAMA_3_1_8B, "slug": "llama-3.1-8b"}, headers=ADMIN
