@@ -7,7 +7,7 @@ service succeeds, then tells this replica's snapshot to refresh). Reads are open
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from ..deps import SessionDep
 from ..errors import PROBLEM_JSON, ProblemDetail
+from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import service
@@ -94,6 +95,13 @@ _READ_ONE = _responses(
     },
 )
 _LISTED = {200: {"description": "One page.", "headers": {"Link": _LINK_HEADER}}}
+_LISTED_CSV = {
+    200: {
+        "description": "One page; with `format=csv`, one CSV row per GPU.",
+        "headers": {"Link": _LINK_HEADER},
+        "content": {"text/csv": {"schema": {"type": "string"}}},
+    }
+}
 _CREATED = {
     201: {
         "description": "Created.",
@@ -181,7 +189,7 @@ def _read_one(
     operation_id="listGpus",
     summary="List GPUs",
     response_model=GpuPage,
-    responses=_responses(422, ok=_LISTED),
+    responses=_responses(422, ok=_LISTED_CSV),
 )
 def list_gpus(
     *,
@@ -216,7 +224,14 @@ def list_gpus(
     fp8_support: Annotated[
         bool | None, Query(description="Only GPUs with (true) or without (false) native FP8.")
     ] = None,
-) -> GpuPage:
+    format: Annotated[
+        Literal["json", "csv"],
+        Query(
+            description="`csv`: one row per GPU (memory in bytes and GiB, prices), for "
+            "spreadsheets (`IMPORTDATA`); the next page is in the `Link` header."
+        ),
+    ] = "json",
+) -> GpuPage | Response:
     """GPUs in slug order, one page at a time; follow `next` (or the `Link` header)."""
     rows, next_cursor = service.list_gpus(
         session,
@@ -227,11 +242,18 @@ def list_gpus(
         max_price_usd_per_hour=max_price_usd_per_hour,
         fp8_support=fp8_support,
     )
+    next_url = _next_url(request, response, next_cursor)
+    if format == "csv":
+        return Response(
+            csv_text([service.gpu_csv_row(row) for row in rows]),
+            media_type="text/csv; charset=utf-8",
+            headers={k: v for k, v in response.headers.items() if k.lower() == "link"},
+        )
     return GpuPage(
         items=[service.gpu_read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
-        next=_next_url(request, response, next_cursor),
+        next=next_url,
     )
 
 

@@ -628,6 +628,31 @@ def delete_model(session: Session, slug: str, if_match: str | None) -> None:
     _delete(session, ModelRow, slug, if_match)
 
 
+# The GPU list as spreadsheet columns: scalars only, memory also in GiB (2^30 B).
+_GPU_CSV_FIELDS = (
+    "slug",
+    "name",
+    "vendor",
+    "memory_bytes",
+    "memory_type",
+    "memory_bandwidth_tb_s",
+    "dense_bf16_tflops",
+    "dense_fp8_tflops",
+    "fp8_support",
+    "interconnect",
+    "max_gpus_per_node",
+    "tdp_w",
+    "price_usd_per_hour",
+    "price_date",
+)
+
+
+def gpu_csv_row(row: GpuRow) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(row, name) for name in _GPU_CSV_FIELDS}
+    values["memory_gib"] = round(row.memory_bytes / 2**30, 2)
+    return values
+
+
 def slugify(text: str) -> str | None:
     """`meta-llama/Llama-3.1-8B` -> `llama-3.1-8b`; None when nothing usable is left."""
     slug = _NOT_SLUG.sub("-", text.rsplit("/", 1)[-1].lower()).lstrip("._-")[:100]

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Query, Request, Response
 
 from ..deps import CatalogDep, MetricsDep, SettingsDep
 from ..errors import PROBLEM_JSON
+from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from ..sizing import Parallelism, SizingError
 from ..sizing.capacity import Gpu
 from . import service
-from .render import csv_text, etag_for, etag_matches, negotiate, single_value
 from .schemas import (
     CapacityAnswer,
     CapacityDetail,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from importlib import resources
 from typing import Any
@@ -525,3 +527,25 @@ def test_capacity_forgets_a_deleted_gpu(client: TestClient) -> None:
     client.delete("/v1/gpus/test-gpu-48gb", headers={**ADMIN, "If-Match": '"1"'})
     body = problem(client.get("/v1/capacity", params=params), 404)
     assert body["field"] == "gpu"
+
+
+def test_the_gpu_list_as_csv_for_spreadsheets(client: TestClient) -> None:
+    response = client.get("/v1/gpus", params={"format": "csv", "vendor": "NVIDIA", "limit": 100})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    by_slug = {row["slug"]: row for row in rows}
+    h100 = by_slug["h100-sxm-80gb"]
+    assert int(h100["memory_bytes"]) == H100_BYTES
+    # GiB is 2^30 B: 85,051,089,879 / 1,073,741,824 = 79.21
+    assert h100["memory_gib"] == "79.21"
+    assert "mi300x" not in by_slug
+
+
+def test_csv_cells_that_look_like_formulas_stay_text(client: TestClient) -> None:
+    # A spreadsheet would run "=..." from a CSV cell (CSV injection); the apostrophe keeps it
+    # text, as OWASP advises.
+    created(client, {"slug": "formula-gpu", "name": '=HYPERLINK("http://x")', "memory_bytes": 1})
+    response = client.get("/v1/gpus", params={"format": "csv", "limit": 100})
+    row = next(r for r in csv.DictReader(io.StringIO(response.text)) if r["slug"] == "formula-gpu")
+    assert row["name"] == '\'=HYPERLINK("http://x")'

@@ -1,4 +1,7 @@
-"""Answer formats for machines that are not JSON clients: CSV rows and single values."""
+"""Answer formats for machines that are not JSON clients: CSV rows and single values.
+
+Shared by every slice that answers spreadsheets (capacity, plans, the GPU list).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any, Literal
 
 from fastapi import Request
 
-from ..errors import InvalidRequest, NotAcceptable
+from .errors import InvalidRequest, NotAcceptable
 
 Format = Literal["json", "csv", "text"]
 
@@ -36,6 +39,20 @@ def negotiate(request: Request, explicit: str | None, field: str | None) -> Form
     )
 
 
+# Spreadsheets run a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a spreadsheet should read it: text that looks like a formula stays text."""
+    if value is None:
+        return ""
+    # Engine flags ("--tensor-parallel-size 4") are kvplan's own text, pasted as they are.
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not value.startswith("--"):
+        return "'" + value
+    return value
+
+
 def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
@@ -43,7 +60,7 @@ def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(out, fieldnames=list(rows[0].keys()), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return out.getvalue()
 
 
