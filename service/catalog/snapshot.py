@@ -167,6 +167,11 @@ class CatalogCache:
             self._checked = time.monotonic()
             return current
 
+    @property
+    def loaded(self) -> bool:
+        """A snapshot is held (reads can be answered even without the database)."""
+        return self._snapshot is not None
+
     def invalidate(self) -> None:
         """The next `get()` asks the database (monotonic time may start near 0, so not 0.0)."""
         self._checked = -math.inf

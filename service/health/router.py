@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import text
 
@@ -23,13 +25,25 @@ def healthz() -> dict[str, str]:
     operation_id="readyz",
     responses={503: {"description": "Database unreachable or not migrated"}},
 )
-def readyz(request: Request) -> dict[str, str | None]:
+def readyz(
+    request: Request,
+    allow_stale: Annotated[
+        bool,
+        Query(
+            description="Also ready while the database is unreachable if this replica holds a "
+            "catalog snapshot to answer reads from (what the Helm chart's readiness probe asks, "
+            "so a database outage does not empty the Service autoscalers poll)."
+        ),
+    ] = False,
+) -> dict[str, str | None]:
     engine = request.app.state.db.engine
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         current = current_revision(engine)
     except Exception as exc:  # any failure to reach the database means "not ready"
+        if allow_stale and request.app.state.catalog.loaded:
+            return {"status": "serving the last catalog; database unreachable", "revision": None}
         raise ServiceUnavailable(f"database unreachable: {type(exc).__name__}") from exc
     head = head_revision()
     if current != head:

@@ -229,7 +229,7 @@ def test_probes_hit_healthz_and_readyz_on_the_http_port(render: Render) -> None:
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert c["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     # Readiness is the one probe that checks the database.
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz?allow_stale=true", "port": "http"}
     # The startup probe must allow a slow first boot before liveness may kill it.
     startup = c["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 30
