@@ -9,7 +9,7 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 LINT_PATHS := $(wildcard service tests migrations)
 
-.PHONY: run test lint typecheck format openapi bench calibrate install clean
+.PHONY: run test lint format openapi bench install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
