@@ -61,7 +61,12 @@ class _AnswerCache:
                 self._items.popitem(last=False)
 
 
-_answers = _AnswerCache()
+def _answers(request: Request) -> _AnswerCache:
+    """This app's answer cache (one per app, so apps in one process never share answers)."""
+    cache: _AnswerCache | None = getattr(request.app.state, "capacity_answers", None)
+    if cache is None:
+        cache = request.app.state.capacity_answers = _AnswerCache()
+    return cache
 
 
 def _respond(
@@ -108,7 +113,7 @@ def get_capacity(
 ) -> Response:
     fmt = negotiate(request, query.format, query.field)
     key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
-    answer = _answers.get(key)
+    answer = _answers(request).get(key)
     if answer is None:
         entry = catalog.model(query.model)
         gpu = _query_gpu(query, catalog)
@@ -125,7 +130,7 @@ def get_capacity(
         answer = service.capacity_answer(
             capacity, entry.slug, gpu, catalog.version, query.peak_concurrency
         )
-        _answers.put(key, answer)
+        _answers(request).put(key, answer)
     metrics.capacity_requests.labels("GET", fmt).inc()
     data = answer.model_dump(mode="json")
     return _respond(
