@@ -14,7 +14,7 @@ from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
 from .engines import calibration
 from .engines.activation import forward_bytes_per_token
 from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, MemoryBudget, PoolReport
-from .engines.sglang import sglang_budget, sglang_report
+from .engines.sglang import SglangHybrid, sglang_budget, sglang_hybrid, sglang_report
 from .engines.trtllm import trtllm_budget, trtllm_report
 from .engines.vllm import (
     batch_defaults,
@@ -415,39 +415,104 @@ def _sglang_capacity(
     warnings: list[str],
     common: dict[str, Any],
 ) -> Capacity:
-    if arch.is_hybrid or has_state_layers(arch):
-        warnings.append(
-            "SGLang hybrid pools (sliding-window and Mamba ratios) are not modelled: every "
-            "attention layer is sized for the whole context and recurrent state is ignored"
-        )
-    cell = common["kv_bytes_per_token_per_gpu"]
     page = engine.block_size or 1
+    m = workload.max_model_len
     budget = sglang_budget(
         total_bytes=gpu.memory_bytes,
         weights_per_gpu=common["weights_bytes_per_gpu"],
         tensor_parallel_size=parallel.tensor_parallel_size,
         options=engine,
     )
-    report = sglang_report(budget.pool_bytes, cell, page, workload.max_model_len)
+    pp = parallel.pipeline_parallel_size
+    hybrid, notes = sglang_hybrid(
+        arch,
+        stages=[arch] if pp == 1 else [arch.with_layers(s) for s in pipeline_stages(arch, pp)],
+        pool_bytes=budget.pool_bytes,
+        kv_bytes=common["kv_element_bytes"],
+        tensor_parallel_size=parallel.tensor_parallel_size,
+        page_size=page,
+        max_model_len=m,
+        options=engine,
+    )
+    warnings.extend(notes)
+    settings: dict[str, Any] = {"mem_fraction_static": budget.fraction, "page_size": page}
+    if hybrid is not None:
+        return _sglang_hybrid_capacity(
+            hybrid,
+            engine_version=engine.engine_version,
+            budget=budget,
+            settings=settings,
+            page=page,
+            m=m,
+            warnings=warnings,
+            common=common,
+        )
+    # Every attention layer holds the whole context (design section 2).
+    cell = common["kv_bytes_per_token_per_gpu"]
+    report = sglang_report(budget.pool_bytes, cell, page, m)
     fits = report.max_num_seqs >= 1
     reason = (
         None
         if fits
-        else (
-            f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of "
-            f"{workload.max_model_len} tokens"
-        )
+        else f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {m} tokens"
     )
     return Capacity(
         engine=Engine.SGLANG,
         engine_version=engine.engine_version,
         budget=budget,
-        layout=_single_group_layout(cell, page, workload.max_model_len),
+        layout=_single_group_layout(cell, page, m),
         report=report,
-        engine_settings={"mem_fraction_static": budget.fraction, "page_size": page},
+        engine_settings=settings,
         warnings=tuple(warnings),
         fits=fits,
         reason=reason,
+        **common,
+    )
+
+
+def _sglang_hybrid_capacity(
+    hybrid: SglangHybrid,
+    *,
+    engine_version: str | None,
+    budget: MemoryBudget,
+    settings: dict[str, Any],
+    page: int,
+    m: int,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    """SWA / Mamba pools: a block is one page of the full-attention token pool, priced with
+    what it takes of rest_memory (its share of the SWA pool included)."""
+    per_request = cdiv(m, page)
+    block_bytes = round(page * hybrid.pool_bytes_per_token)
+    layout = CacheLayout(
+        groups=(CacheGroup("full_attention", hybrid.full_layers, page, block_bytes, per_request),),
+        bytes_per_block=block_bytes,
+        blocks_per_request=per_request,
+        block_size=page,
+        padding_layers=0,
+        notes=(),
+    )
+    report = PoolReport(
+        hybrid.tokens // page,
+        hybrid.tokens,
+        hybrid.concurrency,
+        hybrid.sequences,
+        hybrid.describe,
+    )
+    problem = hybrid.problem
+    if budget.pool_bytes <= 0:
+        problem = "no memory left for the KV cache after the weights and the static reserve"
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=engine_version,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={**settings, **hybrid.settings},
+        warnings=tuple(warnings),
+        fits=problem is None,
+        reason=problem,
         **common,
     )
 

@@ -92,6 +92,43 @@ SGLANG_NCCL: Final = round(0.5 * GiB)
 # fitted to vllm#21348's SGLang run (Qwen3-235B-A22B-FP8, TP4, H100, f=0.93, 367,404 tokens).
 SGLANG_LOAD_OVERHEAD_FRACTION: Final = 0.015
 
+# SGLang hybrid pools. Milestones are the first release whose wheel has the behaviour, read
+# from the released wheels 0.4.9 ... 0.5.23 (sglang/srt/model_executor/model_runner.py,
+# model_runner_kv_cache_mixin.py, pool_configurator.py, mem_cache/kv_cache_configurator.py,
+# server_args.py); (major, minor, patch, post).
+SglangVersion = tuple[int, int, int, int]
+LATEST_SGLANG_VERSION: Final = "0.5.23"  # the newest release whose arithmetic kvplan models
+SGLANG_SWA_POOL: Final[SglangVersion] = (0, 4, 9, 3)  # SWAKVPool, --swa-full-tokens-ratio
+SGLANG_GEMMA_SWA_OFF: Final[SglangVersion] = (0, 5, 1, 0)  # Gemma 2/3: hybrid SWA memory off
+SGLANG_SWA_SPLIT_PAGE_ALIGNED: Final[SglangVersion] = (0, 5, 7, 0)  # both pools page-aligned
+SGLANG_CHUNKED_AS_SWA: Final[SglangVersion] = (0, 5, 8, 0)  # Llama 4 chunks in the SWA pool
+SGLANG_SWA_SPLIT_BY_MEMORY: Final[SglangVersion] = (0, 5, 9, 0)  # split by bytes, not layers
+SGLANG_SWA_SPLIT_BY_COEFF: Final[SglangVersion] = (0, 5, 11, 0)  # pool_configurator.py
+SGLANG_SWA_FLOOR_CHECK: Final[SglangVersion] = (0, 5, 20, 0)  # refuses SWA pool <= window+page
+SGLANG_GDN: Final[SglangVersion] = (0, 5, 2, 0)  # Qwen3-Next: HybridLinearKVPool, MambaPool
+SGLANG_MAMBA2: Final[SglangVersion] = (0, 5, 3, 0)  # Falcon-H1 (Nemotron-H from 0.5.4)
+SGLANG_ATTENTION_FREE_MAMBA: Final[SglangVersion] = (0, 5, 20, 0)  # models/mamba.py, mamba2.py
+SGLANG_MAMBA_MEMORY_RATIO: Final[SglangVersion] = (0, 5, 4, 0)  # --mamba-full-memory-ratio
+SGLANG_GDN_RADIX: Final[SglangVersion] = (0, 5, 4, 0)  # MambaRadixCache for GDN models
+SGLANG_MAMBA2_RADIX: Final[SglangVersion] = (0, 5, 7, 0)  # ... and for Mamba-2 models
+SGLANG_MAMBA_FIT_WITHOUT_RADIX: Final[SglangVersion] = (0, 5, 9, 0)  # ratio split, radix off
+SGLANG_REQS_FROM_FINAL_TOKENS: Final[SglangVersion] = (0, 5, 10, 0)  # _resolve_max_num_reqs
+SGLANG_SSM_DTYPE_FROM_CONFIG: Final[SglangVersion] = (0, 5, 10, 0)  # config mamba_ssm_dtype
+SGLANG_MAMBA_EXTRA_BUFFER: Final[SglangVersion] = (0, 5, 14, 0)  # "auto" -> extra_buffer
+SGLANG_MAMBA_PADDING_SLOT: Final[SglangVersion] = (0, 5, 17, 0)  # slot 0 charged to the budget
+
+SGLANG_SWA_FULL_TOKENS_RATIO: Final = 0.8  # ServerArgs.swa_full_tokens_ratio (fallback 0.8)
+SGLANG_MAMBA_FULL_MEMORY_RATIO: Final = 0.9  # ServerArgs.mamba_full_memory_ratio
+SGLANG_MAMBA_FIXED_SLOTS: Final = 512  # max_mamba_cache_size without radix cache, < 0.5.9
+SGLANG_MAMBA_SLOTS_PER_REQUEST: Final = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+SGLANG_MAMBA_EXTRA_BUFFER_SLOTS: Final = 2  # MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP
+SGLANG_MAMBA_CONV_BYTES: Final = 2  # mamba_utils.CONV_DTYPE = torch.bfloat16
+SGLANG_MAMBA_SSM_DTYPE: Final = "float32"  # ServerArgs.mamba_ssm_dtype default
+# max_num_reqs = clamp(int(tokens / context_len x 512), 2048, 4096) (model_runner)
+SGLANG_REQS_PER_CONTEXT: Final = 512
+SGLANG_MIN_REQS: Final = 2048
+SGLANG_MAX_REQS: Final = 4096
+
 # --- TensorRT-LLM -----------------------------------------------------------------------
 TRTLLM_DEFAULT_FREE_FRACTION: Final = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TRTLLM_TOKENS_PER_BLOCK: Final = 32  # KvCacheConfig.tokens_per_block

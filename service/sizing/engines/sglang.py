@@ -3,10 +3,36 @@
 Source: python/sglang/srt/model_executor/model_runner.py `profile_max_num_token`,
 `init_memory_pool`; server_args.py for the default `mem_fraction_static` (read in the released
 wheels 0.4.3 ... 0.5.23; restated in ../shared/design/engine-memory.md section 2).
+
+Hybrid models (read in the wheels 0.4.9 ... 0.5.23, milestones in calibration.py): sliding-
+window models split rest_memory into a full-attention and an SWA token pool
+(--swa-full-tokens-ratio); Mamba / gated-delta-net models give part of it to a pool of
+per-request state slots (--mamba-full-memory-ratio) and the rest to full-attention tokens.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    GatedDeltaNet,
+    Layer,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+    SlidingWindowAttention,
+    StateLayer,
+    TokenLayer,
+)
+from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
+from ..errors import SizingError
+from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
 from . import calibration as cal
 from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
@@ -110,3 +136,607 @@ def sglang_report(
         f"context_len={max_model_len}",
     )
     return PoolReport(pages, tokens, concurrency, pages // pages_per_request, lambda: lines)
+
+
+# --- hybrid pools (sliding window, Mamba / GDN) ---------------------------------------------
+
+
+def parse_sglang_version(text: str, field: str = "engine_version") -> cal.SglangVersion:
+    """`0.5.2`, `v0.4.9.post3`, `0.5.10rc0` -> (major, minor, patch, post)."""
+    core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
+    core, _, post = core.partition(".post")
+    core = core.split(".dev")[0]
+    parts = core.split(".")
+    if (
+        not 1 <= len(parts) <= 3
+        or not all(p.isdigit() for p in parts)
+        or not (post == "" or post.isdigit())
+    ):
+        raise SizingError(field, f"not an SGLang version like 0.5.2 or 0.4.9.post3: {text!r}")
+    numbers = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return numbers[0], numbers[1], numbers[2], int(post or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class SglangRules:
+    """The parts of SGLang's hybrid-pool arithmetic one release has."""
+
+    version: cal.SglangVersion
+    label: str
+
+    def has(self, milestone: cal.SglangVersion) -> bool:
+        return self.version >= milestone
+
+
+def sglang_rules(engine_version: str | None) -> SglangRules:
+    text = engine_version or cal.LATEST_SGLANG_VERSION
+    return SglangRules(parse_sglang_version(text), text)
+
+
+@dataclass(frozen=True, slots=True)
+class SwaSplit:
+    """The full-attention and sliding-window token pools, per GPU."""
+
+    # rest // (F x n_full + S x n_swa), before the split: builds before 0.5.10 size
+    # max_running_requests from it.
+    profiled_tokens: int
+    full_tokens: int  # the scheduler's max_total_num_tokens
+    swa_tokens: int
+
+
+def swa_split(
+    rules: SglangRules,
+    *,
+    rest_bytes: int,
+    full_bytes: int,
+    swa_bytes: int,
+    full_layers: int,
+    swa_layers: int,
+    page_size: int,
+    ratio: float = cal.SGLANG_SWA_FULL_TOKENS_RATIO,
+) -> SwaSplit:
+    """Split rest_memory into full and SWA token pools, with swa_tokens = ratio x full_tokens.
+
+    full_bytes / swa_bytes: bytes one token costs across all full / all sliding layers (F x n,
+    S x n). Three generations (released wheels):
+      < 0.5.9  ModelRunner.set_num_token_hybrid: profile as if every layer were full,
+               T = rest // (F n_f + S n_s) (page-aligned); full = int(T x L / (r n_s + n_f)).
+      0.5.9-10 set_num_tokens_hybrid_swa / _resolve_hybrid_swa_tokens: the same T, then
+               full = int(T (F n_f + S n_s) / (F n_f + r S n_s)) (bytes, not layers).
+      >= 0.5.11 pool_configurator.HybridSWAPoolConfigurator: full = int(rest // (F n_f + r S n_s)).
+    swa = int(full x r); both rounded down to pages (from 0.5.7 for the split pools).
+    """
+    rest = max(0, rest_bytes)
+
+    def align(tokens: int) -> int:
+        return tokens // page_size * page_size
+
+    if rules.has(cal.SGLANG_SWA_SPLIT_BY_COEFF):
+        full = align(int(rest // (full_bytes + ratio * swa_bytes)))
+        return SwaSplit(full, full, align(int(full * ratio)))
+    profiled = rest // (full_bytes + swa_bytes)
+    capacity = align(profiled)
+    if rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+        total_memory = capacity * (full_bytes + swa_bytes)
+        full = align(int(total_memory / (full_bytes + ratio * swa_bytes)))
+        return SwaSplit(profiled, full, align(int(full * ratio)))
+    full = int(capacity * (full_layers + swa_layers) / (ratio * swa_layers + full_layers))
+    swa = int(full * ratio)
+    if rules.has(cal.SGLANG_SWA_SPLIT_PAGE_ALIGNED):
+        full, swa = align(full), align(swa)
+    return SwaSplit(profiled, full, swa)
+
+
+def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: int) -> int:
+    """Bytes one request's state takes in one recurrent layer on one GPU (MambaPool).
+
+    configs/mamba_utils.py Mamba2StateShape.create (0.5.4 ... 0.5.23; qwen3_next.py builds GDN
+    state the same way): groups become tp when tp does not divide them; conv (conv_dim / tp,
+    kernel - 1) in bfloat16, temporal (heads / tp, head_dim, state_size) in the SSM dtype.
+    GDN: heads = value heads, head_dim = value dim, groups = key heads, state = key dim.
+    """
+    tp = tensor_parallel_size
+    if isinstance(layer, Mamba1):
+        # No hybrid Mamba-1 model in SGLang; attention-free Mamba-1 (models/mamba.py, 0.5.20+).
+        shape = state_shape(layer, tp)
+        return shape.conv_elements * cal.SGLANG_MAMBA_CONV_BYTES + shape.ssm_elements * ssm_bytes
+    if isinstance(layer, GatedDeltaNet):
+        heads, head_dim = layer.num_value_heads, layer.value_head_dim
+        groups, state = layer.num_key_heads, layer.key_head_dim
+    else:
+        heads, head_dim = layer.num_heads, layer.head_dim
+        groups, state = layer.n_groups, layer.state_size
+    if groups % tp:
+        groups += tp - groups  # extra_groups_for_head_shards
+    conv = (layer.conv_kernel - 1) * ((heads * head_dim + 2 * groups * state) // tp)
+    temporal = (heads // tp) * head_dim * state
+    return conv * cal.SGLANG_MAMBA_CONV_BYTES + temporal * ssm_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class MambaSplit:
+    """Mamba state slots and what is left of rest_memory for full-attention tokens."""
+
+    slots: int  # max_mamba_cache_size
+    state_bytes: int
+    rest_bytes: int
+    by_ratio: bool  # sized by --mamba-full-memory-ratio, not a fixed count
+
+
+def mamba_split(
+    rules: SglangRules,
+    *,
+    rest_bytes: int,
+    per_request: int,
+    radix_cache: bool,
+    ratio: float = cal.SGLANG_MAMBA_FULL_MEMORY_RATIO,
+) -> MambaSplit:
+    """handle_max_mamba_cache (model_runner 0.5.2 ... kv_cache_configurator 0.5.23).
+
+    0.5.2-0.5.3: radix cache forced off, max_mamba_cache_size = 512.
+    0.5.4-0.5.8: 512 without radix cache; with it the state takes r / (1 + r) of rest_memory:
+                 slots = int(rest x r / (1 + r) // per_request).
+    0.5.9+:      the ratio split also without radix cache (no --max-running-requests given).
+    0.5.17+:     the pool's padding slot is charged too: slots = int((B - per_req) // per_req)
+                 and the state takes (slots + 1) x per_request.
+    """
+    rest = max(0, rest_bytes)
+    fixed = not rules.has(cal.SGLANG_MAMBA_MEMORY_RATIO) or (
+        not radix_cache and not rules.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX)
+    )
+    padding = 1 if rules.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
+    if fixed:
+        slots = cal.SGLANG_MAMBA_FIXED_SLOTS
+    else:
+        budget = rest * ratio / (1 + ratio)
+        slots = max(0, int((budget - padding * per_request) // per_request))
+    state = (slots + padding) * per_request
+    # A fixed pool larger than rest_memory leaves nothing: SGLang stops ("Not enough memory").
+    return MambaSplit(slots, state, max(0, rest - state), not fixed)
+
+
+def mamba_slots_per_request(rules: SglangRules, radix_cache: bool) -> int:
+    """State slots one running request may pin: _calculate_mamba_ratio.
+
+    1 without radix cache; 3 with it (0.5.4+); from 0.5.14 --mamba-radix-cache-strategy auto
+    picks extra_buffer under the default overlap schedule, which adds a ping-pong pair (+2).
+    """
+    if not radix_cache:
+        return 1
+    extra = cal.SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if rules.has(cal.SGLANG_MAMBA_EXTRA_BUFFER) else 0
+    return cal.SGLANG_MAMBA_SLOTS_PER_REQUEST + extra
+
+
+def max_running_requests(
+    rules: SglangRules,
+    *,
+    profiled_tokens: int,
+    tokens: int,
+    context_len: int,
+    state_cap: int | None = None,
+) -> int:
+    """max_running_requests when --max-running-requests is not given.
+
+    Before 0.5.10 (init_memory_pool + tp_worker / model_runner): max_num_reqs =
+    clamp(int(profiled / context_len x 512), 2048, 4096) from the profiled count (before the
+    SWA split), capped by the Mamba slots; then min(max_total_num_tokens // 2, max_num_reqs).
+    0.5.10+ (_resolve_max_num_reqs / resolve_max_num_reqs): the same clamp from the final
+    token count, min(that, tokens // 2), capped by the Mamba slots.
+    """
+    base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
+    estimated = int(base / context_len * cal.SGLANG_REQS_PER_CONTEXT)
+    requests = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
+    if state_cap is not None:
+        requests = min(requests, state_cap)
+    return max(0, min(requests, tokens // 2))
+
+
+@dataclass(frozen=True, slots=True)
+class SglangHybrid:
+    """One GPU's hybrid pools as SGLang cuts them; `tokens` is max_total_num_tokens."""
+
+    tokens: int
+    full_layers: int  # layers holding every token of the context (the token pool's layers)
+    pool_bytes_per_token: float  # rest_memory one full-attention token costs, other pools incl.
+    running: int  # max_running_requests
+    sequences: int  # sequences of max_model_len that run at once
+    concurrency: float
+    settings: dict[str, Any]
+    problem: str | None  # why not even one sequence runs; None when it fits
+    describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
+
+
+WindowedLayer = SlidingWindowAttention | ChunkedLocalAttention
+
+
+def _windowed(layers: Iterable[Layer]) -> list[WindowedLayer]:
+    return [g for g in layers if isinstance(g, SlidingWindowAttention | ChunkedLocalAttention)]
+
+
+def _whole_context(layers: Iterable[Layer]) -> list[TokenLayer]:
+    """Full attention and MLA: layers that keep every token of the context."""
+    return [g for g in layers if isinstance(g, FullAttention | MultiHeadLatentAttention)]
+
+
+def _attention(layers: Iterable[Layer]) -> list[TokenLayer]:
+    return [*_whole_context(layers), *_windowed(layers)]
+
+
+def _recurrent(layers: Iterable[Layer]) -> list[StateLayer]:
+    return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
+
+
+def _bytes_per_token(layers: Iterable[TokenLayer], kv_bytes: int, tp: int) -> int:
+    return sum(token_bytes_per_layer(g, kv_bytes, tp) for g in layers)
+
+
+# Which sliding-window models SGLang puts in the SWA pool is decided by architecture name
+# (ModelRunner's model check up to 0.5.7, model_config.is_hybrid_swa_model from 0.5.8, and
+# server_args / arg_groups/model_overrides turning it off), which a layer schedule does not
+# carry: the model's name (catalog slug or Hugging Face id) is the only hint.
+SWA_ARCHITECTURES_NOTE = (
+    "SGLang puts sliding-window layers in its SWA pool only for the architectures it lists "
+    "(gpt-oss, MiMo-V2, Step-3.5, Gemma 4, Llama 4 from 0.5.8); for Gemma 2/3/3n (from "
+    "0.5.1), Exaone 4, OLMo 2/3 and Cohere 2 it sizes every layer for the whole context. "
+    "kvplan did not recognise this model's name and assumed the SWA pool: if SGLang does not "
+    "list it, set disable_hybrid_kv_cache_manager (--disable-hybrid-swa-memory)"
+)
+_SWA_POOL_MODELS = re.compile(
+    r"gpt[-_ ]?oss|mimo[-_ ]?v2|step[-_ ]?3\.?[57]|gemma[-_ ]?4|llama[-_ ]?4"
+)
+_GEMMA_2_3 = re.compile(r"gemma[-_ ]?[23]")
+_NO_SWA_POOL_MODELS = re.compile(r"exaone|olmo|cohere|command[-_ ]?[ra]|c4ai")
+
+
+def _swa_pool_by_name(name: str, rules: SglangRules) -> bool | None:
+    """True / False when the name says whether SGLang uses its SWA pool, None when unknown."""
+    lowered = name.lower()
+    if _SWA_POOL_MODELS.search(lowered):
+        return True
+    if _GEMMA_2_3.search(lowered):
+        # server_args._handle_model_specific_adjustments (0.5.1+) and
+        # arg_groups/model_overrides/gemma2_gemma3.py (0.5.23): disable_hybrid_swa_memory.
+        return not rules.has(cal.SGLANG_GEMMA_SWA_OFF)
+    if _NO_SWA_POOL_MODELS.search(lowered):
+        return False
+    return None
+
+
+def _kv_lines(tokens: int, layers: Sequence[TokenLayer], kv_bytes: int, tp: int) -> tuple[str, ...]:
+    """memory_pool.py MHATokenToKVPool / MLATokenToKVPool: "KV Cache is allocated." (GB = GiB)."""
+    latent = [layer for layer in layers if isinstance(layer, MultiHeadLatentAttention)]
+    if latent:
+        size = tokens * sum(token_bytes_per_layer(layer, kv_bytes, tp) for layer in layers)
+        return (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size / GiB:.2f} GB",)
+    k = v = 0
+    for layer in layers:
+        if isinstance(layer, MultiHeadLatentAttention):
+            continue
+        heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
+        k += heads * layer.head_dim * kv_bytes
+        v += heads * (layer.v_head_dim or layer.head_dim) * kv_bytes
+    return (
+        f"KV Cache is allocated. #tokens: {tokens}, K size: {tokens * k / GiB:.2f} GB, "
+        f"V size: {tokens * v / GiB:.2f} GB",
+    )
+
+
+def sglang_hybrid(
+    arch: ModelArchitecture,
+    *,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+    options: EngineOptions,
+) -> tuple[SglangHybrid | None, tuple[str, ...]]:
+    """The SWA or Mamba pools, or None when SGLang sizes every attention layer for the whole
+    context (then the notes say why). Raises SizingError for models SGLang does not run."""
+    if arch.has_state_layers:
+        rules = sglang_rules(options.engine_version)
+        return _mamba_pools(
+            arch,
+            rules,
+            stages=stages,
+            pool_bytes=pool_bytes,
+            kv_bytes=kv_bytes,
+            tp=tensor_parallel_size,
+            page=page_size,
+            m=max_model_len,
+            options=options,
+        )
+    windowed = _windowed(layer for layer, _ in arch.cache_layer_counts)
+    if not windowed:
+        return None, ()
+    rules = sglang_rules(options.engine_version)
+    chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
+    everything = "every attention layer is sized for the whole context"
+    if options.disable_hybrid_kv_cache_manager:
+        return None, (f"--disable-hybrid-swa-memory: SGLang {everything}",)
+    if not rules.has(cal.SGLANG_SWA_POOL):
+        return None, (f"SGLang {rules.label} has no SWA pool (0.4.9.post3+): {everything}",)
+    if chunked and not rules.has(cal.SGLANG_CHUNKED_AS_SWA):
+        return None, (
+            f"SGLang {rules.label} keeps chunked-attention layers in the SWA pool only with "
+            f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}",
+        )
+    if len(windowed) == len(arch.cache_layer_counts):
+        return None, (
+            "SGLang has no SWA pool for models whose every layer is windowed (Mistral v0.1, "
+            f"Phi-3): {everything}",
+        )
+    by_name = _swa_pool_by_name(arch.name, rules)
+    if by_name is False:
+        return None, (
+            f"SGLang {rules.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
+            f"(disable_hybrid_swa_memory for this architecture): {everything}",
+        )
+    return _swa_pools(
+        rules,
+        known=by_name is True,
+        stages=stages,
+        pool_bytes=pool_bytes,
+        kv_bytes=kv_bytes,
+        tp=tensor_parallel_size,
+        page=page_size,
+        m=max_model_len,
+    )
+
+
+def _swa_pools(
+    rules: SglangRules,
+    *,
+    known: bool,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_bytes: int,
+    tp: int,
+    page: int,
+    m: int,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    ratio = cal.SGLANG_SWA_FULL_TOKENS_RATIO
+    notes = [] if known else [SWA_ARCHITECTURES_NOTE]
+    # Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count.
+    best: tuple[SwaSplit, list[TokenLayer], list[WindowedLayer]] | None = None
+    for stage in stages:
+        full, windowed = _whole_context(stage.layers), _windowed(stage.layers)
+        full_bytes = _bytes_per_token(full, kv_bytes, tp)
+        swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
+        if full_bytes + swa_bytes == 0:
+            continue
+        split = swa_split(
+            rules,
+            rest_bytes=pool_bytes,
+            full_bytes=full_bytes,
+            swa_bytes=swa_bytes,
+            full_layers=len(full),
+            swa_layers=len(windowed),
+            page_size=page,
+            ratio=ratio,
+        )
+        if best is None or split.full_tokens < best[0].full_tokens:
+            best = (split, full, windowed)
+    if best is None:
+        raise SizingError("layer_schedule", "no attention layer to size")
+    split, full, windowed = best
+    if len(stages) > 1:
+        notes.append(
+            "pipeline parallel: each stage's SWA split is computed on its own layers and the "
+            "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
+            "count with MIN across ranks before or after the split, by version)"
+        )
+    per_layer = {token_bytes_per_layer(g, kv_bytes, tp) for g in [*full, *windowed]}
+    if len(per_layer) > 1 and not rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+        notes.append(
+            f"SGLang {rules.label} sized every layer with the full layers' geometry (separate "
+            "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
+        )
+    window = max(
+        g.sliding_window if isinstance(g, SlidingWindowAttention) else g.attention_chunk_size
+        for g in windowed
+    )
+    running = max_running_requests(
+        rules, profiled_tokens=split.profiled_tokens, tokens=split.full_tokens, context_len=m
+    )
+    per_request = cdiv(m, page)
+    by_full = split.full_tokens // page // per_request
+    # A request pins min(m, window) SWA tokens plus a page (the prefill admission floor of
+    # pool_configurator.validate_swa_pool_size, 0.5.23).
+    swa_need = min(m, window) + page
+    by_swa = split.swa_tokens // swa_need
+    sequences = min(by_full, by_swa, running)
+    if by_swa < by_full and by_swa < running:
+        notes.append(
+            f"the SWA pool ({split.swa_tokens} tokens) binds before the full-attention pool: "
+            f"kvplan charges each sequence min(max_model_len, window) + one page = {swa_need} "
+            "SWA tokens; when SGLang frees out-of-window tokens differs by version"
+        )
+    problem = None
+    if rules.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page >= split.swa_tokens:
+        problem = (
+            f"SGLang {rules.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
+            f"is not larger than the window {window} + page {page}"
+        )
+    elif sequences < 1:
+        problem = (
+            f"{split.full_tokens} full-attention and {split.swa_tokens} sliding-window tokens "
+            f"cannot hold one sequence of {m} tokens"
+        )
+    full_bytes = _bytes_per_token(full, kv_bytes, tp)
+    swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
+
+    def describe() -> tuple[str, ...]:
+        return (
+            f"Use sliding window memory pool. full_layer_tokens={split.full_tokens}, "
+            f"swa_layer_tokens={split.swa_tokens}",
+            *_kv_lines(split.full_tokens, full, kv_bytes, tp),
+            *_kv_lines(split.swa_tokens, windowed, kv_bytes, tp),
+            f"max_total_num_tokens={split.full_tokens}, max_running_requests={running}, "
+            f"context_len={m}",
+        )
+
+    hybrid = SglangHybrid(
+        tokens=split.full_tokens,
+        full_layers=len(full),
+        pool_bytes_per_token=full_bytes + ratio * swa_bytes,
+        running=running,
+        sequences=max(0, sequences),
+        concurrency=min(split.full_tokens / page / per_request, by_swa, running),
+        settings={
+            "engine_version": rules.label,
+            "swa_full_tokens_ratio": ratio,
+            "full_max_total_num_tokens": split.full_tokens,
+            "swa_max_total_num_tokens": split.swa_tokens,
+            "max_running_requests": running,
+            "max_num_seqs": running,
+        },
+        problem=problem,
+        describe=describe,
+    )
+    return hybrid, tuple(notes)
+
+
+def _mamba_pools(
+    arch: ModelArchitecture,
+    rules: SglangRules,
+    *,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_bytes: int,
+    tp: int,
+    page: int,
+    m: int,
+    options: EngineOptions,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    state_layers = _recurrent(arch.layers)
+    token_layers = _attention(arch.layers)
+    kinds = {type(g) for g in state_layers}
+    notes: list[str] = []
+    if Mamba1 in kinds and token_layers:
+        raise SizingError(
+            "engine",
+            "SGLang has no model with Mamba-1 layers beside attention (Jamba): its "
+            "models/ (0.5.23) run Mamba-1 only attention-free (mamba.py, falcon_mamba.py)",
+        )
+    first = {
+        GatedDeltaNet: (cal.SGLANG_GDN, "0.5.2", "gated delta net (Qwen3-Next)"),
+        Mamba2: (cal.SGLANG_MAMBA2, "0.5.3", "Mamba-2 (Falcon-H1, Nemotron-H in 0.5.4)"),
+        Mamba1: (cal.SGLANG_ATTENTION_FREE_MAMBA, "0.5.20", "Mamba-1"),
+    }
+    for kind in kinds:
+        milestone, label, what = first[kind]
+        if not rules.has(milestone):
+            raise SizingError(
+                "engine_version",
+                f"SGLang {rules.label} does not run {what} models; they arrived in {label}",
+            )
+    if not token_layers and not rules.has(cal.SGLANG_ATTENTION_FREE_MAMBA):
+        raise SizingError(
+            "engine_version",
+            f"SGLang {rules.label} runs recurrent models only beside attention; "
+            "attention-free Mamba models arrived in 0.5.20",
+        )
+    # Radix (prefix) cache: GDN models from 0.5.4, Mamba-2 models from 0.5.7 (server_args /
+    # model_runner turn it off before); --disable-radix-cache = enable_prefix_caching False.
+    radix_since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
+    radix_supported = rules.has(radix_since)
+    radix = (
+        radix_supported
+        if options.enable_prefix_caching is None
+        else (options.enable_prefix_caching and radix_supported)
+    )
+    if options.enable_prefix_caching and not radix_supported:
+        notes.append(f"SGLang {rules.label} turns the radix cache off for this model")
+    # SSM dtype: --mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
+    # (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release.
+    ssm_name = normalize_model_dtype(
+        options.mamba_ssm_cache_dtype
+        or (arch.state_dtype if rules.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
+        or cal.SGLANG_MAMBA_SSM_DTYPE,
+        "mamba_ssm_cache_dtype",
+    )
+    ssm_bytes = MODEL_DTYPE_BYTES[ssm_name]
+    per_layer = [sglang_state_bytes(g, tp, ssm_bytes) for g in state_layers]
+    per_request = sum(per_layer)
+    if len(stages) > 1 and rules.has(cal.SGLANG_MAMBA_PADDING_SLOT):
+        # kv_cache_configurator._handle_max_mamba_cache (0.5.17+): the largest stage's share.
+        share = max(len(_recurrent(stage.layers)) for stage in stages)
+        per_request = int(per_request * (share / len(state_layers)))
+    split = mamba_split(rules, rest_bytes=pool_bytes, per_request=per_request, radix_cache=radix)
+    cells = [_bytes_per_token(_attention(stage.layers), kv_bytes, tp) for stage in stages]
+    if _windowed(token_layers):
+        notes.append(
+            "sliding-window layers beside recurrent layers: SGLang's Mamba pools size every "
+            "attention layer for the whole context, and so does kvplan here"
+        )
+    if len(stages) > 1:
+        notes.append(
+            "pipeline parallel: every stage gets the same Mamba slots and the stage with the "
+            "most attention bytes per token sets the token count (SGLang syncs it with MIN)"
+        )
+    if token_layers:
+        profiled = min(split.rest_bytes // cell for cell in cells if cell > 0)
+    else:
+        # DefaultPoolConfigurator (0.5.20+): no KV bytes -> max_total_tokens or context_len.
+        profiled = m
+        notes.append(
+            "attention-free model: SGLang's token pool is one context length "
+            "(--max-total-tokens raises it) and kvplan takes that at face value"
+        )
+    tokens = profiled // page * page
+    slots_per_request = mamba_slots_per_request(rules, radix)
+    state_cap = split.slots // slots_per_request
+    running = max_running_requests(
+        rules, profiled_tokens=profiled, tokens=tokens, context_len=m, state_cap=state_cap
+    )
+    per_seq_pages = cdiv(m, page)
+    by_tokens = tokens // page // per_seq_pages
+    sequences = max(0, min(by_tokens, running))
+    problem = None
+    if split.slots < 1 or state_cap < 1:
+        problem = (
+            f"{split.slots} Mamba state slots ({per_request} B each) leave no running request "
+            f"({slots_per_request} slots per request)"
+        )
+    elif sequences < 1:
+        problem = f"{tokens} KV tokens cannot hold one sequence of {m} tokens"
+    # Per request: the conv part alone is the state with a 0-byte SSM dtype.
+    conv_bytes = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
+    ssm_total = sum(per_layer) - conv_bytes
+    attention = max(cells) if cells else 0
+    mamba_ratio = cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if split.by_ratio else None
+
+    def describe() -> tuple[str, ...]:
+        rows = split.slots + 1  # MambaPool tensors keep a padding slot 0
+        return (
+            f"Mamba Cache is allocated. max_mamba_cache_size: {split.slots}, "
+            f"conv_state size: {rows * conv_bytes / GiB:.2f}GB, "
+            f"ssm_state size: {rows * ssm_total / GiB:.2f}GB",
+            *(_kv_lines(tokens, token_layers, kv_bytes, tp) if token_layers else ()),
+            f"max_total_num_tokens={tokens}, max_running_requests={running}, context_len={m}",
+        )
+
+    hybrid = SglangHybrid(
+        tokens=tokens,
+        full_layers=len(token_layers),
+        pool_bytes_per_token=float(attention),
+        running=running,
+        sequences=sequences,
+        concurrency=min(tokens / page / per_seq_pages, running),
+        settings={
+            "engine_version": rules.label,
+            "radix_cache": radix,
+            "mamba_ssm_dtype": ssm_name,
+            "mamba_full_memory_ratio": mamba_ratio,
+            "max_mamba_cache_size": split.slots,
+            "mamba_state_bytes_per_request": per_request,
+            "mamba_slots_per_request": slots_per_request,
+            "max_running_requests": running,
+            "max_num_seqs": running,
+        },
+        problem=problem,
+        describe=describe,
+    )
+    return hybrid, tuple(notes)
