@@ -262,9 +262,14 @@ def _option(
     headroom = free_blocks / supply
     warnings = list(capacity.warnings)
     if isinstance(cap, int) and fit_seqs > cap:
+        why = (
+            "raising it also raises the profile run's sampler peak"
+            if capacity.engine is Engine.VLLM
+            else "that is the engine's limit on running requests"
+        )
         warnings.append(
             f"the KV cache holds {fit_seqs} sequences per replica but max_num_seqs {cap} caps the "
-            "batch; raising it also raises the profile run's sampler peak"
+            f"batch; {why}"
         )
     total = replicas * tp
     cost = None if gpu.price_per_hour_usd is None else round(total * gpu.price_per_hour_usd, 4)
