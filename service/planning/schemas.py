@@ -98,6 +98,26 @@ class EngineFields(BaseModel):
     disable_hybrid_kv_cache_manager: bool = Field(
         False, description="vLLM `--disable-hybrid-kv-cache-manager`: windows keep the context."
     )
+    swa_full_tokens_ratio: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="SGLang `--swa-full-tokens-ratio`: sliding-window pool size over the "
+        "full-attention pool (SGLang's default 0.8).",
+    )
+    mamba_full_memory_ratio: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="SGLang `--mamba-full-memory-ratio`: recurrent-state memory over "
+        "full-attention memory (SGLang's default 0.9).",
+    )
+    max_mamba_cache_size: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="SGLang `--max-mamba-cache-size`: recurrent-state slots (replaces the ratio).",
+    )
     weight_format: str | None = Field(
         None,
         max_length=32,

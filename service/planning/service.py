@@ -74,6 +74,9 @@ def engine_options(fields: EngineFields) -> EngineOptions:
         ("gpu_memory_utilization", Engine.VLLM),
         ("mem_fraction_static", Engine.SGLANG),
         ("free_gpu_memory_fraction", Engine.TRTLLM),
+        ("swa_full_tokens_ratio", Engine.SGLANG),
+        ("mamba_full_memory_ratio", Engine.SGLANG),
+        ("max_mamba_cache_size", Engine.SGLANG),
     ):
         if getattr(fields, name) is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
@@ -94,6 +97,9 @@ def engine_options(fields: EngineFields) -> EngineOptions:
         mamba_ssm_cache_dtype=fields.mamba_ssm_cache_dtype,
         disable_hybrid_kv_cache_manager=fields.disable_hybrid_kv_cache_manager,
         weight_format=fields.weight_format,
+        swa_full_tokens_ratio=fields.swa_full_tokens_ratio,
+        mamba_full_memory_ratio=fields.mamba_full_memory_ratio,
+        max_mamba_cache_size=fields.max_mamba_cache_size,
     )
 
 

@@ -290,3 +290,26 @@ def test_post_capacity_takes_an_inline_spec_with_two_geometries_of_one_kind(
     assert response.status_code == 200, response.text
     # 4 x (576 x 2 B + 132 B) + 4 x 1,152 B = 5,136 + 4,608 = 9,744
     assert response.json()["kv_bytes_per_token"] == 4 * 1284 + 4 * 1152 == 9744
+
+
+def test_sglang_flags_reach_the_hybrid_split(client: TestClient) -> None:
+    # gpt-oss-120b on SGLang 0.5.23 (HybridSWAPoolConfigurator): 18 full + 18 sliding layers
+    # of 8 KV heads x 64 at tp 1: 36,864 B per token each; with --swa-full-tokens-ratio 0.5 a
+    # full token costs 36,864 + 0.5 x 36,864 = 55,296 B: 10 GiB // 55,296 = 194,180 tokens
+    params = {
+        "model": "gpt-oss-120b",
+        "gpu": "h200-141gb",
+        "max_model_len": 16_384,
+        "engine": "sglang",
+        "engine_version": "0.5.23",
+        "kv_pool_bytes": 10 * GiB,
+        "swa_full_tokens_ratio": 0.5,
+    }
+    body = client.get("/v1/capacity", params=params).json()
+    assert body["kv_cache_tokens"] == 194_180
+
+
+def test_an_sglang_flag_on_vllm_is_422_naming_it(client: TestClient) -> None:
+    response = client.get("/v1/capacity", params={**BASE, "max_mamba_cache_size": 100})
+    assert response.status_code == 422
+    assert response.json()["field"] == "max_mamba_cache_size"

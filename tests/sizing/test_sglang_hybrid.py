@@ -360,3 +360,41 @@ def test_pipeline_parallel_hybrids_take_the_smallest_stage() -> None:
     )
     assert cap.kv_cache_tokens == 323_634
     assert any("pipeline parallel" in w for w in cap.warnings)
+
+
+# --- the flags that move the split ------------------------------------------------------------
+
+
+def test_swa_full_tokens_ratio_moves_the_split() -> None:
+    cap = sglang(GPT_OSS, "0.5.23", 10 * GiB, 16_384, swa_full_tokens_ratio=0.5)
+    # --swa-full-tokens-ratio 0.5: coeff = 36,864 + 0.5 x 36,864 = 55,296 B per full token;
+    # 10,737,418,240 // 55,296 = 194,180 (194,180.74); swa = int(194,180 x 0.5) = 97,090
+    assert cap.kv_cache_tokens == 194_180
+    assert cap.engine_settings["swa_max_total_num_tokens"] == 97_090
+    assert cap.engine_settings["swa_full_tokens_ratio"] == 0.5
+    # 194,180 // 16,384 = 11 sequences (the SWA pool holds 97,090 // 129 = 752)
+    assert cap.max_num_seqs == 11
+
+
+def test_max_mamba_cache_size_fixes_the_state_slots() -> None:
+    cap = sglang(QWEN35, "0.5.23", 40 * GiB, 8192, max_mamba_cache_size=100)
+    # --max-mamba-cache-size 100 (kv_cache_configurator 0.5.23): state = (100 + 1 padding) x
+    # 64,389,120 = 6,503,301,120 B; tokens = (42,949,672,960 - 6,503,301,120) // 20,480
+    # = 36,446,371,840 // 20,480 = 1,779,608
+    assert cap.engine_settings["max_mamba_cache_size"] == 100
+    assert cap.kv_cache_tokens == 1_779_608
+    # 100 slots // 5 per request = 20 running; the tokens would hold 1,779,608 // 8,192 = 217
+    assert cap.engine_settings["max_running_requests"] == 20
+    assert cap.max_num_seqs == 20
+
+
+def test_mamba_full_memory_ratio_moves_the_state_budget() -> None:
+    cap = sglang(QWEN35, "0.5.23", 40 * GiB, 8192, mamba_full_memory_ratio=0.5)
+    # budget = 42,949,672,960 x 0.5 / 1.5 = 14,316,557,653.33; slots = int((budget - 64,389,120)
+    # // 64,389,120) = int(221.34) = 221; state = 222 x 64,389,120 = 14,294,384,640;
+    # tokens = (42,949,672,960 - 14,294,384,640) // 20,480 = 1,399,184
+    assert cap.engine_settings["max_mamba_cache_size"] == 221
+    assert cap.engine_settings["mamba_full_memory_ratio"] == 0.5
+    assert cap.kv_cache_tokens == 1_399_184
+    # 221 // 5 = 44 running requests
+    assert cap.max_num_seqs == 44

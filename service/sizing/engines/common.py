@@ -40,6 +40,11 @@ class EngineOptions:
     mamba_ssm_cache_dtype: str | None = None
     disable_hybrid_kv_cache_manager: bool = False
     weight_format: str | None = None
+    # SGLang hybrid pools: --swa-full-tokens-ratio, --mamba-full-memory-ratio,
+    # --max-mamba-cache-size (None = SGLang's defaults).
+    swa_full_tokens_ratio: float | None = None
+    mamba_full_memory_ratio: float | None = None
+    max_mamba_cache_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -270,6 +270,7 @@ def mamba_split(
     per_request: int,
     radix_cache: bool,
     ratio: float = cal.SGLANG_MAMBA_FULL_MEMORY_RATIO,
+    slots: int | None = None,
 ) -> MambaSplit:
     """handle_max_mamba_cache (model_runner 0.5.2 ... kv_cache_configurator 0.5.23).
 
@@ -279,17 +280,22 @@ def mamba_split(
     0.5.9+:      the ratio split also without radix cache (no --max-running-requests given).
     0.5.17+:     the pool's padding slot is charged too: slots = int((B - per_req) // per_req)
                  and the state takes (slots + 1) x per_request.
+    --max-mamba-cache-size (`slots`) replaces all of that (kv_cache_configurator 0.5.23).
     """
     rest = max(0, rest_bytes)
-    fixed = not rules.has(cal.SGLANG_MAMBA_MEMORY_RATIO) or (
-        not radix_cache and not rules.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX)
+    fixed = slots is not None or (
+        not rules.has(cal.SGLANG_MAMBA_MEMORY_RATIO)
+        or (not radix_cache and not rules.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX))
     )
     padding = 1 if rules.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
-    if fixed:
-        slots = cal.SGLANG_MAMBA_FIXED_SLOTS
+    if slots is not None:
+        count = slots
+    elif fixed:
+        count = cal.SGLANG_MAMBA_FIXED_SLOTS
     else:
         budget = rest * ratio / (1 + ratio)
-        slots = max(0, int((budget - padding * per_request) // per_request))
+        count = max(0, int((budget - padding * per_request) // per_request))
+    slots = count
     state = (slots + padding) * per_request
     # A fixed pool larger than rest_memory leaves nothing: SGLang stops ("Not enough memory").
     return MambaSplit(slots, state, max(0, rest - state), not fixed)
@@ -482,6 +488,11 @@ def sglang_hybrid(
         tp=tensor_parallel_size,
         page=page_size,
         m=max_model_len,
+        ratio=(
+            options.swa_full_tokens_ratio
+            if options.swa_full_tokens_ratio is not None
+            else cal.SGLANG_SWA_FULL_TOKENS_RATIO
+        ),
     )
 
 
@@ -495,8 +506,8 @@ def _swa_pools(
     tp: int,
     page: int,
     m: int,
+    ratio: float,
 ) -> tuple[SglangHybrid, tuple[str, ...]]:
-    ratio = cal.SGLANG_SWA_FULL_TOKENS_RATIO
     notes = [] if known else [SWA_ARCHITECTURES_NOTE]
     # Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count.
     best: tuple[SwaSplit, list[TokenLayer], list[WindowedLayer]] | None = None
@@ -664,7 +675,17 @@ def _mamba_pools(
         # kv_cache_configurator._handle_max_mamba_cache (0.5.17+): the largest stage's share.
         share = max(len(_recurrent(stage.layers)) for stage in stages)
         per_request = int(per_request * (share / len(state_layers)))
-    split = mamba_split(rules, rest_bytes=pool_bytes, per_request=per_request, radix_cache=radix)
+    mamba_ratio_given = options.mamba_full_memory_ratio
+    split = mamba_split(
+        rules,
+        rest_bytes=pool_bytes,
+        per_request=per_request,
+        radix_cache=radix,
+        ratio=(
+            cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given
+        ),
+        slots=options.max_mamba_cache_size,
+    )
     cells = [_bytes_per_token(_attention(stage.layers), kv_bytes, tp) for stage in stages]
     if _windowed(token_layers):
         notes.append(
@@ -706,7 +727,11 @@ def _mamba_pools(
     conv_bytes = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
     ssm_total = sum(per_layer) - conv_bytes
     attention = max(cells) if cells else 0
-    mamba_ratio = cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if split.by_ratio else None
+    mamba_ratio = (
+        (cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given)
+        if split.by_ratio
+        else None
+    )
 
     def describe() -> tuple[str, ...]:
         rows = split.slots + 1  # MambaPool tensors keep a padding slot 0
