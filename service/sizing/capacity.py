@@ -25,11 +25,12 @@ from .engines.vllm import (
     vllm_layout,
     vllm_report,
 )
-from .errors import InvalidParallelism, SizingError
+from .errors import InvalidDtype, InvalidParallelism, SizingError
 from .kv import (
     LayerBytes,
     has_state_layers,
     kv_bytes_per_token,
+    packed_mla,
     sequence_breakdown,
     state_dtype_bytes,
 )
@@ -177,11 +178,16 @@ def compute_capacity(
             f"{arch.max_position_embeddings}; engines refuse it unless rope scaling allows it"
         )
     kv_b = kv_cache_dtype_bytes(workload.kv_cache_dtype, arch.dtype)
-    if arch.has_sparse_mla and kv_b == 1:
+    packed = packed_mla(arch, workload.kv_cache_dtype)
+    if packed and engine.engine is not Engine.VLLM:
+        raise InvalidDtype(
+            "kv_cache_dtype", f"fp8_ds_mla is a vLLM cache format; {engine.engine.value} has none"
+        )
+    if arch.has_sparse_mla and kv_b == 1 and not packed:
         warnings.append(
-            "sparse MLA with an fp8 cache: kvplan sizes 576 fp8 values per token per layer; "
-            "vLLM's fp8_ds_mla rows are 656 B (fp8 latent, fp32 scales, bf16 rope), about 11% "
-            "larger, so pass kv_pool_bytes from a log or leave headroom"
+            "sparse MLA with a plain fp8 cache: 576 fp8 values per token per layer. vLLM's "
+            "FlashMLA-sparse backend stores fp8_ds_mla rows of 656 B instead (fp8 latent, fp32 "
+            "scales, bf16 rope): ask for kv_cache_dtype=fp8_ds_mla to size those"
         )
     tp = parallel.tensor_parallel_size
     sequence = sequence_breakdown(arch, workload.kv_cache_dtype, m, 1, engine.mamba_ssm_cache_dtype)
@@ -276,6 +282,7 @@ def _vllm_capacity(
         else calibration.VLLM_DEFAULT_BLOCK_SIZE
     )
     conv_b, ssm_b = state_dtype_bytes(arch, engine.mamba_ssm_cache_dtype)
+    packed_cache = packed_mla(arch, workload.kv_cache_dtype)
 
     def layout_for(
         stage: ModelArchitecture, context: int, stage_sizes: tuple[int, ...] = ()
@@ -297,6 +304,7 @@ def _vllm_capacity(
             and behaviour.v1_engine
             and not engine.disable_hybrid_kv_cache_manager,
             stage_sizes=stage_sizes,
+            packed_mla=packed_cache,
         )
 
     whole_model = behaviour.whole_model_groups and len(stages) > 1

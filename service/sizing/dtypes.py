@@ -33,7 +33,11 @@ KV_CACHE_DTYPE_BYTES: Final[dict[str, int | None]] = {
     "fp8": 1,
     "fp8_e4m3": 1,
     "fp8_e5m2": 1,
+    # DeepSeek's packed sparse-MLA rows (vLLM FlashMLA-sparse, 0.11+): fp8 latent, fp32 scales,
+    # bf16 rope; only MLA layers with a sparse-attention indexer take it (kv.mla_latent_bytes).
+    "fp8_ds_mla": 1,
 }
+PACKED_MLA_KV_DTYPE: Final = "fp8_ds_mla"
 _KV_DTYPE_ALIASES: Final[dict[str, str]] = {
     "bf16": "bfloat16",
     "fp16": "float16",

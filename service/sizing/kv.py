@@ -26,7 +26,13 @@ from .architecture import (
     StateLayer,
     TokenLayer,
 )
-from .dtypes import MODEL_DTYPE_BYTES, kv_cache_dtype_bytes
+from .dtypes import (
+    MODEL_DTYPE_BYTES,
+    PACKED_MLA_KV_DTYPE,
+    kv_cache_dtype_bytes,
+    normalize_kv_cache_dtype,
+)
+from .errors import InvalidDtype
 
 
 def kv_heads_per_gpu(num_kv_heads: int, tensor_parallel_size: int) -> int:
@@ -34,12 +40,29 @@ def kv_heads_per_gpu(num_kv_heads: int, tensor_parallel_size: int) -> int:
     return max(1, num_kv_heads // tensor_parallel_size)
 
 
-def token_bytes_per_layer(layer: TokenLayer, kv_bytes: int, tensor_parallel_size: int = 1) -> int:
+# vLLM flashmla_sparse.py "FP8 with scale": the latent in fp8 with one fp32 scale per 128
+# values, the rope part left in bf16 (512 + 16 + 128 = 656 B for DeepSeek-V3.2).
+PACKED_MLA_SCALE_BLOCK = 128
+PACKED_MLA_SCALE_BYTES = 4
+PACKED_MLA_ROPE_BYTES = 2
+
+
+def mla_latent_bytes(layer: MultiHeadLatentAttention, kv_bytes: int, packed: bool) -> int:
+    """One token's latent in one MLA layer: plain elements, or the packed fp8_ds_mla row."""
+    if packed:
+        scales = layer.kv_lora_rank // PACKED_MLA_SCALE_BLOCK * PACKED_MLA_SCALE_BYTES
+        return layer.kv_lora_rank + scales + layer.qk_rope_head_dim * PACKED_MLA_ROPE_BYTES
+    return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes
+
+
+def token_bytes_per_layer(
+    layer: TokenLayer, kv_bytes: int, tensor_parallel_size: int = 1, packed_mla: bool = False
+) -> int:
     """Bytes one token adds to one layer's cache on one GPU."""
     if isinstance(layer, MultiHeadLatentAttention):
         # vllm/v1/kv_cache_interface.py MLAAttentionSpec: one latent "head", no K/V split,
         # identical on every TP rank.
-        return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes + indexer_bytes(layer)
+        return mla_latent_bytes(layer, kv_bytes, packed_mla) + indexer_bytes(layer)
     v_head_dim = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
     # FullAttentionSpec page: block_size x kv_heads x (head_size_k + head_size_v) x dtype bytes.
     return (
@@ -153,6 +176,7 @@ class LayerBytes:
     conv_bytes: int = field(repr=False, compare=False)
     ssm_bytes: int = field(repr=False, compare=False)
     tensor_parallel_size: int = field(repr=False, compare=False)
+    packed_mla: bool = field(default=False, repr=False, compare=False)
 
     @property
     def formula(self) -> str:
@@ -167,10 +191,16 @@ class LayerBytes:
         if isinstance(layer, MultiHeadLatentAttention):
             index = indexer_bytes(layer)
             indexer = f" + {index} B indexer" if index else ""
-            return (
-                f"{count} layers x (({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x "
-                f"{self.kv_bytes} B{indexer}) x {held} tokens"
-            )
+            if self.packed_mla:
+                rank = layer.kv_lora_rank
+                latent = (
+                    f"({rank} fp8 + {rank // PACKED_MLA_SCALE_BLOCK} x "
+                    f"{PACKED_MLA_SCALE_BYTES} B scales + {layer.qk_rope_head_dim} x "
+                    f"{PACKED_MLA_ROPE_BYTES} B rope)"
+                )
+            else:
+                latent = f"({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x {self.kv_bytes} B"
+            return f"{count} layers x ({latent}{indexer}) x {held} tokens"
         v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
         heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
         dims = f"2 x {layer.head_dim}" if v == layer.head_dim else f"({layer.head_dim} + {v})"
@@ -183,11 +213,29 @@ def kv_bytes_per_token(
 ) -> int:
     """Bytes each token adds, summed over every layer that stores keys/values per token."""
     kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    packed = packed_mla(arch, kv_cache_dtype)
     return sum(
-        count * token_bytes_per_layer(layer, kv_bytes, tensor_parallel_size)
+        count * token_bytes_per_layer(layer, kv_bytes, tensor_parallel_size, packed)
         for layer, count in arch.cache_layer_counts
         if not isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1)
     )
+
+
+def packed_mla(arch: ModelArchitecture, kv_cache_dtype: str) -> bool:
+    """Whether the cache is DeepSeek's packed fp8_ds_mla rows; refused for other models."""
+    if normalize_kv_cache_dtype(kv_cache_dtype) != PACKED_MLA_KV_DTYPE:
+        return False
+    if not arch.has_sparse_mla or any(
+        not isinstance(layer, MultiHeadLatentAttention)
+        for layer, _ in arch.cache_layer_counts
+        if not isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1)
+    ):
+        raise InvalidDtype(
+            "kv_cache_dtype",
+            f"{PACKED_MLA_KV_DTYPE} is the packed cache of DeepSeek sparse-attention MLA models "
+            "(DeepSeek-V3.2, GLM-5); this model's attention is not that: use fp8",
+        )
+    return True
 
 
 @lru_cache(maxsize=4096)
@@ -200,18 +248,19 @@ def sequence_breakdown(
 ) -> tuple[LayerBytes, ...]:
     """What one sequence of `context_tokens` holds, per layer geometry."""
     kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    packed = packed_mla(arch, kv_cache_dtype)
     conv_b, ssm_b = state_dtype_bytes(arch, ssm_cache_dtype)
     tp = tensor_parallel_size
     lines: list[LayerBytes] = []
     for layer, count in arch.cache_layer_counts:
-        factors = (layer, kv_bytes, conv_b, ssm_b, tp)
+        factors = (layer, kv_bytes, conv_b, ssm_b, tp, packed)
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             state = state_bytes_per_sequence(layer, conv_b, ssm_b, tp)
             lines.append(
                 LayerBytes(layer.kind.value, count, 0, None, state, count * state, *factors)
             )
             continue
-        per_token = token_bytes_per_layer(layer, kv_bytes, tp)
+        per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed)
         held = tokens_held(layer, context_tokens)
         lines.append(
             LayerBytes(

@@ -14,8 +14,10 @@ from functools import lru_cache
 
 from .architecture import ModelArchitecture
 from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from .dtypes import kv_cache_dtype_bytes
 from .engines.common import Engine, EngineOptions
-from .errors import SizingError
+from .errors import InvalidDtype, SizingError
+from .kv import packed_mla
 from .parallel import check_tensor_parallel
 from .units import cdiv
 
@@ -175,6 +177,10 @@ def plan(
     if not gpus:
         raise SizingError("gpus", "no candidate GPUs")
     workload = Workload(request.max_model_len, request.kv_cache_dtype)
+    # A dtype the model cannot take is the request's fault, not every candidate's.
+    kv_cache_dtype_bytes(request.kv_cache_dtype, arch.dtype)
+    if packed_mla(arch, request.kv_cache_dtype) and request.engine.engine is not Engine.VLLM:
+        raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
     options: list[PlanOption] = []
     rejected: list[Rejection] = []
     warnings: list[str] = []

@@ -199,3 +199,16 @@ def test_a_body_that_is_not_json_is_a_422_on_the_body(client: TestClient) -> Non
     problem = response.json()
     assert problem["field"] == "body"
     assert "not valid JSON" in problem["detail"]
+
+
+def test_a_cache_dtype_the_model_cannot_take_is_422_not_all_rejected(client: TestClient) -> None:
+    # fp8_ds_mla is DeepSeek's packed sparse-MLA format; Llama has no MLA layer to pack
+    body = {
+        "model": "llama-3.1-8b",
+        "max_model_len": 8192,
+        "peak_concurrency": 8,
+        "kv_cache_dtype": "fp8_ds_mla",
+    }
+    response = client.post("/v1/plans", json=body)
+    assert response.status_code == 422
+    assert response.json()["field"] == "kv_cache_dtype"

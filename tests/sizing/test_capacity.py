@@ -520,3 +520,35 @@ def test_fp8_on_sparse_mla_warns_about_the_656_byte_rows() -> None:
         vllm("0.33.0", kv_cache_memory_bytes=10 * GiB),
     )
     assert any("fp8_ds_mla" in w for w in cap.warnings)
+
+
+def test_fp8_ds_mla_sizes_deepseeks_packed_656_byte_rows() -> None:
+    pool = 10 * GiB
+    cap = compute_capacity(
+        DEEPSEEK_V32,
+        H200,
+        Workload(65_536, "fp8_ds_mla"),
+        Parallelism(tensor_parallel_size=8),
+        vllm("0.33.0", kv_cache_memory_bytes=pool),
+    )
+    # flashmla_sparse.py "FP8 with scale": 512 fp8 + 512 // 128 x 4 B scales + 64 x 2 B rope
+    # = 656 B, plus the 132-B indexer key: 61 x 788 = 48,068 B per token
+    assert cap.kv_bytes_per_token == 61 * (656 + 132) == 48_068
+    # one 64-token block: 64 x 48,068 = 3,076,352 B; 10,737,418,240 // 3,076,352 = 3,490
+    assert cap.layout.bytes_per_block == 3_076_352
+    assert cap.num_gpu_blocks == 3490
+    # (3,490 - 1) // 1,024 blocks per 65,536-token request = 3 sequences
+    assert cap.max_num_seqs == 3
+    assert not any("fp8_ds_mla" in w for w in cap.warnings)
+
+
+def test_fp8_ds_mla_is_refused_for_models_without_sparse_mla() -> None:
+    with pytest.raises(InvalidDtype) as caught:
+        compute_capacity(LLAMA_31_8B, H100, Workload(8192, "fp8_ds_mla"), engine=vllm("0.33.0"))
+    assert caught.value.field == "kv_cache_dtype"
+
+
+def test_fp8_ds_mla_is_a_vllm_format_only() -> None:
+    engine = EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=10 * GiB)
+    with pytest.raises(InvalidDtype):
+        compute_capacity(DEEPSEEK_V32, H200, Workload(8192, "fp8_ds_mla"), Parallelism(8), engine)

@@ -275,6 +275,7 @@ def vllm_layout(
     prefix_caching: bool,
     hybrid_manager: bool,
     stage_sizes: tuple[int, ...] = (),
+    packed_mla: bool = False,
 ) -> CacheLayout:
     """Cut the model's layers into vLLM KV-cache groups and pages.
 
@@ -306,7 +307,7 @@ def vllm_layout(
             state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
             specs.append(_Spec(layer, len(where), block_size, state, 0))
         else:
-            per_token = token_bytes_per_layer(layer, kv_bytes, tp)
+            per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed_mla)
             specs.append(_Spec(layer, len(where), block_size, block_size * per_token, per_token))
     layer_positions = list(positions.values())
     if (
