@@ -14,6 +14,11 @@ from ..sizing.capacity import MAX_CONTEXT_TOKENS
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 
 EngineName = Literal["vllm", "sglang", "trtllm"]
+KV_CACHE_DTYPE_DOC = (
+    "KV-cache precision, as vLLM's `--kv-cache-dtype`: `auto` (the model's dtype), `bfloat16` "
+    "(`bf16`), `float16` (`fp16`), `float32`, `fp8` (= `fp8_e4m3`), `fp8_e5m2`, or `fp8_ds_mla` "
+    "(DeepSeek's packed sparse-MLA rows, vLLM only). Recurrent state keeps its own dtype."
+)
 ResponseFormat = Literal["json", "csv", "text"]
 CAPACITY_FIELDS = (
     "max_num_seqs",
@@ -147,7 +152,7 @@ class CapacityQuery(EngineFields):
         le=MAX_CONTEXT_TOKENS,
         description="Max context per sequence (default: the model's max_position_embeddings).",
     )
-    kv_cache_dtype: str = Field("auto", max_length=20, description="KV-cache precision.")
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
     data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
@@ -258,7 +263,7 @@ class CapacityRequest(EngineFields):
     model: ModelRef = Field(..., description="A slug, an inline spec, or {hf_config: {...}}.")
     gpu: GpuRef = Field(..., description="A slug or {memory_bytes: N}.")
     max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
-    kv_cache_dtype: str = Field("auto", max_length=20)
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
     data_parallel_size: int = Field(1, ge=1, le=4096)
@@ -352,7 +357,7 @@ class PlanRequestBody(EngineFields):
     peak_concurrency: int = Field(
         ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
     )
-    kv_cache_dtype: str = Field("auto", max_length=20, description="KV-cache precision.")
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     gpus: list[GpuRef] | None = Field(
         None, max_length=200, description="Candidate GPUs (default: the whole catalog)."
     )
@@ -379,7 +384,7 @@ class PlanQuery(EngineFields):
     model: str = Field(..., max_length=100)
     max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS)
     peak_concurrency: int = Field(..., ge=1, le=MAX_PEAK_CONCURRENCY)
-    kv_cache_dtype: str = Field("auto", max_length=20)
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     gpus: str | None = Field(
         None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
     )
