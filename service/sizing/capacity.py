@@ -15,7 +15,17 @@ from .engines import calibration
 from .engines.activation import forward_bytes_per_token
 from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, MemoryBudget, PoolReport
 from .engines.sglang import SglangHybrid, sglang_budget, sglang_hybrid, sglang_report
-from .engines.trtllm import trtllm_budget, trtllm_report
+from .engines.trtllm import (
+    WINDOWED_DEFAULT_NOTE,
+    check_trtllm_hybrid,
+    has_windowed_layers,
+    trtllm_budget,
+    trtllm_mamba_pools,
+    trtllm_report,
+    trtllm_rules,
+    trtllm_state_bytes_per_slot,
+    trtllm_state_dtypes,
+)
 from .engines.vllm import (
     batch_defaults,
     behaviour_for,
@@ -535,11 +545,19 @@ def _trtllm_capacity(
     warnings: list[str],
     common: dict[str, Any],
 ) -> Capacity:
-    if arch.is_hybrid or has_state_layers(arch):
-        warnings.append(
-            "TensorRT-LLM variable-window and Mamba pools are not modelled: attention layers "
-            "are sized for the whole context"
+    if has_state_layers(arch):
+        return _trtllm_mamba_capacity(
+            arch=arch,
+            gpu=gpu,
+            workload=workload,
+            parallel=parallel,
+            engine=engine,
+            warnings=warnings,
+            common=common,
         )
+    if has_windowed_layers(arch):
+        # resource_manager.py KVCacheManager: no max_attention_window -> [max_seq_len] for all.
+        warnings.append(WINDOWED_DEFAULT_NOTE)
     per_token = forward_bytes_per_token(arch, parallel.tensor_parallel_size) or 0
     mnbt = engine.max_num_batched_tokens or 8192
     budget = trtllm_budget(
@@ -574,5 +592,107 @@ def _trtllm_capacity(
         warnings=tuple(warnings),
         fits=fits,
         reason=reason,
+        **common,
+    )
+
+
+def _trtllm_mamba_capacity(
+    *,
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    """MambaHybridCacheManager: max_batch_size state slots taken before the fraction, then a
+    paged KV pool for the attention layers (engines/trtllm.py `trtllm_mamba_pools`)."""
+    rules = trtllm_rules(engine.engine_version)
+    check_trtllm_hybrid(arch, rules)
+    m = workload.max_model_len
+    tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
+    stages = [arch] if pp == 1 else [arch.with_layers(s) for s in pipeline_stages(arch, pp)]
+    mnbt = engine.max_num_batched_tokens or 8192
+    activation = (forward_bytes_per_token(arch, tp) or 0) * mnbt
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    slots = engine.max_num_seqs or calibration.TRTLLM_DEFAULT_MAX_BATCH_SIZE
+    conv_b, ssm_b, ssm_name = trtllm_state_dtypes(arch, rules, engine)
+    chosen = None
+    for stage in stages:
+        conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_b, ssm_b)
+        budget = trtllm_budget(
+            total_bytes=gpu.memory_bytes,
+            weights_per_gpu=common["weights_bytes_per_gpu"],
+            activation_bytes=activation,
+            options=engine,
+            state_bytes=slots * (conv + ssm),
+        )
+        pools = trtllm_mamba_pools(
+            rules,
+            stage=stage,
+            model=arch,
+            pool_bytes=budget.pool_bytes,
+            kv_bytes=common["kv_element_bytes"],
+            conv_bytes=conv_b,
+            ssm_bytes=ssm_b,
+            tensor_parallel_size=tp,
+            tokens_per_block=block,
+            max_model_len=m,
+            max_batch_size=slots,
+        )
+        # KVCacheManager.calculate_max_num_blocks: every rank takes the MIN of max_tokens.
+        if chosen is None or pools.max_tokens < chosen[1].max_tokens:
+            chosen = (budget, pools)
+    assert chosen is not None
+    budget, pools = chosen
+    warnings.extend(pools.notes)
+    if has_windowed_layers(arch):
+        warnings.append(WINDOWED_DEFAULT_NOTE)
+    if len(stages) > 1:
+        warnings.append(
+            "pipeline parallel: each stage holds its own layers' state and KV; TensorRT-LLM "
+            "keeps the smallest max_tokens of all ranks and kvplan reports that stage"
+        )
+    block_bytes = block * pools.attention_bytes_per_token
+    layout = CacheLayout(
+        groups=(
+            CacheGroup(
+                "full_attention",
+                pools.attention_layers,
+                block,
+                block_bytes,
+                pools.blocks_per_request,
+            ),
+        ),
+        bytes_per_block=block_bytes,
+        blocks_per_request=pools.blocks_per_request,
+        block_size=block,
+        padding_layers=0,
+        notes=(),
+    )
+    report = PoolReport(
+        pools.blocks, pools.blocks * block, pools.concurrency, pools.sequences, pools.describe
+    )
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "engine_version": rules.label,
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": mnbt,
+            "max_batch_size": slots,
+            "max_num_seqs": slots,
+            "mamba_ssm_cache_dtype": ssm_name,
+            "mamba_state_bytes_per_request": pools.conv_bytes_per_slot + pools.ssm_bytes_per_slot,
+            "kv_size_per_token": pools.kv_size_per_token,
+        },
+        warnings=tuple(warnings),
+        fits=pools.problem is None,
+        reason=pools.problem,
         **common,
     )

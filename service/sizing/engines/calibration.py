@@ -133,3 +133,26 @@ SGLANG_MAX_REQS: Final = 4096
 TRTLLM_DEFAULT_FREE_FRACTION: Final = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TRTLLM_TOKENS_PER_BLOCK: Final = 32  # KvCacheConfig.tokens_per_block
 TRTLLM_NON_TORCH: Final = round(0.5 * GiB)  # context + NCCL + graphs outside torch (estimate)
+# LLM API / trtllm-serve default max_batch_size (llmapi/llm_args.py BaseLlmArgs.max_batch_size):
+# a Mamba hybrid's state slots.
+TRTLLM_DEFAULT_MAX_BATCH_SIZE: Final = 2048
+
+# TensorRT-LLM (PyTorch backend) hybrid pools. Milestones are the first release whose tag
+# holds the change, placed from the PR's merge commit on main against the release tags
+# (v1.0.0rc3 = cfcb97a, v1.2.0rc0 = 560ded5 "Bump version to 1.2.0rc0", v1.2.0rc1 = 796891b);
+# (major, minor, patch, pre): pre = rc number, TRTLLM_FINAL for a final release.
+TrtllmVersion = tuple[int, int, int, int]
+TRTLLM_FINAL: Final = 1000
+LATEST_TRTLLM_VERSION: Final = "1.2.0"  # the newest release whose hybrid arithmetic kvplan models
+TRTLLM_MAMBA_HYBRID: Final[TrtllmVersion] = (0, 20, 0, 0)  # Nemotron-H, PR #3430 (2025-04-16)
+# KvCacheCreator divides the budget by the attention layers' bytes only (get_num_attention_layers)
+# instead of every hidden layer's: PR #5371, merged 2025-07-09.
+TRTLLM_KV_SIZE_ATTENTION_ONLY: Final[TrtllmVersion] = (1, 0, 0, 3)
+TRTLLM_GDN: Final[TrtllmVersion] = (1, 2, 0, 1)  # Qwen3-Next, PR #7892 (after the rc0 tag)
+# KVCacheManager VSWA pools (calculate_max_num_blocks_from_cpp): PR #5151, 2025-07-02.
+TRTLLM_PYTORCH_VSWA: Final[TrtllmVersion] = (1, 0, 0, 2)
+# VSWA pools cut from the estimated KV budget (max_gpu_total_bytes), not from free memory
+# capped by max_tokens: PR #5933, 2025-08-25.
+TRTLLM_VSWA_FROM_BUDGET: Final[TrtllmVersion] = (1, 1, 0, 2)
+# calculateMaxNumBlocks: equal share per window size instead of bytes x window (PR #7923).
+TRTLLM_VSWA_EQUAL_SHARES: Final[TrtllmVersion] = (1, 2, 0, 0)

@@ -2,11 +2,38 @@
 
 Source: tensorrt_llm/_torch/pyexecutor/_util.py `KvCacheCreator.configure_kv_cache_capacity`
 (restated in ../shared/design/engine-memory.md section 3).
+
+Hybrid models (read in TensorRT-LLM's repository history, milestones in calibration.py):
+  Mamba / gated-delta-net hybrids (Nemotron-H from 0.20, Qwen3-Next from 1.2.0rc1) keep one
+  conv + SSM state per request slot (max_batch_size slots) beside the paged KV pool; the
+  state is allocated before the warm-up, so it is taken before free_gpu_memory_fraction.
+  Variable sliding window (VSWA) pools exist only when KvCacheConfig.max_attention_window
+  lists several windows; its default gives every layer max_seq_len (one pool).
 """
 
 from __future__ import annotations
 
-from ..units import cdiv
+import re
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    GatedDeltaNet,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+    SlidingWindowAttention,
+    StateLayer,
+    TokenLayer,
+)
+from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
+from ..errors import SizingError
+from ..kv import token_bytes_per_layer
+from ..units import GiB, cdiv
 from . import calibration
 from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
 
@@ -17,7 +44,9 @@ def trtllm_budget(
     weights_per_gpu: int,
     activation_bytes: int,
     options: EngineOptions,
+    state_bytes: int = 0,
 ) -> MemoryBudget:
+    """`state_bytes`: Mamba state a hybrid allocates before the warm-up (part of the peak)."""
     if options.kv_cache_memory_bytes is not None:
         pool = options.kv_cache_memory_bytes
         return MemoryBudget(
@@ -34,12 +63,24 @@ def trtllm_budget(
             lambda: (BudgetLine("kv_cache_memory", pool, "given"),),
         )
     fraction = options.free_gpu_memory_fraction or calibration.TRTLLM_DEFAULT_FREE_FRACTION
-    peak = weights_per_gpu + activation_bytes + calibration.TRTLLM_NON_TORCH
+    peak = weights_per_gpu + activation_bytes + calibration.TRTLLM_NON_TORCH + state_bytes
     free = total_bytes - peak
     pool = int(free * fraction)
+    state_lines = (
+        (
+            BudgetLine(
+                "mamba_state",
+                -state_bytes,
+                "conv + SSM state of max_batch_size slots, allocated before the warm-up",
+            ),
+        )
+        if state_bytes
+        else ()
+    )
     lines = (
         BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports it"),
         BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
+        *state_lines,
         BudgetLine("activation_peak", -activation_bytes, "warm-up peak (estimated)"),
         BudgetLine("non_torch", -calibration.TRTLLM_NON_TORCH, "context, NCCL, graphs (estimate)"),
         BudgetLine("free_after_warmup", free, "memory still free after warm-up"),
@@ -72,3 +113,447 @@ def trtllm_report(
         f"max_tokens={tokens}",
     )
     return PoolReport(blocks, tokens, concurrency, blocks // per_request, lambda: lines)
+
+
+# --- releases ------------------------------------------------------------------------------
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:(rc|\.dev|dev)(\d*))?")
+
+
+def parse_trtllm_version(text: str, field: str = "engine_version") -> calibration.TrtllmVersion:
+    """`1.1.0rc1` -> (1, 1, 0, 1); `1.0.0` -> (1, 0, 0, FINAL); `.post` suffixes are ignored;
+    a `.dev` build sorts before rc0 of its release."""
+    match = _VERSION.match(text.strip().lower())
+    if match is None:
+        raise SizingError(field, f"not a TensorRT-LLM version like 1.0.0 or 1.1.0rc1: {text!r}")
+    major, minor, patch = int(match[1]), int(match[2]), int(match[3] or 0)
+    if match[4] is None:
+        pre = calibration.TRTLLM_FINAL
+    elif match[4] == "rc":
+        pre = int(match[5] or 0)
+    else:
+        pre = -1
+    return major, minor, patch, pre
+
+
+@dataclass(frozen=True, slots=True)
+class TrtllmRules:
+    """The parts of TensorRT-LLM's hybrid-pool arithmetic one release has."""
+
+    version: calibration.TrtllmVersion
+    label: str
+
+    def has(self, milestone: calibration.TrtllmVersion) -> bool:
+        return self.version >= milestone
+
+    @property
+    def newer_than_modelled(self) -> bool:
+        latest = parse_trtllm_version(calibration.LATEST_TRTLLM_VERSION)
+        # 1.2.0.postN and later 1.2.x patch releases come from the same release branch.
+        return self.version[:2] > latest[:2]
+
+
+def trtllm_rules(engine_version: str | None) -> TrtllmRules:
+    text = engine_version or calibration.LATEST_TRTLLM_VERSION
+    return TrtllmRules(parse_trtllm_version(text), text)
+
+
+def _newer_note(rules: TrtllmRules, what: str, since: str) -> tuple[str, ...]:
+    if not rules.newer_than_modelled:
+        return ()
+    return (
+        f"TensorRT-LLM {rules.label} is newer than the newest release whose {what} kvplan "
+        f"models ({calibration.LATEST_TRTLLM_VERSION}) and is sized as that release; {since}",
+    )
+
+
+MAMBA_SINCE_1_3 = (
+    "1.3 moved the Mamba state into C++ (PR #10540), then into the KV pool itself "
+    "(CppMambaHybridCacheManager, PR #12185: tokens = (pool - max_batch_size x state) // "
+    "attention bytes) and onto KVCacheManagerV2 (PR #16598)"
+)
+VSWA_SINCE_1_3 = (
+    "1.3 cuts the window pools in Python (calculate_max_num_blocks_for_vswa, blocks rounded "
+    "down) after shrinking windows that do not fit (adjust_window_sizes_for_vswa)"
+)
+
+
+# --- Mamba / gated-delta-net hybrids -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrtllmStateSlot:
+    """One request's recurrent state in one layer on one GPU, in elements."""
+
+    conv_elements: int
+    ssm_elements: int
+
+
+NO_MAMBA1 = (
+    "TensorRT-LLM's PyTorch backend has no Mamba-1 cache manager (Jamba, Falcon-Mamba); its "
+    "MambaHybridCacheManager holds Mamba-2 and gated-delta-net state only"
+)
+
+
+def trtllm_state_slot(layer: StateLayer, tensor_parallel_size: int) -> TrtllmStateSlot:
+    """_torch/pyexecutor/mamba_cache_manager.py `MambaCacheManager.__init__` (0.20 ... 1.2):
+    conv_dim = head_dim x heads + 2 x groups x d_state, split by tp (no group replication;
+    heads and conv_dim must divide); conv state (conv_dim / tp, d_conv - 1); SSM state
+    (heads / tp, head_dim, d_state). Qwen3-Next passes (_util.py `_create_kv_cache_manager`)
+    d_state = key head dim, heads = value heads, groups = key heads, head_dim = value head dim.
+    """
+    tp = tensor_parallel_size
+    if isinstance(layer, Mamba1):
+        raise SizingError("layer_schedule", NO_MAMBA1)
+    if isinstance(layer, GatedDeltaNet):
+        d_state, d_conv = layer.key_head_dim, layer.conv_kernel
+        heads, groups, head_dim = layer.num_value_heads, layer.num_key_heads, layer.value_head_dim
+    else:
+        d_state, d_conv = layer.state_size, layer.conv_kernel
+        heads, groups, head_dim = layer.num_heads, layer.n_groups, layer.head_dim
+    conv_dim = head_dim * heads + 2 * groups * d_state
+    if heads % tp or conv_dim % tp:
+        raise SizingError(
+            "tensor_parallel_size",
+            f"TensorRT-LLM's MambaCacheManager needs heads ({heads}) and conv_dim ({conv_dim}) "
+            f"divisible by tensor_parallel_size {tp}",
+        )
+    return TrtllmStateSlot(conv_dim // tp * (d_conv - 1), heads // tp * head_dim * d_state)
+
+
+def _attention_layers(layers: Sequence[object]) -> list[TokenLayer]:
+    return [
+        g
+        for g in layers
+        if isinstance(
+            g,
+            FullAttention
+            | SlidingWindowAttention
+            | ChunkedLocalAttention
+            | MultiHeadLatentAttention,
+        )
+    ]
+
+
+def _state_layers(layers: Sequence[object]) -> list[StateLayer]:
+    return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
+
+
+def check_trtllm_hybrid(arch: ModelArchitecture, rules: TrtllmRules) -> None:
+    """Raise for recurrent models the PyTorch backend of this release does not run."""
+    state = _state_layers(arch.layers)
+    if any(isinstance(g, Mamba1) for g in state):
+        raise SizingError("layer_schedule", NO_MAMBA1)
+    if not _attention_layers(arch.layers):
+        raise SizingError(
+            "layer_schedule",
+            "TensorRT-LLM's PyTorch backend runs recurrent layers only in attention hybrids "
+            "(Nemotron-H, Qwen3-Next: MambaHybridCacheManager); attention-free Mamba models "
+            "ran in the TensorRT engine flow only",
+        )
+    if not rules.has(calibration.TRTLLM_MAMBA_HYBRID):
+        raise SizingError(
+            "engine_version",
+            f"TensorRT-LLM {rules.label} has no Mamba hybrid in its PyTorch backend; "
+            "Nemotron-H arrived in 0.20.0",
+        )
+    if any(isinstance(g, GatedDeltaNet) for g in state) and not rules.has(calibration.TRTLLM_GDN):
+        raise SizingError(
+            "engine_version",
+            f"TensorRT-LLM {rules.label} does not run gated-delta-net models; Qwen3-Next "
+            "arrived in 1.2.0rc1",
+        )
+
+
+def trtllm_state_bytes_per_slot(
+    stage: ModelArchitecture, tensor_parallel_size: int, conv_bytes: int, ssm_bytes: int
+) -> tuple[int, int]:
+    """(conv, ssm) bytes one request slot holds over the stage's recurrent layers."""
+    conv = ssm = 0
+    for layer in _state_layers(stage.layers):
+        slot = trtllm_state_slot(layer, tensor_parallel_size)
+        conv += slot.conv_elements * conv_bytes
+        ssm += slot.ssm_elements * ssm_bytes
+    return conv, ssm
+
+
+def trtllm_state_dtypes(
+    arch: ModelArchitecture, rules: TrtllmRules, options: EngineOptions
+) -> tuple[int, int, str]:
+    """(conv bytes, SSM bytes, SSM dtype name). _torch/pyexecutor/model_loader.py
+    `validate_and_set_mamba_ssm_cache_dtype` (0.20 ... 1.2): KvCacheConfig.mamba_ssm_cache_dtype
+    "auto" is the model's torch_dtype; the conv state is always the model dtype. Newer
+    releases read the config's mamba_ssm_dtype first (resolve_ssm_cache_dtype)."""
+    given = options.mamba_ssm_cache_dtype
+    if given is None or given.strip().lower() == "auto":
+        given = (arch.state_dtype if rules.newer_than_modelled else None) or arch.dtype
+    name = normalize_model_dtype(given, "mamba_ssm_cache_dtype")
+    return MODEL_DTYPE_BYTES[arch.dtype], MODEL_DTYPE_BYTES[name], name
+
+
+def has_windowed_layers(arch: ModelArchitecture) -> bool:
+    return any(
+        isinstance(g, SlidingWindowAttention | ChunkedLocalAttention)
+        for g, _ in arch.cache_layer_counts
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrtllmMambaPools:
+    """One GPU's KV blocks and Mamba state slots as TensorRT-LLM cuts them."""
+
+    pool_bytes: int  # KvCacheCreator's "Estimated max memory in KV cache" (after the fraction)
+    slots: int  # max_batch_size: one conv + SSM state each
+    conv_bytes_per_slot: int
+    ssm_bytes_per_slot: int
+    kv_size_per_token: int  # what KvCacheCreator divides the pool by
+    attention_layers: int  # layers whose KV the blocks hold
+    attention_bytes_per_token: int  # what one token of a block really stores
+    max_tokens: int
+    blocks: int
+    blocks_per_request: int
+    sequences: int
+    concurrency: float
+    problem: str | None
+    notes: tuple[str, ...]
+    describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
+
+    @property
+    def state_bytes(self) -> int:
+        return self.slots * (self.conv_bytes_per_slot + self.ssm_bytes_per_slot)
+
+
+def trtllm_mamba_pools(
+    rules: TrtllmRules,
+    *,
+    stage: ModelArchitecture,
+    model: ModelArchitecture,
+    pool_bytes: int,
+    kv_bytes: int,
+    conv_bytes: int,
+    ssm_bytes: int,
+    tensor_parallel_size: int,
+    tokens_per_block: int,
+    max_model_len: int,
+    max_batch_size: int,
+) -> TrtllmMambaPools:
+    """KvCacheCreator + MambaHybridCacheManager for one pipeline stage (0.20 ... 1.2).
+
+    max_tokens = pool // kv_size_per_token, where kv_size_per_token is the attention layers'
+    bytes per token (1.0.0rc3+, PR #5371) or, before, every hidden layer counted as an
+    attention layer (resource_manager `get_cache_size_per_token` on num_hidden_layers; at
+    least one layer either way). KVCacheManager.calculate_max_num_blocks then rounds up:
+    blocks = ceil(max_tokens / tokens_per_block). A request needs ceil(M / tokens_per_block)
+    blocks and one of the max_batch_size state slots.
+    """
+    tp = tensor_parallel_size
+    model_attention = _attention_layers(model.layers)
+    per_layer = token_bytes_per_layer(model_attention[0], kv_bytes, tp)
+    stage_attention = _attention_layers(stage.layers)
+    attention_bytes = sum(token_bytes_per_layer(g, kv_bytes, tp) for g in stage_attention)
+    notes: list[str] = []
+    if rules.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
+        kv_size = per_layer * max(1, len(stage_attention))
+    else:
+        kv_size = per_layer * max(1, stage.num_layers)
+        notes.append(
+            f"TensorRT-LLM {rules.label} divides the KV budget by every hidden layer's "
+            f"attention bytes ({stage.num_layers} layers x {per_layer} B = {kv_size} B per "
+            f"token) though only {len(stage_attention)} layers keep KV; the pool is "
+            "under-used until 1.0.0rc3 (PR #5371)"
+        )
+    if len({token_bytes_per_layer(g, kv_bytes, tp) for g in model_attention}) > 1:
+        notes.append(
+            "attention layers of different geometry: TensorRT-LLM sizes max_tokens with the "
+            "config's one head_dim and KV head count; kvplan uses the first attention layer's"
+        )
+    conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_bytes, ssm_bytes)
+    max_tokens = max(0, pool_bytes) // kv_size
+    blocks = cdiv(max_tokens, tokens_per_block)
+    per_request = cdiv(max_model_len, tokens_per_block)
+    by_kv = blocks // per_request
+    sequences = min(by_kv, max_batch_size)
+    concurrency = min(blocks / per_request, float(max_batch_size))
+    problem = None
+    if pool_bytes <= 0:
+        problem = "no memory left for the KV cache after the weights, warm-up and Mamba state"
+    elif sequences < 1:
+        problem = (
+            f"{blocks} blocks of {tokens_per_block} tokens cannot hold one sequence of "
+            f"{max_model_len} tokens ({per_request} blocks)"
+        )
+
+    def describe() -> tuple[str, ...]:
+        return (
+            f"Estimated max memory in KV cache : {pool_bytes / GiB:.2f} GiB",
+            f"max_tokens={max_tokens} (kv size per token {kv_size} B), blocks={blocks} of "
+            f"{tokens_per_block} tokens",
+            # MambaCacheManager.__init__ (its GB is 2^30 bytes)
+            f"Mamba Cache is allocated. max_mamba_cache_size: {max_batch_size}, "
+            f"conv_state size: {max_batch_size * conv / GiB:.2f}GB, "
+            f"ssm_state size: {max_batch_size * ssm / GiB:.2f}GB",
+        )
+
+    return TrtllmMambaPools(
+        pool_bytes=pool_bytes,
+        slots=max_batch_size,
+        conv_bytes_per_slot=conv,
+        ssm_bytes_per_slot=ssm,
+        kv_size_per_token=kv_size,
+        attention_layers=len(stage_attention),
+        attention_bytes_per_token=attention_bytes,
+        max_tokens=max_tokens,
+        blocks=blocks,
+        blocks_per_request=per_request,
+        sequences=max(0, sequences),
+        concurrency=concurrency,
+        problem=problem,
+        notes=tuple(notes) + _newer_note(rules, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
+        describe=describe,
+    )
+
+
+# --- variable sliding window (VSWA) --------------------------------------------------------
+
+WINDOWED_DEFAULT_NOTE = (
+    "TensorRT-LLM's PyTorch backend builds one KV pool per distinct entry of "
+    "KvCacheConfig.max_attention_window, which defaults to max_seq_len for every layer (it "
+    "does not read the model's sliding_window or attention_chunk_size): sliding-window and "
+    "chunked layers hold the whole context. kvplan has no max_attention_window flag and uses "
+    "that default"
+)
+
+
+def _f32(value: float) -> float:
+    """Round to IEEE single precision, as C++ `float` arithmetic does."""
+    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPool:
+    """The blocks TensorRT-LLM gives one attention window size on one GPU."""
+
+    window: int
+    layers: int
+    bytes_per_token: int  # over the window's layers
+    share: float
+    tokens: int
+    blocks: int
+    blocks_per_request: int
+
+    @property
+    def sequences(self) -> int:
+        return self.blocks // self.blocks_per_request
+
+
+@dataclass(frozen=True, slots=True)
+class TrtllmWindowPools:
+    pools: tuple[WindowPool, ...]
+    sequences: int
+    concurrency: float
+    notes: tuple[str, ...]
+    describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
+
+
+def trtllm_window_pools(
+    rules: TrtllmRules,
+    *,
+    pool_bytes: int,
+    layer_windows: Sequence[tuple[int, int]],
+    tokens_per_block: int,
+    max_model_len: int,
+) -> TrtllmWindowPools:
+    """Per-window KV pools for KvCacheConfig.max_attention_window (one entry per layer:
+    (window, bytes one token costs that layer on this GPU)).
+
+    resource_manager.py `KVCacheManager.__init__`: windows are clamped to max_seq_len; one
+    distinct window is the standard pool (tokens = pool // bytes, blocks rounded up). Several
+    go to C++ `BaseKVCacheManager::calculateMaxNumBlocks` (kvCacheManager.cpp):
+      1.0.0rc2 (PR #5151)  VSWA pools in the PyTorch backend; the C++ share came from free
+                           memory and every window was capped at KvCacheCreator's max_tokens
+                           = pool // (all layers' bytes); kvplan takes the cap (approximate).
+      1.1.0rc2 (PR #5933)  the budget is the estimated KV memory (max_gpu_total_bytes), no cap;
+                           share_w = (bytes_w / sum bytes) x w, normalised
+                           (BlockManager::calculateWindowSizeToShare, float32).
+      1.2.0rc0 (PR #7923)  every window gets the same share 1 / n (TRTLLM_WINDOW_SIZE_SHARES
+                           overrides it), max_tokens ignored under VSWA.
+    tokens_w = (uint64)(float32(pool x share_w) / bytes_w); blocks_w = ceil(tokens_w / 32).
+    A request of M tokens needs ceil(min(M, w) / tokens_per_block) blocks of window w
+    (KVCacheManager::calculateMaxBlockRequirementsPerBeam); the window that runs out first
+    sets the batch (getMaxCapacityBatchSize).
+    """
+    m, tpb = max_model_len, tokens_per_block
+    groups: dict[int, list[int]] = {}
+    for window, bytes_per_token in layer_windows:
+        groups.setdefault(min(window, m), []).append(bytes_per_token)
+    windows = sorted(groups)
+    per_window = {w: sum(groups[w]) for w in windows}
+    total = sum(per_window.values())
+    pool = max(0, pool_bytes)
+    notes: list[str] = list(_newer_note(rules, "VSWA arithmetic", VSWA_SINCE_1_3))
+    if len(windows) > 1 and not rules.has(calibration.TRTLLM_PYTORCH_VSWA):
+        raise SizingError(
+            "engine_version",
+            f"TensorRT-LLM {rules.label} has no variable-window KV pools in its PyTorch "
+            "backend; they arrived in 1.0.0rc2 (PR #5151)",
+        )
+    shares: dict[int, float] = {}
+    tokens: dict[int, int] = {}
+    if len(windows) == 1:
+        shares[windows[0]] = 1.0
+        tokens[windows[0]] = pool // total
+    elif not rules.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
+        capped = pool // total
+        for w in windows:
+            shares[w] = per_window[w] / total
+            tokens[w] = capped
+        notes.append(
+            f"TensorRT-LLM {rules.label} split free memory between windows and capped each at "
+            f"max_tokens = pool // {total} B; kvplan assumes the cap binds for every window "
+            "(free memory at that point is not modelled)"
+        )
+    else:
+        if rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+            for w in windows:
+                shares[w] = _f32(1.0 / len(windows))
+        else:
+            # float weight = bytes_w / total; weight *= w; double sum; float share.
+            contribution = {w: _f32(_f32(per_window[w] / total) * w) for w in windows}
+            denominator = sum(contribution.values())
+            for w in windows:
+                shares[w] = _f32(contribution[w] / denominator)
+        for w in windows:
+            # uint64 x float is a float product; divided as double, truncated to uint64.
+            tokens[w] = int(_f32(_f32(pool) * shares[w]) / per_window[w])
+    pools = tuple(
+        WindowPool(
+            window=w,
+            layers=len(groups[w]),
+            bytes_per_token=per_window[w],
+            share=shares[w],
+            tokens=tokens[w],
+            blocks=cdiv(tokens[w], tpb),
+            blocks_per_request=cdiv(min(m, w), tpb),
+        )
+        for w in windows
+    )
+    if len(pools) > 1 and rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+        notes.append(
+            "from 1.2.0rc0 TensorRT-LLM writes sliding-window blocks linearly and releases "
+            "out-of-window blocks as the window moves (PR #6768); kvplan charges a request "
+            "ceil(min(M, window) / tokens_per_block) blocks per window, its steady state"
+        )
+    sequences = min(p.sequences for p in pools)
+    concurrency = min(p.blocks / p.blocks_per_request for p in pools)
+
+    def describe() -> tuple[str, ...]:
+        return (
+            "Blocks per window size:",
+            *(
+                f"[windowSize={p.window}] {{.primaryBlocks={p.blocks}, .secondayBlocks=0}}"
+                for p in pools
+            ),
+        )
+
+    return TrtllmWindowPools(pools, sequences, concurrency, tuple(notes), describe)
