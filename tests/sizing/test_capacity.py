@@ -552,3 +552,16 @@ def test_fp8_ds_mla_is_a_vllm_format_only() -> None:
     engine = EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=10 * GiB)
     with pytest.raises(InvalidDtype):
         compute_capacity(DEEPSEEK_V32, H200, Workload(8192, "fp8_ds_mla"), Parallelism(8), engine)
+
+
+def test_trtllm_rounds_a_partial_last_block_up() -> None:
+    # _util.py KvCacheCreator: max_tokens = pool // kv_size_per_token; resource_manager.py
+    # KVCacheManager.calculate_max_num_blocks: blocks = ceil(max_tokens / 32).
+    # pool = 1 GiB + 100 tokens: 8,292 tokens -> ceil(8,292 / 32) = 260 blocks (259.1)
+    pool = GiB + 100 * 131_072
+    options = EngineOptions(engine=Engine.TRTLLM, kv_cache_memory_bytes=pool)
+    cap = compute_capacity(LLAMA_31_8B, H100, Workload(1000), engine=options)
+    assert cap.kv_cache_tokens == 8292
+    assert cap.num_gpu_blocks == 260
+    # 260 // 32 blocks per 1,000-token request = 8 sequences
+    assert cap.max_num_seqs == 8

@@ -207,10 +207,17 @@ def test_sglang_and_trtllm_sequences_are_linear_in_the_pool(
 ) -> None:
     arch = model((layer,) * count)
     cell = kv_bytes_per_token(arch, "auto")
-    # SGLang page 1: a request holds m tokens; TRT-LLM: cdiv(m, 32) blocks of 32 tokens
-    per_request = m * cell if engine is Engine.SGLANG else cdiv(m, 32) * 32 * cell
     gpu = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3")
-    for pool, seqs in ((k * per_request, k), (k * per_request - 1, k - 1)):
+    if engine is Engine.SGLANG:
+        # page 1: a request holds m tokens; one byte short of k requests holds k - 1
+        edges = ((k * m * cell, k), (k * m * cell - 1, k - 1))
+    else:
+        # TRT-LLM: max_tokens = pool // cell, blocks = ceil(max_tokens / 32), a request holds
+        # cdiv(m, 32) blocks; one token into the k-th request's last block already buys the
+        # block, one token less does not
+        last = (k * cdiv(m, 32) - 1) * 32
+        edges = (((last + 1) * cell, k), ((last + 1) * cell - 1, k - 1))
+    for pool, seqs in edges:
         options = EngineOptions(engine=engine, kv_cache_memory_bytes=pool)
         assert compute_capacity(arch, gpu, Workload(m), engine=options).max_num_seqs == seqs
 

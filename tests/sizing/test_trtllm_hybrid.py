@@ -292,10 +292,12 @@ GPT_OSS = ModelArchitecture(
 
 def test_default_max_attention_window_sizes_every_layer_for_the_whole_context() -> None:
     cap = trtllm(GPT_OSS, None, 10 * GiB, 16_384)
-    # max_attention_window None -> [max_seq_len] for all 36 layers: 36 x 2,048 = 73,728 B;
-    # a block = 32 x 73,728 = 2,359,296 B; 10,737,418,240 // 2,359,296 = 4,551 blocks
-    assert cap.num_gpu_blocks == 4_551
-    # 4,551 // (16,384 / 32 = 512) = 8 sequences
+    # max_attention_window None -> [max_seq_len] for all 36 layers: 36 x 2,048 = 73,728 B per
+    # token; max_tokens = 10,737,418,240 // 73,728 = 145,635; blocks = ceil(145,635 / 32)
+    # = 4,552 (4,551.1: calculate_max_num_blocks rounds up)
+    assert cap.kv_cache_tokens == 145_635
+    assert cap.num_gpu_blocks == 4_552
+    # 4,552 // (16,384 / 32 = 512) = 8 sequences
     assert cap.max_num_seqs == 8
     assert WINDOWED_DEFAULT_NOTE in cap.warnings
     assert not any(OLD_WARNING in w for w in cap.warnings)

@@ -104,8 +104,10 @@ def trtllm_budget(
 def trtllm_report(
     pool_bytes: int, bytes_per_token: int, tokens_per_block: int, max_model_len: int
 ) -> PoolReport:
-    blocks = max(0, pool_bytes) // (bytes_per_token * tokens_per_block)
-    tokens = blocks * tokens_per_block
+    # KvCacheCreator: max_tokens = pool // kv_size_per_token; KVCacheManager
+    # calculate_max_num_blocks then rounds the blocks up: ceil(max_tokens / tokens_per_block).
+    tokens = max(0, pool_bytes) // bytes_per_token
+    blocks = cdiv(tokens, tokens_per_block)
     per_request = cdiv(max_model_len, tokens_per_block)
     concurrency = blocks / per_request
     lines = (
