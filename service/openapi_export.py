@@ -16,7 +16,7 @@ from .settings import Settings
 
 def openapi_spec() -> dict[str, Any]:
     # No database is touched while the spec is built.
-    app = create_app(Settings(database_url="sqlite://", admin_tokens=""))
+    app = create_app(Settings(database_url="sqlite://"))
     return app.openapi()
 
 

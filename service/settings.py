@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -16,8 +16,9 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "KVPLAN_DATABASE_URL"),
         description="SQLAlchemy URL; default an SQLite file in the working directory.",
     )
-    admin_tokens: str = Field(
-        default="",
+    # SecretStr: a settings object that ends up in a log or a traceback shows "**********".
+    admin_tokens: SecretStr = Field(
+        default=SecretStr(""),
         description="Comma-separated bearer tokens allowed to write the catalog. Empty: no writes.",
     )
     catalog_ttl_seconds: float = Field(
@@ -34,7 +35,8 @@ class Settings(BaseSettings):
 
     @cached_property
     def admin_token_list(self) -> tuple[str, ...]:
-        return tuple(t.strip() for t in self.admin_tokens.split(",") if t.strip())
+        tokens = self.admin_tokens.get_secret_value().split(",")
+        return tuple(t.strip() for t in tokens if t.strip())
 
     @property
     def is_sqlite(self) -> bool:

@@ -549,3 +549,20 @@ def test_csv_cells_that_look_like_formulas_stay_text(client: TestClient) -> None
     response = client.get("/v1/gpus", params={"format": "csv", "limit": 100})
     row = next(r for r in csv.DictReader(io.StringIO(response.text)) if r["slug"] == "formula-gpu")
     assert row["name"] == '\'=HYPERLINK("http://x")'
+
+
+def test_tokens_are_never_logged_nor_shown_in_settings(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    wrong = "wrong-token-d41d8cd98f00"
+    response = client.post(
+        "/v1/gpus",
+        json={"slug": "x", "name": "X", "memory_bytes": 1},
+        headers={"Authorization": f"Bearer {wrong}"},
+    )
+    assert response.status_code == 401
+    assert wrong not in caplog.text
+    assert wrong not in response.text
+    settings = client.app.state.settings  # type: ignore[attr-defined]
+    assert ADMIN["Authorization"].split()[1] not in repr(settings)
