@@ -60,7 +60,9 @@ def explain(capacity: Capacity) -> dict[str, Any]:
             "element_bytes": capacity.kv_element_bytes,
             "by_layer_kind": per_token,
             "rule": "2 (K and V) x kv_heads x head_dim x bytes per attention layer; MLA: "
-            "(kv_lora_rank + qk_rope_head_dim) x bytes; linear/Mamba layers keep a fixed state",
+            "(kv_lora_rank + qk_rope_head_dim) x bytes (fp8_ds_mla: 656-B packed rows), plus "
+            "132 B of sparse-attention indexer key where the model has one; linear/Mamba layers "
+            "keep a fixed state instead",
         },
         "kv_bytes_per_sequence": {
             "value": capacity.kv_bytes_per_sequence,
