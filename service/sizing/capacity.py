@@ -14,7 +14,14 @@ from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
 from .engines import calibration
 from .engines.activation import forward_bytes_per_token
 from .engines.common import CacheGroup, CacheLayout, Engine, EngineOptions, MemoryBudget, PoolReport
-from .engines.sglang import SglangHybrid, sglang_budget, sglang_hybrid, sglang_report
+from .engines.sglang import (
+    SglangHybrid,
+    sglang_budget,
+    sglang_hybrid,
+    sglang_report,
+    sglang_running_requests,
+    sglang_tokens,
+)
 from .engines.trtllm import (
     WINDOWED_DEFAULT_NOTE,
     check_trtllm_hybrid,
@@ -467,7 +474,12 @@ def _sglang_capacity(
         )
     # Every attention layer holds the whole context (design section 2).
     cell = common["kv_bytes_per_token_per_gpu"]
-    report = sglang_report(budget.pool_bytes, cell, page, m)
+    report = sglang_report(budget.pool_bytes, cell, page, m, engine.max_num_seqs)
+    # --max-running-requests sizes the request pool: the batch never grows past it.
+    running = sglang_running_requests(
+        sglang_tokens(budget.pool_bytes, cell, page), m, engine.max_num_seqs
+    )
+    settings["max_running_requests"] = settings["max_num_seqs"] = running
     fits = report.max_num_seqs >= 1
     reason = (
         None

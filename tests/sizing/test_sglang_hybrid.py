@@ -344,8 +344,30 @@ def test_full_attention_models_keep_the_single_pool() -> None:
         # design section 2: 10,000,000,000 // (32 x 8 x 256 x 2 B = 131,072) = 76,293
         assert cap.kv_cache_tokens == 76_293
         assert cap.max_num_seqs == 9  # 76,293 // 8,192
-        assert cap.engine_settings == {"mem_fraction_static": None, "page_size": 1}
+        # clamp(int(76,293 / 8,192 x 512) = 4,768, 2048, 4096) = 4,096 running requests
+        assert cap.engine_settings == {
+            "mem_fraction_static": None,
+            "page_size": 1,
+            "max_running_requests": 4096,
+            "max_num_seqs": 4096,
+        }
         assert cap.warnings == ()
+
+
+def test_max_running_requests_caps_the_batch_and_is_capped_by_half_the_tokens() -> None:
+    llama = ModelArchitecture(
+        layers=(FullAttention(8, 128),) * 32, num_attention_heads=32, weight_bytes=GiB
+    )
+    # --max-running-requests 4 (max_num_seqs): 76,293 tokens hold 9 sequences of 8,192, the
+    # engine runs 4; the planner reads engine_settings["max_num_seqs"]
+    capped = sglang(llama, "0.5.23", 10_000_000_000, 8192, max_num_seqs=4)
+    assert capped.max_num_seqs == 9
+    assert capped.engine_settings["max_running_requests"] == 4
+    assert capped.running_sequences_per_replica == 4
+    # resolve_max_num_reqs: min(requested, tokens // 2): 76,293 // 2 = 38,146 < 50,000
+    huge = sglang(llama, "0.5.23", 10_000_000_000, 8192, max_num_seqs=50_000)
+    assert huge.engine_settings["max_running_requests"] == 38_146
+    assert "max_running_requests=4, context_len=8192" in capped.report.log_lines[-1]
 
 
 def test_pipeline_parallel_hybrids_take_the_smallest_stage() -> None:
@@ -398,3 +420,11 @@ def test_mamba_full_memory_ratio_moves_the_state_budget() -> None:
     assert cap.kv_cache_tokens == 1_399_184
     # 221 // 5 = 44 running requests
     assert cap.max_num_seqs == 44
+
+
+def test_max_running_requests_caps_a_hybrid_too() -> None:
+    # gpt-oss at 0.5.23 with 10 GiB holds 9 sequences of 16,384 (first test); with
+    # --max-running-requests 3 the request pool admits 3
+    cap = sglang(GPT_OSS, "0.5.23", 10 * GiB, 16_384, max_num_seqs=3)
+    assert cap.engine_settings["max_running_requests"] == 3
+    assert cap.max_num_seqs == 3

@@ -119,16 +119,34 @@ def sglang_budget(
     )
 
 
-def sglang_report(
-    pool_bytes: int, cell_bytes: int, page_size: int, max_model_len: int
-) -> PoolReport:
+def sglang_tokens(pool_bytes: int, cell_bytes: int, page_size: int) -> int:
     """max_total_num_tokens = rest_memory // cell_size, rounded down to whole pages."""
-    tokens = max(0, pool_bytes) // cell_bytes // page_size * page_size
+    return max(0, pool_bytes) // cell_bytes // page_size * page_size
+
+
+def sglang_running_requests(tokens: int, max_model_len: int, requested: int | None) -> int:
+    """max_running_requests of a single-pool model: --max-running-requests, or
+    clamp(int(tokens / context_len x 512), 2048, 4096); never more than tokens // 2
+    (tp_worker before 0.5.10, resolve_max_num_reqs after)."""
+    if requested is None:
+        estimated = int(tokens / max_model_len * cal.SGLANG_REQS_PER_CONTEXT)
+        requested = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
+    return max(0, min(requested, tokens // 2))
+
+
+def sglang_report(
+    pool_bytes: int,
+    cell_bytes: int,
+    page_size: int,
+    max_model_len: int,
+    max_running_requests: int | None = None,
+) -> PoolReport:
+    """The pool in whole pages, and the sequences of max_model_len it holds."""
+    tokens = sglang_tokens(pool_bytes, cell_bytes, page_size)
     pages_per_request = cdiv(max_model_len, page_size)
     pages = tokens // page_size
     concurrency = pages / pages_per_request
-    # ModelRunner: max_running_requests = min(max(int(tokens / context_len * 512), 2048), 4096).
-    running = min(max(int(tokens / max_model_len * 512), 2048), 4096)
+    running = sglang_running_requests(tokens, max_model_len, max_running_requests)
     lines = (
         f"KV Cache is allocated. #tokens: {tokens}, K size: "
         f"{tokens * cell_bytes / 2 / GiB:.2f} GB, V size: {tokens * cell_bytes / 2 / GiB:.2f} GB",
@@ -320,8 +338,9 @@ def max_running_requests(
     tokens: int,
     context_len: int,
     state_cap: int | None = None,
+    requested: int | None = None,
 ) -> int:
-    """max_running_requests when --max-running-requests is not given.
+    """max_running_requests: --max-running-requests (`requested`) when given, else the estimate.
 
     Before 0.5.10 (init_memory_pool + tp_worker / model_runner): max_num_reqs =
     clamp(int(profiled / context_len x 512), 2048, 4096) from the profiled count (before the
@@ -329,9 +348,12 @@ def max_running_requests(
     0.5.10+ (_resolve_max_num_reqs / resolve_max_num_reqs): the same clamp from the final
     token count, min(that, tokens // 2), capped by the Mamba slots.
     """
-    base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
-    estimated = int(base / context_len * cal.SGLANG_REQS_PER_CONTEXT)
-    requests = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
+    if requested is not None:
+        requests = requested
+    else:
+        base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
+        estimated = int(base / context_len * cal.SGLANG_REQS_PER_CONTEXT)
+        requests = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
     if state_cap is not None:
         requests = min(requests, state_cap)
     return max(0, min(requests, tokens // 2))
@@ -493,6 +515,7 @@ def sglang_hybrid(
             if options.swa_full_tokens_ratio is not None
             else cal.SGLANG_SWA_FULL_TOKENS_RATIO
         ),
+        requested=options.max_num_seqs,
     )
 
 
@@ -507,6 +530,7 @@ def _swa_pools(
     page: int,
     m: int,
     ratio: float,
+    requested: int | None,
 ) -> tuple[SglangHybrid, tuple[str, ...]]:
     notes = [] if known else [SWA_ARCHITECTURES_NOTE]
     # Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count.
@@ -549,7 +573,11 @@ def _swa_pools(
         for g in windowed
     )
     running = max_running_requests(
-        rules, profiled_tokens=split.profiled_tokens, tokens=split.full_tokens, context_len=m
+        rules,
+        profiled_tokens=split.profiled_tokens,
+        tokens=split.full_tokens,
+        context_len=m,
+        requested=requested,
     )
     per_request = cdiv(m, page)
     by_full = split.full_tokens // page // per_request
@@ -710,7 +738,12 @@ def _mamba_pools(
     slots_per_request = mamba_slots_per_request(rules, radix)
     state_cap = split.slots // slots_per_request
     running = max_running_requests(
-        rules, profiled_tokens=profiled, tokens=tokens, context_len=m, state_cap=state_cap
+        rules,
+        profiled_tokens=profiled,
+        tokens=tokens,
+        context_len=m,
+        state_cap=state_cap,
+        requested=options.max_num_seqs,
     )
     per_seq_pages = cdiv(m, page)
     by_tokens = tokens // page // per_seq_pages
