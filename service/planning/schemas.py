@@ -79,7 +79,11 @@ class EngineFields(BaseModel):
         None, ge=1, le=MAX_CONTEXT_TOKENS, description="Scheduler token budget per step."
     )
     max_num_seqs: int | None = Field(
-        None, ge=1, le=MAX_PEAK_CONCURRENCY, description="Engine cap on running sequences."
+        None,
+        ge=1,
+        le=MAX_PEAK_CONCURRENCY,
+        description="Engine cap on running sequences: vLLM `--max-num-seqs`, SGLang "
+        "`--max-running-requests`, TensorRT-LLM `max_batch_size`.",
     )
     block_size: int | None = Field(None, ge=1, le=65536, description="KV block size in tokens.")
     enable_prefix_caching: bool | None = Field(
