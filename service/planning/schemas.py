@@ -6,7 +6,7 @@ into a flag: max_model_len, kv_cache_dtype, tensor_parallel_size, gpu_memory_uti
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -126,6 +126,14 @@ class EngineFields(BaseModel):
         ge=1,
         le=1_000_000,
         description="SGLang `--max-mamba-cache-size`: recurrent-state slots (replaces the ratio).",
+    )
+    max_attention_window: list[Annotated[int, Field(ge=1, le=MAX_CONTEXT_TOKENS)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="TensorRT-LLM `KvCacheConfig.max_attention_window`: one window per layer, "
+        "repeated over the layers when shorter (e.g. [128, 131072] for gpt-oss); each distinct "
+        "window gets its own pool. Default: the whole context in every layer.",
     )
     weight_format: str | None = Field(
         None,

@@ -77,6 +77,7 @@ def engine_options(fields: EngineFields) -> EngineOptions:
         ("swa_full_tokens_ratio", Engine.SGLANG),
         ("mamba_full_memory_ratio", Engine.SGLANG),
         ("max_mamba_cache_size", Engine.SGLANG),
+        ("max_attention_window", Engine.TRTLLM),
     ):
         if getattr(fields, name) is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
@@ -100,6 +101,9 @@ def engine_options(fields: EngineFields) -> EngineOptions:
         swa_full_tokens_ratio=fields.swa_full_tokens_ratio,
         mamba_full_memory_ratio=fields.mamba_full_memory_ratio,
         max_mamba_cache_size=fields.max_mamba_cache_size,
+        max_attention_window=(
+            None if fields.max_attention_window is None else tuple(fields.max_attention_window)
+        ),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .architecture import ModelArchitecture
+from .architecture import ModelArchitecture, TokenLayer
 from .dtypes import kv_cache_dtype_bytes, normalize_kv_cache_dtype
 from .engines import calibration
 from .engines.activation import forward_bytes_per_token
@@ -32,6 +32,7 @@ from .engines.trtllm import (
     trtllm_rules,
     trtllm_state_bytes_per_slot,
     trtllm_state_dtypes,
+    trtllm_window_pools,
 )
 from .engines.vllm import (
     batch_defaults,
@@ -50,6 +51,7 @@ from .kv import (
     packed_mla,
     sequence_breakdown,
     state_dtype_bytes,
+    token_bytes_per_layer,
 )
 from .parallel import check_tensor_parallel, pipeline_stages
 from .units import cdiv
@@ -430,6 +432,108 @@ def _single_group_layout(bytes_per_token: int, block: int, m: int) -> CacheLayou
     )
 
 
+def _trtllm_window_capacity(
+    *,
+    arch: ModelArchitecture,
+    workload: Workload,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    budget: MemoryBudget,
+    block: int,
+    mnbt: int,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Capacity:
+    """KvCacheConfig.max_attention_window given: one pool per distinct window (VSWA)."""
+    windows = engine.max_attention_window or ()
+    tp, m = parallel.tensor_parallel_size, workload.max_model_len
+    kv_b = common["kv_element_bytes"]
+    packed = packed_mla(arch, workload.kv_cache_dtype)
+    stages = (
+        [arch]
+        if parallel.pipeline_parallel_size == 1
+        else [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
+    )
+    best = None
+    offset = 0
+    for stage in stages:
+        # The window list is per decoder layer, repeated over the layers when shorter.
+        layer_windows = [
+            (windows[(offset + i) % len(windows)], token_bytes_per_layer(g, kv_b, tp, packed))
+            for i, g in enumerate(stage.layers)
+            if isinstance(g, TokenLayer)
+        ]
+        offset += stage.num_layers
+        if not layer_windows:
+            continue
+        pools = trtllm_window_pools(
+            trtllm_rules(engine.engine_version),
+            pool_bytes=budget.pool_bytes,
+            layer_windows=layer_windows,
+            tokens_per_block=block,
+            max_model_len=m,
+        )
+        if best is None or pools.sequences < best.sequences:
+            best = pools
+    if best is None:
+        raise SizingError("max_attention_window", "the model has no attention layer to window")
+    # The pool that runs out first sets the batch; the planner reads its blocks.
+    binding = min(best.pools, key=lambda p: p.sequences)
+    largest = max(best.pools, key=lambda p: p.window)
+    windows_of = best.describe
+    report = PoolReport(
+        binding.blocks,
+        largest.tokens,
+        best.concurrency,
+        best.sequences,
+        windows_of,
+    )
+    layout = CacheLayout(
+        groups=tuple(
+            CacheGroup(
+                "full_attention" if p.window >= m else "sliding_attention",
+                p.layers,
+                block,
+                block * p.bytes_per_token,
+                p.blocks_per_request,
+            )
+            for p in best.pools
+        ),
+        bytes_per_block=block * binding.bytes_per_token,
+        blocks_per_request=binding.blocks_per_request,
+        block_size=block,
+        padding_layers=0,
+        notes=best.notes,
+    )
+    fits = best.sequences >= 1
+    reason = (
+        None
+        if fits
+        else (
+            f"the window-{binding.window} pool's {binding.blocks} blocks cannot hold one "
+            f"sequence of {m} tokens ({binding.blocks_per_request} blocks)"
+        )
+    )
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": mnbt,
+            "max_attention_window": list(windows),
+            "pools": {str(p.window): p.blocks for p in best.pools},
+        },
+        warnings=tuple(warnings) + best.notes,
+        fits=fits,
+        reason=reason,
+        **common,
+    )
+
+
 def _sglang_capacity(
     *,
     arch: ModelArchitecture,
@@ -567,7 +671,7 @@ def _trtllm_capacity(
             warnings=warnings,
             common=common,
         )
-    if has_windowed_layers(arch):
+    if has_windowed_layers(arch) and engine.max_attention_window is None:
         # resource_manager.py KVCacheManager: no max_attention_window -> [max_seq_len] for all.
         warnings.append(WINDOWED_DEFAULT_NOTE)
     per_token = forward_bytes_per_token(arch, parallel.tensor_parallel_size) or 0
@@ -579,6 +683,18 @@ def _trtllm_capacity(
         options=engine,
     )
     block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    if engine.max_attention_window is not None:
+        return _trtllm_window_capacity(
+            arch=arch,
+            workload=workload,
+            parallel=parallel,
+            engine=engine,
+            budget=budget,
+            block=block,
+            mnbt=mnbt,
+            warnings=warnings,
+            common=common,
+        )
     cell = common["kv_bytes_per_token_per_gpu"]
     report = trtllm_report(budget.pool_bytes, cell, block, workload.max_model_len)
     fits = report.max_num_seqs >= 1

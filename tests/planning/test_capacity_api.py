@@ -313,3 +313,25 @@ def test_an_sglang_flag_on_vllm_is_422_naming_it(client: TestClient) -> None:
     response = client.get("/v1/capacity", params={**BASE, "max_mamba_cache_size": 100})
     assert response.status_code == 422
     assert response.json()["field"] == "max_mamba_cache_size"
+
+
+def test_trtllm_attention_windows_come_as_repeated_query_parameters(client: TestClient) -> None:
+    # gpt-oss-120b on TensorRT-LLM 1.2.0 with windows [128, 16384] and an 8 GiB pool: equal
+    # shares of 4 GiB per window; 18 layers x 8 KV heads x 128 x 2 B = 36,864 B per token per
+    # window: 4,294,967,296 // 36,864 = 116,508 tokens, ceil(/ 32) = 3,641 blocks; a 16,384-token
+    # request holds 512 blocks of the full window: 3,641 // 512 = 7
+    response = client.get(
+        "/v1/capacity",
+        params=[
+            ("model", "gpt-oss-120b"),
+            ("gpu", "h200-141gb"),
+            ("max_model_len", "16384"),
+            ("engine", "trtllm"),
+            ("engine_version", "1.2.0"),
+            ("kv_pool_bytes", str(8 * GiB)),
+            ("max_attention_window", "128"),
+            ("max_attention_window", "16384"),
+        ],
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["max_num_seqs"] == 7

@@ -387,3 +387,19 @@ def test_one_window_is_the_standard_pool() -> None:
     # 1,073,741,824 // 8,192 = 131,072 tokens = 4,096 blocks; 4,096 // 125 = 32
     assert [(p.window, p.tokens, p.blocks) for p in pools.pools] == [(4_000, 131_072, 4_096)]
     assert pools.sequences == 32
+
+
+def test_max_attention_window_reaches_the_window_pools_from_compute_capacity() -> None:
+    # KvCacheConfig.max_attention_window=[128, 16384]: repeated over gpt-oss's 36 layers it
+    # gives the sliding layers (even) 128 and the full layers (odd) the whole context, the
+    # same pools as test_vswa_gives_each_window_an_equal_share_from_1_2_0rc0 at 8 GiB
+    cap = trtllm(GPT_OSS, "1.2.0", 8 * GiB, 16_384, max_attention_window=(128, 16_384))
+    assert cap.engine_settings["pools"] == {"128": 3_641, "16384": 3_641}
+    # the full-attention pool binds: 3,641 // 512 = 7 sequences
+    assert cap.max_num_seqs == 7
+    assert cap.num_gpu_blocks == 3_641
+    assert cap.layout.blocks_per_request == 512
+    assert WINDOWED_DEFAULT_NOTE not in cap.warnings
+    # the 128-token pool holds 116,508 tokens; the largest window's pool is what is reported
+    assert cap.kv_cache_tokens == 116_508
+    assert cap.report.log_lines[0] == "Blocks per window size:"

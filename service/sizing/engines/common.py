@@ -45,6 +45,9 @@ class EngineOptions:
     swa_full_tokens_ratio: float | None = None
     mamba_full_memory_ratio: float | None = None
     max_mamba_cache_size: int | None = None
+    # TensorRT-LLM KvCacheConfig.max_attention_window: one window per layer, repeated over the
+    # layers when shorter (None = max_seq_len for every layer).
+    max_attention_window: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -421,8 +421,8 @@ WINDOWED_DEFAULT_NOTE = (
     "TensorRT-LLM's PyTorch backend builds one KV pool per distinct entry of "
     "KvCacheConfig.max_attention_window, which defaults to max_seq_len for every layer (it "
     "does not read the model's sliding_window or attention_chunk_size): sliding-window and "
-    "chunked layers hold the whole context. kvplan has no max_attention_window flag and uses "
-    "that default"
+    "chunked layers hold the whole context. Pass max_attention_window (e.g. [128, 131072]) "
+    "to size per-window pools as a deployment that sets it does"
 )
 
 
