@@ -132,24 +132,8 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
     )
     catalog = _snapshot(settings, args.offline)
     label, arch = planning.resolve_model(body.model, catalog)
-    gpus = (
-        [planning.resolve_gpu(ref, catalog) for ref in body.gpus]
-        if body.gpus
-        else [e.gpu for e in catalog.gpus.values()]
-    )
-    result = planning.plan_for(
-        arch=arch,
-        gpus=gpus,
-        fields=body,
-        max_model_len=body.max_model_len,
-        peak_concurrency=body.peak_concurrency,
-        kv_cache_dtype=body.kv_cache_dtype,
-        max_gpus_per_node=body.max_gpus_per_node,
-        headroom_fraction=body.headroom_fraction,
-        avg_context_tokens=body.avg_context_tokens,
-        max_replicas=body.max_replicas,
-        max_alternatives=body.max_alternatives,
-    )
+    gpus = planning.candidate_gpus(body.gpus, catalog)
+    result = planning.plan_for(arch=arch, gpus=gpus, fields=body)
     answer = planning.plan_answer(result, label, catalog.version, body.explain)
     print(answer.model_dump_json(indent=2))
     return 0 if answer.recommendation is not None else 3

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -12,8 +14,10 @@ from fastapi import APIRouter, Query, Request, Response
 from ..deps import CatalogDep, MetricsDep, SettingsDep
 from ..errors import PROBLEM_JSON
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..metrics import Metrics
 from ..sizing import Parallelism, SizingError
 from ..sizing.capacity import Gpu
+from ..sizing.planner import Plan
 from . import service
 from .schemas import (
     CapacityAnswer,
@@ -246,34 +250,29 @@ def post_plan(
     request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
 ) -> Response:
     fmt = negotiate(request, None, None)
-    try:
+    with _counted(metrics) as count:
         label, arch = service.resolve_model(body.model, catalog)
-        gpus = (
-            [service.resolve_gpu(ref, catalog) for ref in body.gpus]
-            if body.gpus is not None
-            else [entry.gpu for entry in catalog.gpus.values()]
-        )
-        result = service.plan_for(
-            arch=arch,
-            gpus=gpus,
-            fields=body,
-            max_model_len=body.max_model_len,
-            peak_concurrency=body.peak_concurrency,
-            kv_cache_dtype=body.kv_cache_dtype,
-            max_gpus_per_node=body.max_gpus_per_node,
-            headroom_fraction=body.headroom_fraction,
-            avg_context_tokens=body.avg_context_tokens,
-            max_replicas=body.max_replicas,
-            max_alternatives=body.max_alternatives,
-        )
-    except SizingError:
-        metrics.plans.labels("invalid").inc()
-        raise
-    metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+        gpus = service.candidate_gpus(body.gpus, catalog)
+        result = count(service.plan_for(arch=arch, gpus=gpus, fields=body))
     answer = service.plan_answer(result, label, catalog.version, body.explain)
     return _plan_response(
         request, answer, fmt=fmt, field=None, token=catalog.token, cache="no-store"
     )
+
+
+@contextmanager
+def _counted(metrics: Metrics) -> Iterator[Callable[[Plan], Plan]]:
+    """Counts the plan made inside the block by outcome; a sizing error counts as invalid."""
+
+    def count(result: Plan) -> Plan:
+        metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+        return result
+
+    try:
+        yield count
+    except SizingError:
+        metrics.plans.labels("invalid").inc()
+        raise
 
 
 @router.get(
@@ -298,24 +297,8 @@ def get_plan(
     entry = catalog.model(query.model)
     slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
     gpus = [catalog.gpu(s).gpu for s in slugs] or [e.gpu for e in catalog.gpus.values()]
-    try:
-        result = service.plan_for(
-            arch=entry.architecture,
-            gpus=gpus,
-            fields=query,
-            max_model_len=query.max_model_len,
-            peak_concurrency=query.peak_concurrency,
-            kv_cache_dtype=query.kv_cache_dtype,
-            max_gpus_per_node=query.max_gpus_per_node,
-            headroom_fraction=query.headroom_fraction,
-            avg_context_tokens=query.avg_context_tokens,
-            max_replicas=query.max_replicas,
-            max_alternatives=query.max_alternatives,
-        )
-    except SizingError:
-        metrics.plans.labels("invalid").inc()
-        raise
-    metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    with _counted(metrics) as count:
+        result = count(service.plan_for(arch=entry.architecture, gpus=gpus, fields=query))
     answer = service.plan_answer(result, entry.slug, catalog.version, with_explanation=False)
     return _plan_response(
         request,

@@ -30,6 +30,8 @@ from .schemas import (
     ModelRef,
     PlanAnswer,
     PlanOptionOut,
+    PlanQuery,
+    PlanRequestBody,
     RejectedOut,
 )
 
@@ -184,32 +186,29 @@ def capacity_detail(
     )
 
 
+def candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
+    """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
+    if refs is None:
+        return [entry.gpu for entry in catalog.gpus.values()]
+    return [resolve_gpu(ref, catalog) for ref in refs]
+
+
 def plan_for(
-    *,
-    arch: ModelArchitecture,
-    gpus: Sequence[Gpu],
-    fields: EngineFields,
-    max_model_len: int,
-    peak_concurrency: int,
-    kv_cache_dtype: str,
-    max_gpus_per_node: int | None,
-    headroom_fraction: float,
-    avg_context_tokens: int | None,
-    max_replicas: int,
-    max_alternatives: int,
+    *, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanRequestBody | PlanQuery
 ) -> Plan:
+    """The three sizing questions and their options, as POST and GET /v1/plans ask them."""
     request = PlanRequest(
-        max_model_len=max_model_len,
-        peak_concurrency=peak_concurrency,
-        kv_cache_dtype=kv_cache_dtype,
+        max_model_len=fields.max_model_len,
+        peak_concurrency=fields.peak_concurrency,
+        kv_cache_dtype=fields.kv_cache_dtype,
         engine=engine_options(fields),
-        max_gpus_per_node=max_gpus_per_node,
-        headroom_fraction=headroom_fraction,
-        avg_context_tokens=avg_context_tokens,
-        max_replicas=max_replicas,
-        max_alternatives=max_alternatives,
+        max_gpus_per_node=fields.max_gpus_per_node,
+        headroom_fraction=fields.headroom_fraction,
+        avg_context_tokens=fields.avg_context_tokens,
+        max_replicas=fields.max_replicas,
+        max_alternatives=fields.max_alternatives,
     )
-    Workload(max_model_len, kv_cache_dtype)  # validates the dtype before the search
+    Workload(fields.max_model_len, fields.kv_cache_dtype)  # validates the dtype before the search
     return plan(arch, gpus, request)
 
 
