@@ -15,7 +15,6 @@ from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
 from ..deps import SessionDep
-from ..errors import PROBLEM_JSON, ProblemDetail
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
@@ -47,8 +46,7 @@ WRITE = [Depends(bearer_scheme)]
 # ---------------------------------------------------------------------------------------------
 # OpenAPI documentation of answers
 
-# Replaced by a $ref to the one ProblemDetail component when the spec is built (errors.py).
-_PROBLEM_SCHEMA = ProblemDetail.model_json_schema()
+# Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 _PROBLEMS: dict[int, str] = {
     401: "No `Authorization: Bearer` header, or not an admin token. Checked before the body "
     "is read, so it takes precedence over any problem with the body.",
@@ -80,10 +78,7 @@ def _responses(
     for status, doc in (ok or {}).items():
         out[status] = doc
     for code in (*problems, 503):
-        out[code] = {
-            "description": _PROBLEMS[code],
-            "content": {PROBLEM_JSON: {"schema": _PROBLEM_SCHEMA}},
-        }
+        out[code] = {"description": _PROBLEMS[code]}
     return out
 
 

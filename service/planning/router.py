@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from ..deps import CatalogDep, MetricsDep, SettingsDep
-from ..errors import PROBLEM_JSON
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from ..metrics import Metrics
 from ..sizing import Parallelism, SizingError
@@ -31,11 +30,12 @@ from .schemas import (
 
 router = APIRouter(prefix="/v1")
 
+# Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 PROBLEMS: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown model or GPU slug", "content": {PROBLEM_JSON: {}}},
-    406: {"description": "Unsupported Accept", "content": {PROBLEM_JSON: {}}},
-    422: {"description": "Invalid input; `field` names it", "content": {PROBLEM_JSON: {}}},
-    503: {"description": "Database unreachable", "content": {PROBLEM_JSON: {}}},
+    404: {"description": "Unknown model or GPU slug"},
+    406: {"description": "Unsupported Accept"},
+    422: {"description": "Invalid input; `field` names it"},
+    503: {"description": "Database unreachable"},
 }
 ALT_FORMATS: dict[str, Any] = {
     "text/csv": {"schema": {"type": "string"}},
