@@ -183,11 +183,7 @@ def compute_capacity(
             f"{gpu.slug or gpu.name or 'this GPU'} holds ({gpu.max_gpus_per_node}); span nodes "
             "with pipeline_parallel_size",
         )
-    stages = (
-        [arch]
-        if parallel.pipeline_parallel_size == 1
-        else [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
-    )
+    stages = pipeline_stages(arch, parallel.pipeline_parallel_size)
     if parallel.data_parallel_size < 1:
         raise SizingError("data_parallel_size", "must be at least 1")
     m = workload.max_model_len
@@ -241,6 +237,7 @@ def compute_capacity(
     if engine.engine is Engine.SGLANG:
         return _sglang_capacity(
             arch=arch,
+            stages=stages,
             gpu=gpu,
             workload=workload,
             parallel=parallel,
@@ -250,6 +247,7 @@ def compute_capacity(
         )
     return _trtllm_capacity(
         arch=arch,
+        stages=stages,
         gpu=gpu,
         workload=workload,
         parallel=parallel,
@@ -435,6 +433,7 @@ def _single_group_layout(bytes_per_token: int, block: int, m: int) -> CacheLayou
 def _trtllm_window_capacity(
     *,
     arch: ModelArchitecture,
+    stages: list[ModelArchitecture],
     workload: Workload,
     parallel: Parallelism,
     engine: EngineOptions,
@@ -449,11 +448,6 @@ def _trtllm_window_capacity(
     tp, m = parallel.tensor_parallel_size, workload.max_model_len
     kv_b = common["kv_element_bytes"]
     packed = packed_mla(arch, workload.kv_cache_dtype)
-    stages = (
-        [arch]
-        if parallel.pipeline_parallel_size == 1
-        else [arch.with_layers(s) for s in pipeline_stages(arch, parallel.pipeline_parallel_size)]
-    )
     best = None
     offset = 0
     for stage in stages:
@@ -537,6 +531,7 @@ def _trtllm_window_capacity(
 def _sglang_capacity(
     *,
     arch: ModelArchitecture,
+    stages: list[ModelArchitecture],
     gpu: Gpu,
     workload: Workload,
     parallel: Parallelism,
@@ -552,10 +547,9 @@ def _sglang_capacity(
         tensor_parallel_size=parallel.tensor_parallel_size,
         options=engine,
     )
-    pp = parallel.pipeline_parallel_size
     hybrid, notes = sglang_hybrid(
         arch,
-        stages=[arch] if pp == 1 else [arch.with_layers(s) for s in pipeline_stages(arch, pp)],
+        stages=stages,
         pool_bytes=budget.pool_bytes,
         kv_bytes=common["kv_element_bytes"],
         tensor_parallel_size=parallel.tensor_parallel_size,
@@ -654,6 +648,7 @@ def _sglang_hybrid_capacity(
 def _trtllm_capacity(
     *,
     arch: ModelArchitecture,
+    stages: list[ModelArchitecture],
     gpu: Gpu,
     workload: Workload,
     parallel: Parallelism,
@@ -664,6 +659,7 @@ def _trtllm_capacity(
     if has_state_layers(arch):
         return _trtllm_mamba_capacity(
             arch=arch,
+            stages=stages,
             gpu=gpu,
             workload=workload,
             parallel=parallel,
@@ -686,6 +682,7 @@ def _trtllm_capacity(
     if engine.max_attention_window is not None:
         return _trtllm_window_capacity(
             arch=arch,
+            stages=stages,
             workload=workload,
             parallel=parallel,
             engine=engine,
@@ -727,6 +724,7 @@ def _trtllm_capacity(
 def _trtllm_mamba_capacity(
     *,
     arch: ModelArchitecture,
+    stages: list[ModelArchitecture],
     gpu: Gpu,
     workload: Workload,
     parallel: Parallelism,
@@ -739,8 +737,7 @@ def _trtllm_mamba_capacity(
     rules = trtllm_rules(engine.engine_version)
     check_trtllm_hybrid(arch, rules)
     m = workload.max_model_len
-    tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
-    stages = [arch] if pp == 1 else [arch.with_layers(s) for s in pipeline_stages(arch, pp)]
+    tp = parallel.tensor_parallel_size
     mnbt = engine.max_num_batched_tokens or 8192
     activation = (forward_bytes_per_token(arch, tp) or 0) * mnbt
     block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK

@@ -8,7 +8,6 @@ from .architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
-    Layer,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -100,10 +99,13 @@ def pipeline_stage_sizes(num_layers: int, pipeline_parallel_size: int) -> list[i
 
 def pipeline_stages(
     arch: ModelArchitecture, pipeline_parallel_size: int
-) -> list[tuple[Layer, ...]]:
-    stages: list[tuple[Layer, ...]] = []
+) -> list[ModelArchitecture]:
+    """The model each pipeline stage holds (the whole model when there is one stage)."""
+    if pipeline_parallel_size == 1:
+        return [arch]
+    stages: list[ModelArchitecture] = []
     start = 0
     for size in pipeline_stage_sizes(arch.num_layers, pipeline_parallel_size):
-        stages.append(arch.layers[start : start + size])
+        stages.append(arch.with_layers(arch.layers[start : start + size]))
         start += size
     return stages
