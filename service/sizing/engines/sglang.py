@@ -129,9 +129,14 @@ def sglang_running_requests(tokens: int, max_model_len: int, requested: int | No
     clamp(int(tokens / context_len x 512), 2048, 4096); never more than tokens // 2
     (tp_worker before 0.5.10, resolve_max_num_reqs after)."""
     if requested is None:
-        estimated = int(tokens / max_model_len * cal.SGLANG_REQS_PER_CONTEXT)
-        requested = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
+        requested = _estimated_requests(tokens, max_model_len)
     return max(0, min(requested, tokens // 2))
+
+
+def _estimated_requests(tokens: int, context_len: int) -> int:
+    """The request pool SGLang sizes without --max-running-requests."""
+    estimated = int(tokens / context_len * cal.SGLANG_REQS_PER_CONTEXT)
+    return min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
 
 
 def sglang_report(
@@ -352,8 +357,7 @@ def max_running_requests(
         requests = requested
     else:
         base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
-        estimated = int(base / context_len * cal.SGLANG_REQS_PER_CONTEXT)
-        requests = min(max(estimated, cal.SGLANG_MIN_REQS), cal.SGLANG_MAX_REQS)
+        requests = _estimated_requests(base, context_len)
     if state_cap is not None:
         requests = min(requests, state_cap)
     return max(0, min(requests, tokens // 2))
