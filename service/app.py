@@ -13,6 +13,7 @@ from .db import Database, create_db_engine
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .planning.router import AnswerCache
 from .planning.router import router as planning_router
 from .settings import Settings
 
@@ -63,6 +64,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
+    # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
+    app.state.capacity_answers = AnswerCache()
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)

@@ -43,7 +43,7 @@ ALT_FORMATS: dict[str, Any] = {
 }
 
 
-class _AnswerCache:
+class AnswerCache:
     """Recent GET answers by (catalog token, query): autoscalers repeat the same question."""
 
     def __init__(self, size: int = 2048) -> None:
@@ -65,11 +65,8 @@ class _AnswerCache:
                 self._items.popitem(last=False)
 
 
-def _answers(request: Request) -> _AnswerCache:
-    """This app's answer cache (one per app, so apps in one process never share answers)."""
-    cache: _AnswerCache | None = getattr(request.app.state, "capacity_answers", None)
-    if cache is None:
-        cache = request.app.state.capacity_answers = _AnswerCache()
+def _answers(request: Request) -> AnswerCache:
+    cache: AnswerCache = request.app.state.capacity_answers
     return cache
 
 
