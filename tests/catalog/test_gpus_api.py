@@ -4,54 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from importlib import resources
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from service.catalog.seed import load_seed
+from tests.catalog.helpers import all_pages, problem
 from tests.conftest import ADMIN
 
 GiB = 1 << 30
 H100_BYTES = 85_051_089_879  # seed: torch-reported total of an H100 SXM 80GB
 NEW_GPU = {"slug": "test-gpu-48gb", "name": "Test GPU 48GB", "memory_bytes": 48 * GiB}
-
-
-def seeded_gpus() -> list[dict[str, Any]]:
-    text = resources.files("service.catalog").joinpath("data", "gpus.json").read_text("utf-8")
-    records: list[dict[str, Any]] = json.loads(text)
-    return records
-
-
-def problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    return body
-
-
-def all_pages(client: TestClient, url: str) -> tuple[list[str], int]:
-    """Every slug reachable by following `next` from `url`, and how many pages that took."""
-    slugs: list[str] = []
-    pages = 0
-    next_url: str | None = url
-    while next_url is not None:
-        response = client.get(next_url)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        slugs += [item["slug"] for item in body["items"]]
-        pages += 1
-        next_url = body["next"]
-        if next_url is None:
-            assert "link" not in response.headers
-            assert body["next_cursor"] is None
-        else:
-            assert response.headers["link"] == f'<{next_url}>; rel="next"'
-        assert pages <= 100, "pagination does not terminate"
-    return slugs, pages
 
 
 def created(client: TestClient, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -72,21 +36,21 @@ def test_list_is_an_envelope_in_slug_order(client: TestClient) -> None:
     assert body["limit"] == 50
     slugs = [item["slug"] for item in body["items"]]
     # the seed has fewer than 50 GPUs: one page holds them all, in byte order
-    assert slugs == sorted(g["slug"] for g in seeded_gpus())
+    assert slugs == sorted(g["slug"] for g in load_seed("gpus.json"))
     assert body["next"] is None
 
 
 def test_following_next_visits_every_seeded_gpu_exactly_once(client: TestClient) -> None:
     # a page size that does not divide the count, so the last page is short
     slugs, pages = all_pages(client, "/v1/gpus?limit=3")
-    expected = sorted(g["slug"] for g in seeded_gpus())
+    expected = sorted(g["slug"] for g in load_seed("gpus.json"))
     assert slugs == expected
     assert pages == -(-len(expected) // 3)
 
 
 def test_next_keeps_the_filters(client: TestClient) -> None:
     slugs, pages = all_pages(client, "/v1/gpus?vendor=nvidia&limit=4")
-    expected = sorted(g["slug"] for g in seeded_gpus() if g["vendor"] == "NVIDIA")
+    expected = sorted(g["slug"] for g in load_seed("gpus.json") if g["vendor"] == "NVIDIA")
     assert slugs == expected
     assert pages == -(-len(expected) // 4)
     assert "mi300x" not in slugs
@@ -95,7 +59,7 @@ def test_next_keeps_the_filters(client: TestClient) -> None:
 def test_pages_of_exactly_the_remaining_size_end_without_an_empty_page(
     client: TestClient,
 ) -> None:
-    count = len(seeded_gpus())
+    count = len(load_seed("gpus.json"))
     body = client.get("/v1/gpus", params={"limit": count}).json()
     assert len(body["items"]) == count
     # the extra row fetched to detect a next page does not exist: no dangling empty page
@@ -111,7 +75,7 @@ def test_vendor_filter_is_case_insensitive(client: TestClient) -> None:
 def test_min_memory_filter_keeps_only_gpus_with_at_least_that_much(client: TestClient) -> None:
     # 150 GiB: more than every Hopper part, less than B200 (178.4 GiB as torch reports it)
     body = client.get("/v1/gpus", params={"min_memory_bytes": 150 * GiB}).json()
-    expected = sorted(g["slug"] for g in seeded_gpus() if g["memory_bytes"] >= 150 * GiB)
+    expected = sorted(g["slug"] for g in load_seed("gpus.json") if g["memory_bytes"] >= 150 * GiB)
     assert [item["slug"] for item in body["items"]] == expected
     assert "b200" in expected
     assert "h200-141gb" not in expected  # 150,109,106,995 B = 139.8 GiB
@@ -130,7 +94,7 @@ def test_price_and_fp8_filters(client: TestClient) -> None:
     ).json()
     expected = sorted(
         g["slug"]
-        for g in seeded_gpus()
+        for g in load_seed("gpus.json")
         if g["price_usd_per_hour"] is not None
         and g["price_usd_per_hour"] <= 1.6
         and g["fp8_support"] is True

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import json
-from importlib import resources
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from service.catalog.seed import load_seed
+from tests.catalog.helpers import all_slugs, problem
 from tests.conftest import ADMIN
 from tests.sizing.test_hf_config import DEEPSEEK_V3, LLAMA_3_1_8B, QWEN3_5_27B
 
@@ -29,34 +28,6 @@ NEW_MODEL: dict[str, Any] = {"slug": "test-model-8b", "family": "llama", "archit
 CAPACITY = {"gpu": "h100-sxm-80gb", "max_model_len": 8192}
 
 
-def seeded_models() -> list[dict[str, Any]]:
-    text = resources.files("service.catalog").joinpath("data", "models.json").read_text("utf-8")
-    records: list[dict[str, Any]] = json.loads(text)
-    return records
-
-
-def problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    return body
-
-
-def all_pages(client: TestClient, url: str) -> list[str]:
-    slugs: list[str] = []
-    next_url: str | None = url
-    for _ in range(1000):
-        if next_url is None:
-            return slugs
-        response = client.get(next_url)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        slugs += [item["slug"] for item in body["items"]]
-        next_url = body["next"]
-    raise AssertionError("pagination does not terminate")
-
-
 def created(client: TestClient, body: dict[str, Any] | None = None) -> dict[str, Any]:
     response = client.post("/v1/models", json=body or NEW_MODEL, headers=ADMIN)
     assert response.status_code == 201, response.text
@@ -68,11 +39,11 @@ def created(client: TestClient, body: dict[str, Any] | None = None) -> dict[str,
 
 
 def test_every_seeded_model_appears_exactly_once_across_pages(client: TestClient) -> None:
-    slugs = all_pages(client, "/v1/models?limit=7")
-    expected = sorted(m["slug"] for m in seeded_models())
+    slugs = all_slugs(client, "/v1/models?limit=7")
+    expected = sorted(m["slug"] for m in load_seed("models.json"))
     assert len(expected) > 50  # more than the default page, so the default pages too
     assert slugs == expected
-    assert all_pages(client, "/v1/models") == expected
+    assert all_slugs(client, "/v1/models") == expected
 
 
 def test_default_page_is_50_with_a_next_link(client: TestClient) -> None:
@@ -88,21 +59,21 @@ def test_pages_do_not_skip_a_model_created_between_them(client: TestClient) -> N
     # the cursor is the next slug, not an offset: an insert before it shifts nothing
     first = client.get("/v1/models", params={"limit": 5}).json()
     created(client, {**NEW_MODEL, "slug": "aaa-test-model"})
-    rest = all_pages(client, first["next"])
-    expected = sorted(m["slug"] for m in seeded_models())
+    rest = all_slugs(client, first["next"])
+    expected = sorted(m["slug"] for m in load_seed("models.json"))
     assert [item["slug"] for item in first["items"]] + rest == expected
 
 
 def test_family_filter_is_case_insensitive_and_follows_pages(client: TestClient) -> None:
-    slugs = all_pages(client, "/v1/models?family=LLAMA&limit=4")
-    expected = sorted(m["slug"] for m in seeded_models() if m["family"] == "llama")
+    slugs = all_slugs(client, "/v1/models?family=LLAMA&limit=4")
+    expected = sorted(m["slug"] for m in load_seed("models.json") if m["family"] == "llama")
     assert slugs == expected
     assert "llama-3.1-8b" in slugs
     assert "llama-4-scout-17b-16e-instruct" not in slugs  # family llama4_text
 
 
 def test_layer_kind_filter_matches_whole_kinds(client: TestClient) -> None:
-    slugs = all_pages(client, "/v1/models?layer_kind=mla")
+    slugs = all_slugs(client, "/v1/models?layer_kind=mla")
     assert {"deepseek-v3", "deepseek-r1", "kimi-k2-instruct"} <= set(slugs)
     body = client.get("/v1/models/deepseek-v3").json()
     assert "mla" in body["layer_kinds"]
@@ -123,12 +94,12 @@ def test_layer_kind_filter_refuses_no_cache_rather_than_answer_nothing(
 
 
 def test_parameter_bounds_filter(client: TestClient) -> None:
-    slugs = all_pages(
+    slugs = all_slugs(
         client, "/v1/models?min_parameters=7000000000&max_parameters=8100000000&limit=500"
     )
     expected = sorted(
         m["slug"]
-        for m in seeded_models()
+        for m in load_seed("models.json")
         if m["architecture"].get("num_parameters") is not None
         and 7_000_000_000 <= m["architecture"]["num_parameters"] <= 8_100_000_000
     )
@@ -138,13 +109,13 @@ def test_parameter_bounds_filter(client: TestClient) -> None:
 
 
 def test_q_searches_slug_and_name(client: TestClient) -> None:
-    slugs = all_pages(client, "/v1/models?q=MIXTRAL")
+    slugs = all_slugs(client, "/v1/models?q=MIXTRAL")
     assert slugs == ["mixtral-8x22b-v0.1", "mixtral-8x7b-v0.1"]
 
 
 def test_q_treats_like_wildcards_literally(client: TestClient) -> None:
-    assert all_pages(client, "/v1/models?q=%25") == []
-    assert all_pages(client, "/v1/models?q=_") == []
+    assert all_slugs(client, "/v1/models?q=%25") == []
+    assert all_slugs(client, "/v1/models?q=_") == []
 
 
 # ---- reads ----------------------------------------------------------------------------------
@@ -375,7 +346,7 @@ def test_delete_with_if_match(client: TestClient) -> None:
     response = client.delete("/v1/models/test-model-8b", headers={**ADMIN, "If-Match": '"1"'})
     assert response.status_code == 204
     problem(client.get("/v1/models/test-model-8b"), 404)
-    assert "test-model-8b" not in all_pages(client, "/v1/models?q=test-model")
+    assert "test-model-8b" not in all_slugs(client, "/v1/models?q=test-model")
 
 
 # ---- import from a Hugging Face config.json ---------------------------------------------------

@@ -7,10 +7,7 @@ back would be offered by the planner again). POSTing the slug again is how an en
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from importlib import resources
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,14 +16,8 @@ from sqlalchemy.orm import Session
 
 from service.catalog import repository
 from service.catalog.models import GpuRow
-from service.catalog.seed import SeedReport, seed_catalog
+from service.catalog.seed import SeedReport, load_seed, seed_catalog
 from tests.conftest import ADMIN
-
-
-def seeded(name: str) -> list[dict[str, Any]]:
-    text = resources.files("service.catalog").joinpath("data", name).read_text("utf-8")
-    records: list[dict[str, Any]] = json.loads(text)
-    return records
 
 
 @pytest.fixture
@@ -49,7 +40,7 @@ def test_seeding_a_seeded_catalog_changes_nothing(client: TestClient, session: S
     assert report.refreshed == []
     assert report.kept_user_edits == []
     assert report.kept_user_deletions == []
-    assert report.unchanged == len(seeded("gpus.json")) + len(seeded("models.json"))
+    assert report.unchanged == len(load_seed("gpus.json")) + len(load_seed("models.json"))
     # no bump: replicas keep their snapshots and capacity ETags stay valid
     assert repository.catalog_version(session) == version_before
     assert client.get("/v1/gpus/h100-sxm-80gb").headers["etag"] == '"1"'
@@ -93,11 +84,11 @@ def test_seed_does_not_bring_back_a_deleted_entry(client: TestClient, session: S
     assert client.get("/v1/models/falcon-7b").status_code == 404
     slugs = [g["slug"] for g in client.get("/v1/gpus").json()["items"]]
     assert "a10g" not in slugs
-    assert len(slugs) == len(seeded("gpus.json")) - 1
+    assert len(slugs) == len(load_seed("gpus.json")) - 1
 
 
 def test_a_deleted_entry_comes_back_by_posting_it(client: TestClient, session: Session) -> None:
-    record = next(g for g in seeded("gpus.json") if g["slug"] == "a10g")
+    record = next(g for g in load_seed("gpus.json") if g["slug"] == "a10g")
     client.delete("/v1/gpus/a10g", headers={**ADMIN, "If-Match": '"1"'})
     restored = client.post(
         "/v1/gpus",
@@ -127,5 +118,5 @@ def test_seed_adds_back_an_entry_lost_without_the_api(client: TestClient, sessio
     assert body["origin"] == "seed"
     assert (
         body["memory_bytes"]
-        == next(g for g in seeded("gpus.json") if g["slug"] == "l4")["memory_bytes"]
+        == next(g for g in load_seed("gpus.json") if g["slug"] == "l4")["memory_bytes"]
     )

@@ -6,14 +6,13 @@ inputs come from (the entry's own config facts, or the research notes named).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import pytest
 
+from service.catalog.seed import load_seed
 from service.sizing.architecture import GatedDeltaNet, LayerKind, Mamba1, Mamba2, ModelArchitecture
 from service.sizing.kv import (
     kv_bytes_per_token,
@@ -28,10 +27,7 @@ GIB = 2**30
 
 @cache
 def _load(name: str) -> tuple[dict[str, Any], ...]:
-    text = resources.files("service.catalog").joinpath("data", name).read_text("utf-8")
-    records = json.loads(text)
-    assert isinstance(records, list)
-    return tuple(records)
+    return tuple(load_seed(name))
 
 
 def models() -> tuple[dict[str, Any], ...]:

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
-
 from fastapi.testclient import TestClient
 
+from service.catalog.seed import load_seed
 from tests.conftest import ADMIN
-
-
-def _seeded(name: str) -> int:
-    data = json.loads(resources.files("service.catalog").joinpath("data", name).read_text())
-    items = (
-        data if isinstance(data, list) else next(v for v in data.values() if isinstance(v, list))
-    )
-    return len(items)
 
 
 def test_catalog_size_is_a_gauge_per_kind(client: TestClient) -> None:
     client.get("/v1/capacity", params={"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb"})
     metrics = client.get("/metrics").text
     # the shipped seed (service/catalog/data): every entry is in the snapshot
-    assert f'kvplan_catalog_entries{{kind="model"}} {float(_seeded("models.json"))}' in metrics
-    assert f'kvplan_catalog_entries{{kind="gpu"}} {float(_seeded("gpus.json"))}' in metrics
+    assert (
+        f'kvplan_catalog_entries{{kind="model"}} {float(len(load_seed("models.json")))}' in metrics
+    )
+    assert f'kvplan_catalog_entries{{kind="gpu"}} {float(len(load_seed("gpus.json")))}' in metrics
 
 
 def test_a_write_moves_the_catalog_gauges(client: TestClient) -> None:
@@ -36,7 +28,7 @@ def test_a_write_moves_the_catalog_gauges(client: TestClient) -> None:
     assert created.status_code == 201
     client.get("/v1/capacity", params={"model": "llama-3.1-8b", "gpu": "metric-gpu"})
     after = client.get("/metrics").text
-    gpus = float(_seeded("gpus.json"))
+    gpus = float(len(load_seed("gpus.json")))
     assert f'kvplan_catalog_entries{{kind="gpu"}} {gpus}' in before
     assert f'kvplan_catalog_entries{{kind="gpu"}} {gpus + 1}' in after
 
