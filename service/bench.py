@@ -12,14 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .calibration import compare, engine_options, load_cases, logged_pool_bytes
-from .catalog.seed import load_seed
+from .catalog.seed import offline_snapshot
 from .sizing import (
     EngineOptions,
     Gpu,
     ModelArchitecture,
     Parallelism,
     Workload,
-    architecture_from_dict,
     compute_capacity,
     kv,
     parallel,
@@ -37,20 +36,9 @@ COLD = {False: " (warm)", True: " (cold caches)"}
 
 
 def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
-    models = {
-        m["slug"]: architecture_from_dict(m["architecture"]) for m in load_seed("models.json")
-    }
-    gpus = {
-        g["slug"]: Gpu(
-            memory_bytes=g["memory_bytes"],
-            name=g["name"],
-            slug=g["slug"],
-            price_per_hour_usd=g.get("price_usd_per_hour"),
-            max_gpus_per_node=g.get("max_gpus_per_node") or 8,
-        )
-        for g in load_seed("gpus.json")
-    }
-    return models, gpus
+    snapshot = offline_snapshot()
+    models = {slug: entry.architecture for slug, entry in snapshot.models.items()}
+    return models, {slug: entry.gpu for slug, entry in snapshot.gpus.items()}
 
 
 # What a first question about a model, GPU and layout pays for. A release's behaviour table

@@ -14,16 +14,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from pydantic import ValidationError
 
-from .catalog.seed import load_seed, seed_catalog
-from .catalog.service import gpu_row_from_record, model_row_from_record
-from .catalog.snapshot import CatalogCache, CatalogSnapshot, gpu_entry, model_entry
+from .catalog.seed import offline_snapshot, seed_catalog
+from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
 from .errors import Problem, sizing_problem
 from .migrate import upgrade
@@ -74,15 +72,6 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         proxy_headers=True,
     )
     return 0
-
-
-def offline_snapshot() -> CatalogSnapshot:
-    """The shipped catalog without a database (`--offline`)."""
-    models = {
-        r["slug"]: model_entry(model_row_from_record(r, "seed")) for r in load_seed("models.json")
-    }
-    gpus = {r["slug"]: gpu_entry(gpu_row_from_record(r, "seed")) for r in load_seed("gpus.json")}
-    return CatalogSnapshot(version=0, changed_at=datetime.now(UTC), models=models, gpus=gpus)
 
 
 def _snapshot(settings: Settings, offline: bool) -> CatalogSnapshot:

@@ -20,12 +20,22 @@ from sqlalchemy.orm import Session
 from . import repository
 from .models import GpuRow, ModelRow, utcnow
 from .service import copy_gpu_record, copy_model_record, gpu_row_from_record, model_row_from_record
+from .snapshot import CatalogSnapshot, gpu_entry, model_entry
 
 
 def load_seed(name: str) -> list[dict[str, Any]]:
     text = resources.files("service.catalog").joinpath("data", name).read_text("utf-8")
     records: list[dict[str, Any]] = json.loads(text)
     return records
+
+
+def offline_snapshot() -> CatalogSnapshot:
+    """The shipped catalog as a snapshot, without a database (`kvplan --offline`, the bench)."""
+    models = {
+        r["slug"]: model_entry(model_row_from_record(r, "seed")) for r in load_seed("models.json")
+    }
+    gpus = {r["slug"]: gpu_entry(gpu_row_from_record(r, "seed")) for r in load_seed("gpus.json")}
+    return CatalogSnapshot(version=0, changed_at=utcnow(), models=models, gpus=gpus)
 
 
 def digest(record: dict[str, Any]) -> str:
