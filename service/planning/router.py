@@ -293,7 +293,7 @@ def get_plan(
     fmt = negotiate(request, query.format, query.field)
     entry = catalog.model(query.model)
     slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
-    gpus = [catalog.gpu(s).gpu for s in slugs] or [e.gpu for e in catalog.gpus.values()]
+    gpus = service.candidate_gpus(slugs or None, catalog)
     with _counted(metrics) as count:
         result = count(service.plan_for(arch=entry.architecture, gpus=gpus, fields=query))
     answer = service.plan_answer(result, entry.slug, catalog.version, with_explanation=False)
