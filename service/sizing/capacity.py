@@ -46,7 +46,6 @@ from .engines.vllm import (
 from .errors import InvalidDtype, InvalidParallelism, SizingError
 from .kv import (
     LayerBytes,
-    has_state_layers,
     kv_bytes_per_token,
     packed_mla,
     sequence_breakdown,
@@ -272,7 +271,7 @@ def _vllm_capacity(
         parse_version(engine.engine_version or calibration.LATEST_VLLM_VERSION)
     )
     m = workload.max_model_len
-    has_state = has_state_layers(arch)
+    has_state = arch.has_state_layers
     if has_state and not behaviour.state_in_pool:
         raise SizingError(
             "engine_version",
@@ -656,7 +655,7 @@ def _trtllm_capacity(
     warnings: list[str],
     common: dict[str, Any],
 ) -> Capacity:
-    if has_state_layers(arch):
+    if arch.has_state_layers:
         return _trtllm_mamba_capacity(
             arch=arch,
             stages=stages,

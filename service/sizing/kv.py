@@ -284,7 +284,3 @@ def kv_bytes_per_sequence(
             arch, kv_cache_dtype, context_tokens, tensor_parallel_size, ssm_cache_dtype
         )
     )
-
-
-def has_state_layers(arch: ModelArchitecture) -> bool:
-    return arch.has_state_layers
