@@ -177,7 +177,7 @@ def _log_arithmetic(case: dict[str, Any], arch: ModelArchitecture, gpu: Gpu) -> 
     parallel = Parallelism(case.get("tensor_parallel_size") or 1)
     probe = compute_capacity(arch, gpu, workload, parallel, options)
     pool = logged_pool_bytes(case, probe)
-    given = EngineOptions(**{**_fields(options), "kv_cache_memory_bytes": pool})
+    given = EngineOptions(**{**_fields(options), "kv_pool_bytes": pool})
     again = compute_capacity(arch, gpu, workload, parallel, given)
     return "; ".join(again.report.log_lines)
 

@@ -62,7 +62,7 @@ def case_gpu(case: dict[str, Any], catalog_gpu: Gpu) -> Gpu:
         memory_bytes=round(logged * GiB),
         name=catalog_gpu.name,
         slug=catalog_gpu.slug,
-        price_per_hour_usd=catalog_gpu.price_per_hour_usd,
+        price_usd_per_hour=catalog_gpu.price_usd_per_hour,
         max_gpus_per_node=catalog_gpu.max_gpus_per_node,
     )
 

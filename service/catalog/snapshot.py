@@ -109,7 +109,7 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             memory_bytes=row.memory_bytes,
             name=row.name,
             slug=row.slug,
-            price_per_hour_usd=row.price_usd_per_hour,
+            price_usd_per_hour=row.price_usd_per_hour,
             max_gpus_per_node=row.max_gpus_per_node,
         ),
     )

@@ -65,7 +65,7 @@ def resolve_gpu(ref: GpuRef, catalog: CatalogSnapshot) -> Gpu:
         memory_bytes=ref.memory_bytes,
         name=ref.name,
         slug=ref.name or f"{ref.memory_bytes}B",
-        price_per_hour_usd=ref.price_usd_per_hour,
+        price_usd_per_hour=ref.price_usd_per_hour,
         max_gpus_per_node=ref.max_gpus_per_node,
     )
 
@@ -95,7 +95,7 @@ def engine_options(fields: EngineFields) -> EngineOptions:
         enable_prefix_caching=fields.enable_prefix_caching,
         enforce_eager=fields.enforce_eager,
         cudagraph_memory_bytes=fields.cudagraph_memory_bytes,
-        kv_cache_memory_bytes=fields.kv_pool_bytes,
+        kv_pool_bytes=fields.kv_pool_bytes,
         num_gpu_blocks_override=fields.num_gpu_blocks_override,
         mamba_ssm_cache_dtype=fields.mamba_ssm_cache_dtype,
         disable_hybrid_kv_cache_manager=fields.disable_hybrid_kv_cache_manager,
@@ -221,7 +221,7 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
         replicas=option.replicas,
         total_gpus=option.total_gpus,
         max_num_seqs=option.max_num_seqs,
-        sequences_per_replica=option.sequences_that_fit,
+        sequences_per_replica=option.sequences_per_replica,
         headroom_fraction=option.headroom_fraction,
         headroom_bytes=option.headroom_bytes,
         headroom_tokens=option.headroom_tokens,

@@ -66,7 +66,7 @@ class Gpu:
     memory_bytes: int
     name: str = ""
     slug: str = ""
-    price_per_hour_usd: float | None = None
+    price_usd_per_hour: float | None = None
     max_gpus_per_node: int = 8
 
     def __post_init__(self) -> None:

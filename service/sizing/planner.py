@@ -58,7 +58,7 @@ class PlanOption:
     replicas: int
     total_gpus: int
     max_num_seqs: int
-    sequences_that_fit: int
+    sequences_per_replica: int
     headroom_fraction: float
     headroom_bytes: int
     headroom_tokens: int
@@ -71,7 +71,7 @@ class PlanOption:
     def engine_flags(self) -> dict[str, list[str]]:
         """Built on demand: only the options a plan shows need them."""
         return engine_flags(
-            self.capacity, min(self.sequences_that_fit, self.max_num_seqs) or 1, self.engine
+            self.capacity, min(self.sequences_per_replica, self.max_num_seqs) or 1, self.engine
         )
 
     @property
@@ -278,14 +278,14 @@ def _option(
             f"batch; {why}"
         )
     total = replicas * tp
-    cost = None if gpu.price_per_hour_usd is None else round(total * gpu.price_per_hour_usd, 4)
+    cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
     return PlanOption(
         gpu=gpu,
         tensor_parallel_size=tp,
         replicas=replicas,
         total_gpus=total,
         max_num_seqs=capacity.max_num_seqs,
-        sequences_that_fit=seqs,
+        sequences_per_replica=seqs,
         headroom_fraction=round(headroom, 4),
         headroom_bytes=free_blocks * layout.bytes_per_block,
         headroom_tokens=int(headroom * replicas * capacity.kv_cache_tokens),

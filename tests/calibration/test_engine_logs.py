@@ -43,7 +43,7 @@ def _given_pool(case: dict[str, Any], pool: int) -> Any:
         GPUS[case["gpu"]],
         Workload(case["max_model_len"], case.get("kv_cache_dtype") or "auto"),
         Parallelism(case.get("tensor_parallel_size") or 1),
-        EngineOptions(**{**fields, "kv_cache_memory_bytes": pool}),
+        EngineOptions(**{**fields, "kv_pool_bytes": pool}),
     )
 
 

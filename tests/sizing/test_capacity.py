@@ -144,10 +144,10 @@ def test_a_given_cudagraph_size_replaces_the_estimate() -> None:
 
 
 @pytest.mark.parametrize("version", ["0.7.3", "0.9.2", "0.33.0"])
-def test_kv_cache_memory_bytes_replaces_the_pool_exactly(version: str) -> None:
+def test_kv_pool_bytes_replaces_the_pool_exactly(version: str) -> None:
     pool = 10 * GiB + 12_345
     cap = compute_capacity(
-        LLAMA_31_8B, H100, Workload(8192), engine=vllm(version, kv_cache_memory_bytes=pool)
+        LLAMA_31_8B, H100, Workload(8192), engine=vllm(version, kv_pool_bytes=pool)
     )
     # design §1.2: --kv-cache-memory-bytes bypasses the budget: available_kv = that value
     assert cap.budget.pool_bytes == pool
@@ -179,7 +179,7 @@ def test_pipeline_parallel_takes_the_smallest_block_count_of_the_stages() -> Non
         H100,
         Workload(8192),
         Parallelism(pipeline_parallel_size=2),
-        vllm("0.33.0", kv_cache_memory_bytes=pool),
+        vllm("0.33.0", kv_pool_bytes=pool),
     )
     # stage 0: 3 layers -> one block = 3 x 65,536 B; 3 GiB // 196,608 = 16,384 blocks
     # stage 1: 2 layers -> 131,072 B; 3 GiB // 131,072 = 24,576 blocks
@@ -200,7 +200,7 @@ def test_pipeline_parallel_groups_a_hybrid_by_the_whole_models_layer_ratio() -> 
         H100,
         Workload(8192),
         Parallelism(pipeline_parallel_size=2),
-        vllm("0.33.0", kv_cache_memory_bytes=pool, max_num_batched_tokens=2048),
+        vllm("0.33.0", kv_pool_bytes=pool, max_num_batched_tokens=2048),
     )
     # design §1.4: "groups are projected per worker (_project_kv_cache_groups_to_worker)"; the
     # vLLM get_kv_cache_configs docstring (v0.11+): "Generate the KV cache groups based on the
@@ -221,7 +221,7 @@ def test_pipeline_parallel_groups_a_hybrid_by_the_whole_models_layer_ratio() -> 
 
 
 def test_one_sequence_that_does_not_fit_reports_the_longest_that_does() -> None:
-    options = vllm("0.28.0", kv_cache_memory_bytes=100 * BLOCK)
+    options = vllm("0.28.0", kv_pool_bytes=100 * BLOCK)
     cap = compute_capacity(LLAMA_31_8B, H100, Workload(131_072), engine=options)
     # 100 blocks of 16 tokens; one 131,072-token sequence needs 8,192
     assert cap.num_gpu_blocks == 100
@@ -247,7 +247,7 @@ def test_longest_context_of_a_sliding_hybrid_counts_both_groups() -> None:
     sliding = SlidingWindowAttention(num_kv_heads=8, head_dim=64, sliding_window=128)
     full = FullAttention(num_kv_heads=8, head_dim=64)
     arch = ModelArchitecture(layers=(sliding, full), num_attention_heads=64, weight_bytes=GiB)
-    options = vllm("0.25.0", kv_cache_memory_bytes=300 * 32_768, max_num_batched_tokens=2048)
+    options = vllm("0.25.0", kv_pool_bytes=300 * 32_768, max_num_batched_tokens=2048)
     cap = compute_capacity(arch, H100, Workload(131_072), engine=options)
     assert cap.fits is False
     longest = cap.max_model_len_that_fits
@@ -262,7 +262,7 @@ def test_longest_context_of_a_sliding_hybrid_counts_both_groups() -> None:
 def test_0_33_reserves_the_null_block_before_checking_one_sequence_fits() -> None:
     # notes §3.2: "v0.33: the null block is subtracted only for the fit check / auto-fit
     # (check_memory = avail - bytes_per_block)". 100 blocks -> 99 usable for the check.
-    options = vllm("0.33.0", kv_cache_memory_bytes=100 * BLOCK)
+    options = vllm("0.33.0", kv_pool_bytes=100 * BLOCK)
     exactly = compute_capacity(LLAMA_31_8B, H100, Workload(1600), engine=options)
     # one 1,600-token sequence needs 100 blocks > 99: vLLM refuses to start
     assert exactly.layout.blocks_per_request == 100
@@ -393,7 +393,7 @@ def test_mla_models_take_the_backend_block_size() -> None:
 
 def test_sglang_tokens_are_the_pool_over_the_cell_rounded_to_pages() -> None:
     pool = 10_000_000_000
-    options = EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=pool, block_size=64)
+    options = EngineOptions(engine=Engine.SGLANG, kv_pool_bytes=pool, block_size=64)
     cap = compute_capacity(LLAMA_31_8B, H100, Workload(8192), engine=options)
     # design §2: cell = 8 heads x 128 x 32 layers x 2 (K, V) x 2 B = 131,072 B;
     # 10,000,000,000 // 131,072 = 76,293 tokens; page 64: 76,293 // 64 x 64 = 76,288
@@ -405,7 +405,7 @@ def test_sglang_tokens_are_the_pool_over_the_cell_rounded_to_pages() -> None:
         LLAMA_31_8B,
         H100,
         Workload(8192),
-        engine=EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=pool),
+        engine=EngineOptions(engine=Engine.SGLANG, kv_pool_bytes=pool),
     )
     assert page_one.kv_cache_tokens == 76_293
 
@@ -436,7 +436,7 @@ def test_sglang_budget_is_rest_memory_after_the_static_fraction() -> None:
 
 def test_sglang_cell_is_per_gpu_under_tensor_parallel() -> None:
     pool = 10_000_000_000
-    options = EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=pool)
+    options = EngineOptions(engine=Engine.SGLANG, kv_pool_bytes=pool)
     cap = compute_capacity(
         LLAMA_31_8B, H100, Workload(8192), Parallelism(tensor_parallel_size=2), options
     )
@@ -446,7 +446,7 @@ def test_sglang_cell_is_per_gpu_under_tensor_parallel() -> None:
 
 
 def test_trtllm_uses_32_token_blocks() -> None:
-    options = EngineOptions(engine=Engine.TRTLLM, kv_cache_memory_bytes=GiB)
+    options = EngineOptions(engine=Engine.TRTLLM, kv_pool_bytes=GiB)
     cap = compute_capacity(LLAMA_31_8B, H100, Workload(1000), engine=options)
     # design §3: tokens_per_block 32; one block = 32 x 131,072 B = 4 MiB; 1 GiB // 4 MiB = 256
     assert cap.engine_settings["tokens_per_block"] == 32
@@ -488,7 +488,7 @@ def test_deepseek_v32_pool_is_cut_into_64_token_blocks_with_the_indexer() -> Non
         H200,
         Workload(65_536),
         Parallelism(tensor_parallel_size=8),
-        vllm("0.33.0", kv_cache_memory_bytes=pool),
+        vllm("0.33.0", kv_pool_bytes=pool),
     )
     # FlashMLA-sparse pages of 64 tokens; the latent (1,152 B) and the indexer key (132 B)
     # are one uniform-type group: one block = 64 x 61 x 1,284 B = 5,012,736 B on every rank
@@ -517,7 +517,7 @@ def test_fp8_on_sparse_mla_warns_about_the_656_byte_rows() -> None:
         H200,
         Workload(8192, "fp8"),
         Parallelism(8),
-        vllm("0.33.0", kv_cache_memory_bytes=10 * GiB),
+        vllm("0.33.0", kv_pool_bytes=10 * GiB),
     )
     assert any("fp8_ds_mla" in w for w in cap.warnings)
 
@@ -529,7 +529,7 @@ def test_fp8_ds_mla_sizes_deepseeks_packed_656_byte_rows() -> None:
         H200,
         Workload(65_536, "fp8_ds_mla"),
         Parallelism(tensor_parallel_size=8),
-        vllm("0.33.0", kv_cache_memory_bytes=pool),
+        vllm("0.33.0", kv_pool_bytes=pool),
     )
     # flashmla_sparse.py "FP8 with scale": 512 fp8 + 512 // 128 x 4 B scales + 64 x 2 B rope
     # = 656 B, plus the 132-B indexer key: 61 x 788 = 48,068 B per token
@@ -549,7 +549,7 @@ def test_fp8_ds_mla_is_refused_for_models_without_sparse_mla() -> None:
 
 
 def test_fp8_ds_mla_is_a_vllm_format_only() -> None:
-    engine = EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=10 * GiB)
+    engine = EngineOptions(engine=Engine.SGLANG, kv_pool_bytes=10 * GiB)
     with pytest.raises(InvalidDtype):
         compute_capacity(DEEPSEEK_V32, H200, Workload(8192, "fp8_ds_mla"), Parallelism(8), engine)
 
@@ -559,7 +559,7 @@ def test_trtllm_rounds_a_partial_last_block_up() -> None:
     # KVCacheManager.calculate_max_num_blocks: blocks = ceil(max_tokens / 32).
     # pool = 1 GiB + 100 tokens: 8,292 tokens -> ceil(8,292 / 32) = 260 blocks (259.1)
     pool = GiB + 100 * 131_072
-    options = EngineOptions(engine=Engine.TRTLLM, kv_cache_memory_bytes=pool)
+    options = EngineOptions(engine=Engine.TRTLLM, kv_pool_bytes=pool)
     cap = compute_capacity(LLAMA_31_8B, H100, Workload(1000), engine=options)
     assert cap.kv_cache_tokens == 8292
     assert cap.num_gpu_blocks == 260

@@ -218,7 +218,7 @@ def test_sglang_and_trtllm_sequences_are_linear_in_the_pool(
         last = (k * cdiv(m, 32) - 1) * 32
         edges = (((last + 1) * cell, k), ((last + 1) * cell - 1, k - 1))
     for pool, seqs in edges:
-        options = EngineOptions(engine=engine, kv_cache_memory_bytes=pool)
+        options = EngineOptions(engine=engine, kv_pool_bytes=pool)
         assert compute_capacity(arch, gpu, Workload(m), engine=options).max_num_seqs == seqs
 
 
@@ -418,7 +418,7 @@ gpu_offers = st.lists(
         memory_bytes=st.sampled_from([24 * GiB, 48 * GiB, 80 * GiB, 141 * GiB]),
         name=st.sampled_from(["NVIDIA L4", "NVIDIA L40S", "NVIDIA H100 80GB HBM3", "NVIDIA H200"]),
         slug=st.just(""),
-        price_per_hour_usd=st.sampled_from([0.5, 1.0, 1.7, 2.5, 4.0]),
+        price_usd_per_hour=st.sampled_from([0.5, 1.0, 1.7, 2.5, 4.0]),
         max_gpus_per_node=st.sampled_from([1, 2, 4, 8]),
     ),
     min_size=1,
@@ -450,8 +450,8 @@ def independent_cheapest(
             replicas = cdiv(request.peak_concurrency, seqs)
             if replicas > request.max_replicas:
                 continue
-            assert gpu.price_per_hour_usd is not None
-            cost = round(replicas * tp * gpu.price_per_hour_usd, 4)
+            assert gpu.price_usd_per_hour is not None
+            cost = round(replicas * tp * gpu.price_usd_per_hour, 4)
             best = cost if best is None else min(best, cost)
     return best
 
@@ -489,8 +489,8 @@ def test_planner_recommends_enough_replicas_at_the_lowest_cost(
         assert cheapest is None
         return
     best = result.recommendation
-    # every replica holds `sequences_that_fit`; together they hold the peak
-    assert best.replicas * best.sequences_that_fit >= peak
+    # every replica holds `sequences_per_replica`; together they hold the peak
+    assert best.replicas * best.sequences_per_replica >= peak
     # cheapest of everything the planner found feasible, and of everything that is feasible
     for other in result.alternatives:
         assert best.cost_per_hour_usd is not None
@@ -509,11 +509,11 @@ def test_planner_never_recommends_replicas_that_hold_no_sequence() -> None:
     request = PlanRequest(
         max_model_len=8192,
         peak_concurrency=4,
-        engine=EngineOptions(engine_version="0.28.0", kv_cache_memory_bytes=512 * 262_144),
+        engine=EngineOptions(engine_version="0.28.0", kv_pool_bytes=512 * 262_144),
     )
-    result = plan(arch, [Gpu(80 * GiB, "NVIDIA H100 80GB HBM3", price_per_hour_usd=2.0)], request)
+    result = plan(arch, [Gpu(80 * GiB, "NVIDIA H100 80GB HBM3", price_usd_per_hour=2.0)], request)
     best = result.recommendation
-    assert best is None or best.replicas * best.sequences_that_fit >= 4
+    assert best is None or best.replicas * best.sequences_per_replica >= 4
 
 
 # --- the two log lines agree with each other ----------------------------------------------------

@@ -8,7 +8,7 @@ Sources, cited next to each number (released SGLang wheels, read with `pip downl
               mem_cache/kv_cache_configurator.py 0.5.16-0.5.23), `_calculate_mamba_ratio`,
               `_resolve_max_num_reqs`; configs/mamba_utils.py for the state shapes
   calibration service/sizing/engines/calibration.py (the version milestones)
-Every pool is given (kv_cache_memory_bytes = SGLang's rest_memory) so that only the split
+Every pool is given (kv_pool_bytes = SGLang's rest_memory) so that only the split
 is under test; the budget that produces rest_memory is tested in test_capacity.py.
 """
 
@@ -65,7 +65,7 @@ def sglang(
     engine = EngineOptions(
         engine=Engine.SGLANG,
         engine_version=version,
-        kv_cache_memory_bytes=pool,
+        kv_pool_bytes=pool,
         **options,  # type: ignore[arg-type]
     )
     return compute_capacity(arch, H100, Workload(m), engine=engine)
@@ -378,7 +378,7 @@ def test_pipeline_parallel_hybrids_take_the_smallest_stage() -> None:
         H100,
         Workload(16_384),
         Parallelism(pipeline_parallel_size=2),
-        EngineOptions(engine=Engine.SGLANG, kv_cache_memory_bytes=10 * GiB),
+        EngineOptions(engine=Engine.SGLANG, kv_pool_bytes=10 * GiB),
     )
     assert cap.kv_cache_tokens == 323_634
     assert any("pipeline parallel" in w for w in cap.warnings)

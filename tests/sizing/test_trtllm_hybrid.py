@@ -13,7 +13,7 @@ in service/sizing/engines/calibration.py):
             `KVCacheManager.calculate_max_num_blocks`: blocks = ceil(max_tokens / 32)
   VSWA      kvCacheManager.cpp `BaseKVCacheManager::calculateMaxNumBlocks`,
             `BlockManager::calculateWindowSizeToShare`, `calculateMaxBlockRequirementsPerBeam`
-Pools are given (kv_cache_memory_bytes = the "Estimated max memory in KV cache" figure) so
+Pools are given (kv_pool_bytes = the "Estimated max memory in KV cache" figure) so
 that only the cut is under test, except where the budget itself is.
 """
 
@@ -90,7 +90,7 @@ def trtllm(
     engine = EngineOptions(
         engine=Engine.TRTLLM,
         engine_version=version,
-        kv_cache_memory_bytes=pool,
+        kv_pool_bytes=pool,
         **options,  # type: ignore[arg-type]
     )
     return compute_capacity(arch, H100, Workload(m), parallel, engine)

@@ -35,7 +35,7 @@ class EngineOptions:
     cudagraph_memory_bytes: int | None = None
     # A pool the caller already knows (vLLM --kv-cache-memory-bytes, or "Available KV cache
     # memory" read from a log): replaces the computed budget.
-    kv_cache_memory_bytes: int | None = None
+    kv_pool_bytes: int | None = None
     num_gpu_blocks_override: int | None = None
     mamba_ssm_cache_dtype: str | None = None
     disable_hybrid_kv_cache_manager: bool = False

@@ -67,8 +67,8 @@ def sglang_budget(
     *, total_bytes: int, weights_per_gpu: int, tensor_parallel_size: int, options: EngineOptions
 ) -> MemoryBudget:
     total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
-    if options.kv_cache_memory_bytes is not None:
-        pool = options.kv_cache_memory_bytes
+    if options.kv_pool_bytes is not None:
+        pool = options.kv_pool_bytes
         return MemoryBudget(
             total_bytes=total_bytes,
             fraction=None,

@@ -47,8 +47,8 @@ def trtllm_budget(
     state_bytes: int = 0,
 ) -> MemoryBudget:
     """`state_bytes`: Mamba state a hybrid allocates before the warm-up (part of the peak)."""
-    if options.kv_cache_memory_bytes is not None:
-        pool = options.kv_cache_memory_bytes
+    if options.kv_pool_bytes is not None:
+        pool = options.kv_pool_bytes
         return MemoryBudget(
             total_bytes,
             None,

@@ -460,8 +460,8 @@ def vllm_budget(
 ) -> MemoryBudget:
     util = options.gpu_memory_utilization or behaviour.default_utilization
     total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
-    if options.kv_cache_memory_bytes is not None:
-        pool = options.kv_cache_memory_bytes
+    if options.kv_pool_bytes is not None:
+        pool = options.kv_pool_bytes
         given = BudgetLine("kv_cache_memory", pool, "given (--kv-cache-memory-bytes or a log)")
         return MemoryBudget(
             total_bytes=total_bytes,
