@@ -10,6 +10,7 @@ from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
+from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
@@ -57,6 +58,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         description=DESCRIPTION,
         openapi_tags=TAGS,
         license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.db = database
@@ -69,6 +72,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)
+    install_docs(app)
     app.include_router(health_router)
     app.include_router(planning_router)
     app.include_router(models_router)
