@@ -4,20 +4,21 @@ Sources, cited next to each number:
   docs/engines/vllm.md#<section>  what each vLLM release does, with the vLLM file and function
   design = ../shared/design/engine-memory.md (the shared design note next to the repository)
 The memory constants the engine profiles use (non-torch, SGLang start-up, ...) are taken from
-service/sizing/engines/calibration.py by name: these tests check how they are combined.
+service/sizing/engines/calibration.py by name: these tests check how they are combined. The GPUs
+and models come from tests/sizing/models.py, with their sources.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from service.sizing import architecture_from_dict
 from service.sizing.architecture import (
     FullAttention,
-    GatedDeltaNet,
     Mamba2,
     ModelArchitecture,
     MultiHeadLatentAttention,
@@ -28,22 +29,11 @@ from service.sizing.dtypes import KV_CACHE_DTYPE_BYTES
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError, UnknownLayerKind
-from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
+from service.sizing.units import GiB, MiB, cdiv
+from tests.sizing.models import H100_TORCH as H100
+from tests.sizing.models import H200_TORCH as H200
+from tests.sizing.models import LLAMA_31_8B, LLAMA_LAYER, QWEN3_NEXT_80B
 
-# 79.21 GiB as torch sees it (docs/catalog-sources.md#gpu-memory-as-torch-reports-it)
-H100 = Gpu(gib_to_bytes(79.21), "NVIDIA H100 80GB HBM3")
-
-# Llama-3.1-8B (catalog): 32 layers, 8 KV heads, head_dim 128, hidden 4096, intermediate 14336,
-# vocab 128256, checkpoint 16,060,522,496 B (docs/catalog-sources.md#checkpoint-sizes).
-LLAMA_LAYER = FullAttention(num_kv_heads=8, head_dim=128)
-LLAMA_31_8B = ModelArchitecture(
-    layers=(LLAMA_LAYER,) * 32,
-    num_attention_heads=32,
-    hidden_size=4096,
-    intermediate_size=14336,
-    vocab_size=128_256,
-    weight_bytes=16_060_522_496,
-)
 PAGE = 16 * 2 * 8 * 128 * 2  # one layer's page at B = 16: 65,536 B (design §1.7)
 BLOCK = 32 * PAGE  # one block across 32 layers: 2 MiB
 
@@ -354,12 +344,8 @@ def test_an_unknown_kv_cache_dtype_lists_the_accepted_ones() -> None:
         assert accepted in caught.value.reason
 
 
-GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN3_NEXT_LIKE = ModelArchitecture(
-    layers=((GDN,) * 3 + (FullAttention(2, 256),)) * 12, num_attention_heads=16, weight_bytes=GiB
-)
+# Qwen3-Next-80B's layers with 1 GiB of weights
+QWEN3_NEXT_LIKE = replace(QWEN3_NEXT_80B, weight_bytes=GiB)
 
 
 def test_recurrent_state_models_need_vllm_0_10_2_or_later() -> None:
@@ -486,7 +472,6 @@ SPARSE_MLA = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64, ind
 DEEPSEEK_V32 = ModelArchitecture(
     layers=(SPARSE_MLA,) * 61, num_attention_heads=128, weight_bytes=GiB
 )
-H200 = Gpu(gib_to_bytes(139.8), "NVIDIA H200")
 
 
 def test_deepseek_v32_pool_is_cut_into_64_token_blocks_with_the_indexer() -> None:

@@ -31,6 +31,7 @@ from service.sizing.errors import SizingError
 from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token, sequence_breakdown
 from service.sizing.planner import PlanRequest, plan
 from service.sizing.units import GiB, cdiv
+from tests.sizing.models import LLAMA_31_8B as LLAMA_LIKE
 
 FAST = settings(max_examples=40, deadline=None)
 SLOW = settings(max_examples=15, deadline=None)
@@ -320,14 +321,7 @@ def test_mla_bytes_per_gpu_do_not_depend_on_tp(
 
 # --- more memory never lowers capacity ----------------------------------------------------------
 
-LLAMA_LIKE = ModelArchitecture(
-    layers=(FullAttention(8, 128),) * 32,
-    num_attention_heads=32,
-    hidden_size=4096,
-    intermediate_size=14_336,
-    vocab_size=128_256,
-    weight_bytes=16_060_522_496,
-)
+# Llama-3.1-8B (tests/sizing/models.py) as LLAMA_LIKE.
 
 memories = st.integers(min_value=8 * GiB, max_value=200 * GiB)
 

@@ -13,10 +13,7 @@ import pytest
 
 from service.sizing.architecture import (
     FullAttention,
-    GatedDeltaNet,
-    Mamba2,
     ModelArchitecture,
-    NoCache,
     SlidingWindowAttention,
 )
 from service.sizing.engines.common import CacheLayout
@@ -29,19 +26,27 @@ from service.sizing.engines.vllm import (
     vllm_layout,
     vllm_report,
 )
-from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
+from service.sizing.units import GiB, MiB, cdiv
+from tests.sizing.models import (
+    A100_80GB_TORCH,
+    B200_TORCH,
+    GEMMA_3_27B,
+    GPT_OSS_120B,
+    H100_TORCH,
+    H200_TORCH,
+    L40S_TORCH,
+    LLAMA_31_8B,
+    NEMOTRON_H_56B,
+    QWEN3_NEXT_80B,
+    QWEN35_27B,
+)
 
-# Total memory as torch reports it (docs/catalog-sources.md#gpu-memory-as-torch-reports-it).
-H100_BYTES = gib_to_bytes(79.21)
-A100_80GB_BYTES = gib_to_bytes(79.15)
-H200_BYTES = gib_to_bytes(139.80)
-B200_BYTES = gib_to_bytes(178.36)
-L40S_BYTES = gib_to_bytes(44.39)
-H100 = "NVIDIA H100 80GB HBM3"
-A100 = "NVIDIA A100-SXM4-80GB"
-H200 = "NVIDIA H200"
-B200 = "NVIDIA B200"
-L40S = "NVIDIA L40S"
+# Total memory as torch reports it, and the device names vLLM matches on (tests/sizing/models.py).
+H100_BYTES, H100 = H100_TORCH.memory_bytes, H100_TORCH.name
+A100_80GB_BYTES, A100 = A100_80GB_TORCH.memory_bytes, A100_80GB_TORCH.name
+H200_BYTES, H200 = H200_TORCH.memory_bytes, H200_TORCH.name
+B200_BYTES, B200 = B200_TORCH.memory_bytes, B200_TORCH.name
+L40S_BYTES, L40S = L40S_TORCH.memory_bytes, L40S_TORCH.name
 
 
 def behaviour(version: str) -> VllmBehaviour:
@@ -77,52 +82,6 @@ def layout(
         prefix_caching=prefix_caching,
         hybrid_manager=True,
     )
-
-
-# --- models (geometry from ../shared/catalog/models.json) ----------------------------------
-
-# Llama-3.1-8B: 32 layers, 8 KV heads, head_dim 128, bf16.
-LLAMA_31_8B = ModelArchitecture(layers=(FullAttention(8, 128),) * 32, num_attention_heads=32)
-
-# gpt-oss-120b: 36 layers alternating sliding (window 128) / full, 8 KV heads, head_dim 64.
-GPT_OSS_SLIDING = SlidingWindowAttention(num_kv_heads=8, head_dim=64, sliding_window=128)
-GPT_OSS_FULL = FullAttention(num_kv_heads=8, head_dim=64)
-GPT_OSS_120B = ModelArchitecture(
-    layers=(GPT_OSS_SLIDING, GPT_OSS_FULL) * 18, num_attention_heads=64
-)
-
-# Gemma-3-27B: 62 layers, 5 sliding (window 1024) then 1 full; 16 KV heads, head_dim 128.
-GEMMA3_SLIDING = SlidingWindowAttention(num_kv_heads=16, head_dim=128, sliding_window=1024)
-GEMMA3_FULL = FullAttention(num_kv_heads=16, head_dim=128)
-GEMMA_3_27B = ModelArchitecture(
-    layers=((GEMMA3_SLIDING,) * 5 + (GEMMA3_FULL,)) * 10 + (GEMMA3_SLIDING,) * 2,
-    num_attention_heads=32,
-)
-
-# Qwen3-Next-80B: 48 layers, 3 Gated DeltaNet then 1 full attention (2 KV heads, head_dim 256).
-QWEN3_NEXT_GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN3_NEXT_80B = ModelArchitecture(
-    layers=((QWEN3_NEXT_GDN,) * 3 + (FullAttention(2, 256),)) * 12, num_attention_heads=16
-)
-
-# Qwen3.5-27B: 64 layers, 3 Gated DeltaNet (48 value heads) then 1 full (4 KV heads, 256).
-QWEN35_GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=48, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN35_27B = ModelArchitecture(
-    layers=((QWEN35_GDN,) * 3 + (FullAttention(4, 256),)) * 16, num_attention_heads=24
-)
-
-# Nemotron-H-56B: Mamba2 (256 heads x 64, state 256, 8 groups, conv 4) and attention
-# (8 KV heads, head_dim 128); 54 Mamba2 + 10 attention + 54 MLP blocks. The order below is
-# not the checkpoint's pattern; the block size does not depend on it.
-NEMOTRON_MAMBA = Mamba2(num_heads=256, head_dim=64, state_size=256, n_groups=8, conv_kernel=4)
-NEMOTRON_H_56B = ModelArchitecture(
-    layers=(NEMOTRON_MAMBA, NoCache()) * 54 + (FullAttention(8, 128),) * 10,
-    num_attention_heads=64,
-)
 
 
 # --- uniform ------------------------------------------------------------------------------
