@@ -1,7 +1,7 @@
 """The shipped seed catalog (service/catalog/data/*.json): shape, round-trips and hand arithmetic.
 
 Every number asserted here is worked out by hand in the comment beside it, with where the
-inputs come from (the entry's own config facts, or the research notes named).
+inputs come from (the entry's own config facts, or the docs/ section named).
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ def test_state_dtypes() -> None:
 
 
 STATE_BYTES = [
-    # Research notes §1.4 table, TP1.
+    # docs/engines/vllm.md#recurrent-state (the worked state pages), TP1.
     # Qwen3.5-27B GDN: conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B = 61,440;
     # ssm 48 x 128 x 128 = 786,432 x 4 B (fp32) = 3,145,728 -> 3,207,168
     ("qwen3.5-27b", LayerKind.LINEAR_ATTENTION, 3_207_168),
@@ -352,10 +352,12 @@ def test_state_bytes_per_layer(slug: str, kind: LayerKind, expected: int) -> Non
 
 
 def test_checkpoint_sizes_from_safetensors_indexes() -> None:
-    # Llama-3.1-8B(-Instruct) index total_size = 8,030,261,248 params x 2 B (notes §11)
+    # Llama-3.1-8B(-Instruct) index total_size = 8,030,261,248 params x 2 B
+    # (docs/catalog-sources.md#checkpoint-sizes)
     assert arch("llama-3.1-8b").weight_bytes == 16_060_522_496 == 8_030_261_248 * 2
     assert arch("llama-3.1-8b-instruct").weight_bytes == 16_060_522_496
-    # Qwen2.5-14B family index total = 14,770,033,664 x 2 B (notes §11)
+    # Qwen2.5-14B family index total = 14,770,033,664 x 2 B
+    # (docs/catalog-sources.md#checkpoint-sizes)
     assert arch("deepseek-r1-distill-qwen-14b").weight_bytes == 29_540_067_328
     assert arch("qwen2.5-14b").weight_bytes == 29_540_067_328 == 14_770_033_664 * 2
 
@@ -377,7 +379,7 @@ def test_fp8_checkpoint_weight_bytes() -> None:
     assert a.weight_bytes == 671_026_404_352 + 2 * 129_280 * 7_168 + 58 * 256 * 7_168
     assert a.weight_bytes == 672_986_192_896
     # Qwen3-235B-A22B-FP8: 235,093,634,560 + 2 x 151,936 x 4,096 + 94 x 128 x 4,096
-    # = 236,387,577,344 B (notes §11 estimated about 236.4 GB)
+    # = 236,387,577,344 B (the FP8 rule of docs/catalog-sources.md#checkpoint-sizes)
     assert arch("qwen3-235b-a22b-fp8").weight_bytes == 236_387_577_344
 
 
@@ -428,8 +430,9 @@ def test_every_gpu_has_memory_and_its_source() -> None:
 @pytest.mark.parametrize(
     ("slug", "gib"),
     [
-        ("h100-sxm-80gb", 79.21),  # 8xH100 HBM3 job logs (notes §9)
-        ("h200-141gb", 139.80),  # 8xH200 job logs (notes §9)
+        # docs/catalog-sources.md#gpu-memory-as-torch-reports-it
+        ("h100-sxm-80gb", 79.21),  # 8xH100 HBM3 job logs
+        ("h200-141gb", 139.80),  # 8xH200 job logs
         ("rtx-3090", 23.58),  # vllm#10517 "total_gpu_memory=23.58GiB"
         ("b200", 178.36),
         ("a100-sxm-80gb", 79.15),

@@ -1,23 +1,24 @@
 """compute_capacity end to end on constructed models: budget, blocks, fit, errors, engines.
 
 Sources, cited next to each number:
-  notes   = /work/notes/vllm-kv.md (facts read from the released vLLM wheels, by version)
-  design  = /work/shared/design/engine-memory.md
+  docs/engines/vllm.md#<section>  what each vLLM release does, with the vLLM file and function
+  design = ../shared/design/engine-memory.md (the shared design note next to the repository)
 The memory constants the engine profiles use (non-torch, SGLang start-up, ...) are taken from
-service/sizing/engines/calibration.py by name: these tests check how they are combined.
+service/sizing/engines/calibration.py by name: these tests check how they are combined. The GPUs
+and models come from tests/sizing/models.py, with their sources.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from service.sizing import architecture_from_dict
 from service.sizing.architecture import (
     FullAttention,
-    GatedDeltaNet,
     Mamba2,
     ModelArchitecture,
     MultiHeadLatentAttention,
@@ -28,21 +29,11 @@ from service.sizing.dtypes import KV_CACHE_DTYPE_BYTES
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError, UnknownLayerKind
-from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
+from service.sizing.units import GiB, MiB, cdiv
+from tests.sizing.models import H100_TORCH as H100
+from tests.sizing.models import H200_TORCH as H200
+from tests.sizing.models import LLAMA_31_8B, LLAMA_LAYER, QWEN3_NEXT_80B
 
-H100 = Gpu(gib_to_bytes(79.21), "NVIDIA H100 80GB HBM3")  # notes §9: 79.21 GiB as torch sees it
-
-# Llama-3.1-8B (catalog): 32 layers, 8 KV heads, head_dim 128, hidden 4096, intermediate 14336,
-# vocab 128256, checkpoint 16,060,522,496 B (notes §11).
-LLAMA_LAYER = FullAttention(num_kv_heads=8, head_dim=128)
-LLAMA_31_8B = ModelArchitecture(
-    layers=(LLAMA_LAYER,) * 32,
-    num_attention_heads=32,
-    hidden_size=4096,
-    intermediate_size=14336,
-    vocab_size=128_256,
-    weight_bytes=16_060_522_496,
-)
 PAGE = 16 * 2 * 8 * 128 * 2  # one layer's page at B = 16: 65,536 B (design §1.7)
 BLOCK = 32 * PAGE  # one block across 32 layers: 2 MiB
 
@@ -71,13 +62,14 @@ def test_vllm_budget_lines_sum_to_the_pool_in_every_release(
 ) -> None:
     cap = compute_capacity(LLAMA_31_8B, H100, Workload(8192), engine=vllm(version))
     lines = {line.name: line.bytes for line in cap.budget.lines}
-    # design §1.2: requested = util x total; notes §0 a: default util 0.9 up to v0.19, 0.92 from
-    # v0.20
+    # design §1.2: requested = util x total; docs/engines/vllm.md#requested-memory: default util 0.9
+    # up to v0.19, 0.92 from v0.20
     assert cap.budget.fraction == util
     assert abs(lines["requested"] - H100.memory_bytes * util) <= 1
-    # V0 before v0.6.5 and V1 before v0.9.2 charge the CUDA context as non-torch (notes §6)
+    # V0 before v0.6.5 and V1 before v0.9.2 charge the CUDA context as non-torch
+    # (docs/engines/vllm.md#non-torch-memory)
     assert lines["non_torch"] == -non_torch
-    # notes §0 b: the CUDA-graph estimate is subtracted by default from v0.20
+    # docs/engines/vllm.md#cuda-graph-memory: the estimate is subtracted by default from v0.20
     names = ["total_memory", "requested", "weights", "activation_peak", "non_torch"]
     names += ["cudagraph"] if cudagraph else []
     names += ["kv_cache_memory"]
@@ -104,8 +96,9 @@ def test_vllm_budget_lines_sum_to_the_pool_in_every_release(
         # the same as truncating it first
         ("0.9.2", int),
         ("0.13.0", int),
-        # notes §5.1: requested = ceil(total x util) (v1/worker/utils.py request_memory, read in
-        # v0.33; the vLLM 0.14.0 wheel's gpu_worker.py already has math.ceil)
+        # docs/engines/vllm.md#requested-memory: requested = ceil(total x util) (v1/worker/utils.py
+        # request_memory, read in v0.33; the vLLM 0.14.0 wheel's gpu_worker.py already has
+        # math.ceil)
         ("0.14.0", math.ceil),
         ("0.33.0", math.ceil),
     ],
@@ -184,7 +177,8 @@ def test_pipeline_parallel_takes_the_smallest_block_count_of_the_stages() -> Non
     # stage 0: 3 layers -> one block = 3 x 65,536 B; 3 GiB // 196,608 = 16,384 blocks
     # stage 1: 2 layers -> 131,072 B; 3 GiB // 131,072 = 24,576 blocks
     assert cap.per_stage_blocks == (pool // (3 * PAGE), pool // (2 * PAGE)) == (16_384, 24_576)
-    # notes §3.2 / design §1.4: every worker uses the minimum over workers
+    # docs/engines/vllm.md#pipeline-parallel / design §1.4: every worker uses the minimum over
+    # workers
     assert cap.num_gpu_blocks == 16_384
     assert cap.layout.bytes_per_block == 3 * PAGE
 
@@ -260,8 +254,9 @@ def test_longest_context_of_a_sliding_hybrid_counts_both_groups() -> None:
 
 
 def test_0_33_reserves_the_null_block_before_checking_one_sequence_fits() -> None:
-    # notes §3.2: "v0.33: the null block is subtracted only for the fit check / auto-fit
-    # (check_memory = avail - bytes_per_block)". 100 blocks -> 99 usable for the check.
+    # docs/engines/vllm.md#null-block-and-the-fit-check: read in v0.33, the null block is subtracted
+    # only for the fit check / auto-fit (check_memory = avail - bytes_per_block). 100 blocks
+    # -> 99 usable for the check.
     options = vllm("0.33.0", kv_pool_bytes=100 * BLOCK)
     exactly = compute_capacity(LLAMA_31_8B, H100, Workload(1600), engine=options)
     # one 1,600-token sequence needs 100 blocks > 99: vLLM refuses to start
@@ -306,7 +301,8 @@ def test_tensor_parallel_that_does_not_divide_the_heads_is_refused() -> None:
 
 def test_mamba2_groups_that_tp_does_not_divide_are_refused_unless_there_is_one() -> None:
     # vLLM mamba_mixer2.py (wheels 0.10.2 ... 0.33.0): "assert n_groups % tp_size == 0 or
-    # n_groups == 1"; notes §2: only n_groups % tp != 0 is padded to tp (the n_groups = 1 case).
+    # n_groups == 1"; docs/engines/vllm.md#recurrent-state: only n_groups % tp != 0 is padded to tp
+    # (the n_groups = 1 case).
     # Nemotron-H-56B geometry: 256 heads x 64, state 256, 8 groups; 64 attention heads.
     mamba = Mamba2(num_heads=256, head_dim=64, state_size=256, n_groups=8, conv_kernel=4)
     arch = ModelArchitecture(
@@ -348,26 +344,24 @@ def test_an_unknown_kv_cache_dtype_lists_the_accepted_ones() -> None:
         assert accepted in caught.value.reason
 
 
-GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN3_NEXT_LIKE = ModelArchitecture(
-    layers=((GDN,) * 3 + (FullAttention(2, 256),)) * 12, num_attention_heads=16, weight_bytes=GiB
-)
+# Qwen3-Next-80B's layers with 1 GiB of weights
+QWEN3_NEXT_LIKE = replace(QWEN3_NEXT_80B, weight_bytes=GiB)
 
 
 def test_recurrent_state_models_need_vllm_0_10_2_or_later() -> None:
-    # notes §1.1: Mamba / GDN pages live in the KV pool from v0.10.2
+    # docs/engines/vllm.md#recurrent-state: Mamba / GDN pages live in the KV pool from v0.10.2
     with pytest.raises(SizingError) as caught:
         compute_capacity(QWEN3_NEXT_LIKE, H100, Workload(8192), engine=vllm("0.9.2"))
     assert caught.value.field == "engine_version"
     cap = compute_capacity(QWEN3_NEXT_LIKE, H100, Workload(8192), engine=vllm("0.10.2"))
-    # notes §1.4: attention block 544 for Qwen3-Next at TP1 with bf16 state
+    # docs/engines/vllm.md#hybrid-block-size: attention block 544 for Qwen3-Next at TP1 with
+    # bf16 state
     assert cap.layout.block_size == 544
 
 
 def test_hybrid_prefix_caching_default_shows_in_settings_and_state_blocks() -> None:
-    # notes §0 g: hybrids default to prefix caching (and 'align', 2 state blocks) from v0.28
+    # docs/engines/vllm.md#prefix-caching-default: hybrids default to prefix caching (and 'align',
+    # 2 state blocks) from v0.28
     before = compute_capacity(QWEN3_NEXT_LIKE, H100, Workload(8192), engine=vllm("0.27.0"))
     after = compute_capacity(QWEN3_NEXT_LIKE, H100, Workload(8192), engine=vllm("0.28.0"))
     assert before.engine_settings["enable_prefix_caching"] is False
@@ -380,7 +374,7 @@ def test_hybrid_prefix_caching_default_shows_in_settings_and_state_blocks() -> N
 def test_mla_models_take_the_backend_block_size() -> None:
     mla = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64)
     arch = ModelArchitecture(layers=(mla,) * 61, num_attention_heads=128, weight_bytes=GiB)
-    # notes §0 h: Hopper 64 up to v0.17, 16 from v0.18
+    # docs/engines/vllm.md#mla-block-size: Hopper 64 up to v0.17, 16 from v0.18
     for version, block in (("0.17.0", 64), ("0.18.0", 16)):
         cap = compute_capacity(arch, H100, Workload(8192), engine=vllm(version))
         assert cap.engine_settings["block_size"] == block
@@ -478,7 +472,6 @@ SPARSE_MLA = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64, ind
 DEEPSEEK_V32 = ModelArchitecture(
     layers=(SPARSE_MLA,) * 61, num_attention_heads=128, weight_bytes=GiB
 )
-H200 = Gpu(gib_to_bytes(139.8), "NVIDIA H200")
 
 
 def test_deepseek_v32_pool_is_cut_into_64_token_blocks_with_the_indexer() -> None:

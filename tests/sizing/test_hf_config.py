@@ -1,9 +1,9 @@
 """`architecture_from_hf_config`: Hub config.json files -> layer schedules, to the byte.
 
 Each config below is written the way the published config.json spells it (keys and values from
-/work/shared/catalog/models.json and the source it names). Per-token arithmetic sits next to each
-assertion. Long `layer_types` lists are built with list arithmetic that reproduces the published
-list exactly.
+../shared/catalog/models.json, next to the repository, and the source it names). Per-token
+arithmetic sits next to each assertion. Long `layer_types` lists are built with list arithmetic
+that reproduces the published list exactly.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Properties the sizing arithmetic must keep for every model, not only the worked examples.
 
 Sources for the rules checked here:
-  seed    = /work/shared/design/seed-examples.md ("linear with context and with concurrency";
+  seed    = ../shared/design/seed-examples.md ("linear with context and with concurrency";
             "FP8 KV halves it"; sliding windows cap it)
-  design  = /work/shared/design/engine-memory.md (TP replication and MLA §1.4, the log lines §1.5)
-  notes   = /work/notes/vllm-kv.md (§4: how each release prints tokens and concurrency)
+  design  = ../shared/design/engine-memory.md (TP replication and MLA §1.4, the log lines §1.5)
+  docs/engines/vllm.md#log-lines  how each vLLM release prints tokens and concurrency
+(../shared/ is the shared reference folder next to the repository.)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from service.sizing.errors import SizingError
 from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token, sequence_breakdown
 from service.sizing.planner import PlanRequest, plan
 from service.sizing.units import GiB, cdiv
+from tests.sizing.models import LLAMA_31_8B as LLAMA_LIKE
 
 FAST = settings(max_examples=40, deadline=None)
 SLOW = settings(max_examples=15, deadline=None)
@@ -189,7 +191,7 @@ def test_vllm_blocks_needed_are_linear_in_concurrency(
         hybrid_manager=True,
     )
     # seed: "linearly with concurrency": k sequences need k x blocks_per_request blocks, plus
-    # the null block (design §1.5 / notes §3.2)
+    # the null block (design §1.5 / docs/engines/vllm.md#null-block-and-the-fit-check)
     assert vllm_report(k * lay.blocks_per_request + 1, lay, m, behaviour).max_num_seqs == k
     assert vllm_report(k * lay.blocks_per_request, lay, m, behaviour).max_num_seqs == k - 1
 
@@ -319,14 +321,7 @@ def test_mla_bytes_per_gpu_do_not_depend_on_tp(
 
 # --- more memory never lowers capacity ----------------------------------------------------------
 
-LLAMA_LIKE = ModelArchitecture(
-    layers=(FullAttention(8, 128),) * 32,
-    num_attention_heads=32,
-    hidden_size=4096,
-    intermediate_size=14_336,
-    vocab_size=128_256,
-    weight_bytes=16_060_522_496,
-)
+# Llama-3.1-8B (tests/sizing/models.py) as LLAMA_LIKE.
 
 memories = st.integers(min_value=8 * GiB, max_value=200 * GiB)
 
@@ -375,7 +370,8 @@ def test_more_gpu_memory_within_one_default_tier_never_lowers_capacity(
     a: int, b: int, engine: Engine, version: str, m: int
 ) -> None:
     # Engine defaults (vLLM batch sizes, SGLang mem_fraction_static) are constant between
-    # 70 GiB and 160 GiB for a non-A100 GPU (notes §5.2, §10), so defaults are left alone here.
+    # 70 GiB and 160 GiB for a non-A100 GPU (docs/engines/vllm.md#batch-defaults,
+    # docs/engines/sglang.md#default-mem-fraction-static), so defaults are left alone here.
     low, high = sorted((a, b))
     options = EngineOptions(engine=engine, engine_version=version)
     small = compute_capacity(LLAMA_LIKE, Gpu(low, "GPU"), Workload(m), engine=options)
@@ -385,10 +381,10 @@ def test_more_gpu_memory_within_one_default_tier_never_lowers_capacity(
 
 
 def test_crossing_vllms_70_gib_batch_tier_costs_pool_as_vllm_does() -> None:
-    # Why the property above pins the batch flags: notes §5.2, from 0.8.5 a GPU with >= 70 GiB
-    # gets 8192 batched tokens / 1024 sequences instead of 2048 / 256, and design §1.6: "raising
-    # either raises peak_activation and lowers the KV pool". So just past 70 GiB the pool is
-    # smaller than just below it.
+    # Why the property above pins the batch flags (docs/engines/vllm.md#batch-defaults): from
+    # 0.8.5 a GPU with >= 70 GiB gets 8192 batched tokens / 1024 sequences instead of
+    # 2048 / 256, and design §1.6: "raising either raises peak_activation and lowers the KV
+    # pool". So just past 70 GiB the pool is smaller than just below it.
     options = EngineOptions(engine_version="0.9.2")
     below = compute_capacity(LLAMA_LIKE, Gpu(70 * GiB - 1, "GPU"), Workload(8192), engine=options)
     above = compute_capacity(LLAMA_LIKE, Gpu(70 * GiB, "GPU"), Workload(8192), engine=options)
@@ -399,7 +395,8 @@ def test_crossing_vllms_70_gib_batch_tier_costs_pool_as_vllm_does() -> None:
 
 
 def test_crossing_sglangs_60_gib_tier_lowers_the_default_static_fraction() -> None:
-    # notes §10 (0.5.3/0.5.10): below 60 GB reserved = 512 + 1.5 x 4096 + 2 x 32 + 1/8 x 1024
+    # docs/engines/sglang.md#default-mem-fraction-static (0.5.3/0.5.10): below 60 GB
+    # reserved = 512 + 1.5 x 4096 + 2 x 32 + 1/8 x 1024
     # = 6,848 MiB; above, 512 + 1.5 x 8192 + 2 x 256 + 128 = 13,440 MiB (>= the 10,240 floor).
     options = EngineOptions(engine=Engine.SGLANG)
     below = compute_capacity(LLAMA_LIKE, Gpu(60 * GiB - 1, "GPU"), Workload(8192), engine=options)
@@ -502,7 +499,8 @@ def test_planner_recommends_enough_replicas_at_the_lowest_cost(
 def test_planner_never_recommends_replicas_that_hold_no_sequence() -> None:
     # 32 layers x 1 KV head x 128: one block = 32 x 16 x 2 x 128 x 2 B = 262,144 B; M = 8,192
     # needs cdiv(8,192, 16) = 512 blocks. A pool of exactly 512 blocks passes the <= v0.28 start-up
-    # check (design §1.5), but block 0 is the null block (notes §3.2): 511 usable, 0 sequences.
+    # check (design §1.5), but block 0 is the null block
+    # (docs/engines/vllm.md#null-block-and-the-fit-check): 511 usable, 0 sequences.
     arch = ModelArchitecture(
         layers=(FullAttention(1, 128),) * 32, num_attention_heads=1, weight_bytes=GiB
     )
@@ -563,7 +561,7 @@ def test_vllm_reported_tokens_and_concurrency_agree(
         return  # page sizes vLLM cannot unify (raised, not sized)
     report = vllm_report(blocks, lay, m, behaviour)
     if behaviour.version >= (0, 21, 0):
-        # notes §4: from v0.21 tokens = int(max_concurrency x M)
+        # docs/engines/vllm.md#log-lines: from v0.21 tokens = int(max_concurrency x M)
         assert report.kv_cache_tokens == int(report.max_concurrency * m)
     elif len(lay.groups) == 1:
         # <= v0.20 uniform (and V0): tokens = num_blocks x block_size

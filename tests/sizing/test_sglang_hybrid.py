@@ -21,38 +21,27 @@ import pytest
 from service.sizing.architecture import (
     ChunkedLocalAttention,
     FullAttention,
-    GatedDeltaNet,
     Mamba1,
     ModelArchitecture,
     SlidingWindowAttention,
 )
-from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.capacity import Capacity, Parallelism, Workload, compute_capacity
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.engines.sglang import sglang_report
 from service.sizing.errors import SizingError
 from service.sizing.units import GiB
+from tests.sizing.models import GPT_OSS_120B_60_GIB as GPT_OSS
+from tests.sizing.models import H100_80_GIB as H100
+from tests.sizing.models import QWEN35_35B_A3B_60_GIB as QWEN35
 
-H100 = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3")
 OLD_WARNING = "SGLang hybrid pools (sliding-window and Mamba ratios) are not modelled"
 
-# gpt-oss-120b-like: 36 layers alternating sliding (window 128) / full, 8 KV heads of 64, bf16.
-# One layer, one token: 8 heads x (64 + 64) x 2 B = 2,048 B; 18 full + 18 sliding layers.
-GPT_OSS = ModelArchitecture(
-    layers=(SlidingWindowAttention(8, 64, 128), FullAttention(8, 64)) * 18,
-    num_attention_heads=64,
-    weight_bytes=60 * GiB,
-)
-# Qwen3.5-like (Qwen3.5-35B-A3B / Qwen3-Next geometry): 40 layers, every 4th full attention
-# (2 KV heads of 256), the others gated delta net: 16 key heads, 32 value heads, 128 x 128,
-# conv kernel 4.
-GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN35 = ModelArchitecture(
-    layers=(GDN, GDN, GDN, FullAttention(2, 256)) * 10,
-    num_attention_heads=16,
-    weight_bytes=60 * GiB,
-)
+# gpt-oss-120b (tests/sizing/models.py, 60 GiB of weights): 36 layers alternating sliding
+# (window 128) / full, 8 KV heads of 64, bf16. One layer, one token: 8 heads x (64 + 64) x 2 B
+# = 2,048 B; 18 full + 18 sliding layers.
+# Qwen3.5-35B-A3B (Qwen3-Next geometry, tests/sizing/models.py, 60 GiB of weights): 40 layers,
+# every 4th full attention (2 KV heads of 256), the others gated delta net: 16 key heads,
+# 32 value heads, 128 x 128, conv kernel 4.
 
 
 def sglang(

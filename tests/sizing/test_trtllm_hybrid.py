@@ -25,14 +25,12 @@ import pytest
 
 from service.sizing.architecture import (
     FullAttention,
-    GatedDeltaNet,
     Mamba1,
     Mamba2,
     ModelArchitecture,
     NoCache,
-    SlidingWindowAttention,
 )
-from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.capacity import Capacity, Parallelism, Workload, compute_capacity
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.engines.trtllm import (
@@ -43,8 +41,10 @@ from service.sizing.engines.trtllm import (
 )
 from service.sizing.errors import SizingError
 from service.sizing.units import GiB
+from tests.sizing.models import GPT_OSS_120B_60_GIB as GPT_OSS
+from tests.sizing.models import H100_80_GIB as H100
+from tests.sizing.models import QWEN35_35B_A3B_60_GIB as QWEN3_NEXT
 
-H100 = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3")
 OLD_WARNING = "TensorRT-LLM variable-window and Mamba pools are not modelled"
 
 # Nemotron-H-like: 24 blocks, (Mamba-2, MLP, Mamba-2, MLP, attention, MLP) x 4 -> 8 Mamba-2,
@@ -63,15 +63,8 @@ NEMOTRON_H = ModelArchitecture(
 NEMOTRON_SLOT = 17_268_736
 # Attention per token: 4 layers x 8 heads x (128 + 128) x 2 B = 4 x 4,096 = 16,384 B
 
-# Qwen3-Next / Qwen3.5 geometry: (GDN, GDN, GDN, full attention 2 x 256) x 10, bf16.
-GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN3_NEXT = ModelArchitecture(
-    layers=(GDN, GDN, GDN, FullAttention(2, 256)) * 10,
-    num_attention_heads=16,
-    weight_bytes=60 * GiB,
-)
+# Qwen3-Next / Qwen3.5 geometry (QWEN35_35B_A3B_60_GIB in tests/sizing/models.py):
+# (GDN, GDN, GDN, full attention 2 x 256) x 10, bf16.
 # Qwen3-Next passes d_state = key dim 128, heads = 32 value heads, groups = 16 key heads,
 # head_dim = value dim 128 (_util.py `_create_kv_cache_manager`):
 #   conv_dim = 128 x 32 + 2 x 16 x 128 = 8,192; conv = 8,192 x 3 = 24,576 x 2 B = 49,152 B
@@ -281,13 +274,8 @@ def test_models_the_pytorch_backend_does_not_run() -> None:
 
 # --- sliding windows -------------------------------------------------------------------------
 
-# gpt-oss-like: 36 layers alternating sliding (window 128) / full, 8 KV heads of 64, bf16.
-# One layer, one token: 8 x (64 + 64) x 2 B = 2,048 B.
-GPT_OSS = ModelArchitecture(
-    layers=(SlidingWindowAttention(8, 64, 128), FullAttention(8, 64)) * 18,
-    num_attention_heads=64,
-    weight_bytes=60 * GiB,
-)
+# gpt-oss-120b (GPT_OSS_120B_60_GIB in tests/sizing/models.py): 36 layers alternating sliding
+# (window 128) / full, 8 KV heads of 64, bf16. One layer, one token: 8 x (64 + 64) x 2 B = 2,048 B.
 
 
 def test_default_max_attention_window_sizes_every_layer_for_the_whole_context() -> None:

@@ -1,9 +1,9 @@
 """vLLM's KV-cache layout, log lines and defaults, release by release, against hand arithmetic.
 
 Sources, cited next to each number:
-  notes   = /work/notes/vllm-kv.md (facts read from the released vLLM wheels, by version)
-  design  = /work/shared/design/engine-memory.md
-"§" refers to a section of the named file. B = block size in tokens, M = max_model_len,
+  docs/engines/vllm.md#<section>  what each vLLM release does, with the vLLM file and function
+  design = ../shared/design/engine-memory.md (the shared design note next to the repository)
+"design §" refers to a section of the design note. B = block size in tokens, M = max_model_len,
 mnbt = max_num_batched_tokens, G = layers per KV-cache group. cdiv(a, b) = ceil(a / b).
 """
 
@@ -13,10 +13,7 @@ import pytest
 
 from service.sizing.architecture import (
     FullAttention,
-    GatedDeltaNet,
-    Mamba2,
     ModelArchitecture,
-    NoCache,
     SlidingWindowAttention,
 )
 from service.sizing.engines.common import CacheLayout
@@ -29,19 +26,27 @@ from service.sizing.engines.vllm import (
     vllm_layout,
     vllm_report,
 )
-from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
+from service.sizing.units import GiB, MiB, cdiv
+from tests.sizing.models import (
+    A100_80GB_TORCH,
+    B200_TORCH,
+    GEMMA_3_27B,
+    GPT_OSS_120B,
+    H100_TORCH,
+    H200_TORCH,
+    L40S_TORCH,
+    LLAMA_31_8B,
+    NEMOTRON_H_56B,
+    QWEN3_NEXT_80B,
+    QWEN35_27B,
+)
 
-# Total memory as torch reports it (notes §9).
-H100_BYTES = gib_to_bytes(79.21)
-A100_80GB_BYTES = gib_to_bytes(79.15)
-H200_BYTES = gib_to_bytes(139.80)
-B200_BYTES = gib_to_bytes(178.36)
-L40S_BYTES = gib_to_bytes(44.39)
-H100 = "NVIDIA H100 80GB HBM3"
-A100 = "NVIDIA A100-SXM4-80GB"
-H200 = "NVIDIA H200"
-B200 = "NVIDIA B200"
-L40S = "NVIDIA L40S"
+# Total memory as torch reports it, and the device names vLLM matches on (tests/sizing/models.py).
+H100_BYTES, H100 = H100_TORCH.memory_bytes, H100_TORCH.name
+A100_80GB_BYTES, A100 = A100_80GB_TORCH.memory_bytes, A100_80GB_TORCH.name
+H200_BYTES, H200 = H200_TORCH.memory_bytes, H200_TORCH.name
+B200_BYTES, B200 = B200_TORCH.memory_bytes, B200_TORCH.name
+L40S_BYTES, L40S = L40S_TORCH.memory_bytes, L40S_TORCH.name
 
 
 def behaviour(version: str) -> VllmBehaviour:
@@ -77,52 +82,6 @@ def layout(
         prefix_caching=prefix_caching,
         hybrid_manager=True,
     )
-
-
-# --- models (geometry from /work/shared/catalog/models.json) ------------------------------
-
-# Llama-3.1-8B: 32 layers, 8 KV heads, head_dim 128, bf16.
-LLAMA_31_8B = ModelArchitecture(layers=(FullAttention(8, 128),) * 32, num_attention_heads=32)
-
-# gpt-oss-120b: 36 layers alternating sliding (window 128) / full, 8 KV heads, head_dim 64.
-GPT_OSS_SLIDING = SlidingWindowAttention(num_kv_heads=8, head_dim=64, sliding_window=128)
-GPT_OSS_FULL = FullAttention(num_kv_heads=8, head_dim=64)
-GPT_OSS_120B = ModelArchitecture(
-    layers=(GPT_OSS_SLIDING, GPT_OSS_FULL) * 18, num_attention_heads=64
-)
-
-# Gemma-3-27B: 62 layers, 5 sliding (window 1024) then 1 full; 16 KV heads, head_dim 128.
-GEMMA3_SLIDING = SlidingWindowAttention(num_kv_heads=16, head_dim=128, sliding_window=1024)
-GEMMA3_FULL = FullAttention(num_kv_heads=16, head_dim=128)
-GEMMA_3_27B = ModelArchitecture(
-    layers=((GEMMA3_SLIDING,) * 5 + (GEMMA3_FULL,)) * 10 + (GEMMA3_SLIDING,) * 2,
-    num_attention_heads=32,
-)
-
-# Qwen3-Next-80B: 48 layers, 3 Gated DeltaNet then 1 full attention (2 KV heads, head_dim 256).
-QWEN3_NEXT_GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN3_NEXT_80B = ModelArchitecture(
-    layers=((QWEN3_NEXT_GDN,) * 3 + (FullAttention(2, 256),)) * 12, num_attention_heads=16
-)
-
-# Qwen3.5-27B: 64 layers, 3 Gated DeltaNet (48 value heads) then 1 full (4 KV heads, 256).
-QWEN35_GDN = GatedDeltaNet(
-    num_key_heads=16, num_value_heads=48, key_head_dim=128, value_head_dim=128, conv_kernel=4
-)
-QWEN35_27B = ModelArchitecture(
-    layers=((QWEN35_GDN,) * 3 + (FullAttention(4, 256),)) * 16, num_attention_heads=24
-)
-
-# Nemotron-H-56B: Mamba2 (256 heads x 64, state 256, 8 groups, conv 4) and attention
-# (8 KV heads, head_dim 128); 54 Mamba2 + 10 attention + 54 MLP blocks. The order below is
-# not the checkpoint's pattern; the block size does not depend on it.
-NEMOTRON_MAMBA = Mamba2(num_heads=256, head_dim=64, state_size=256, n_groups=8, conv_kernel=4)
-NEMOTRON_H_56B = ModelArchitecture(
-    layers=(NEMOTRON_MAMBA, NoCache()) * 54 + (FullAttention(8, 128),) * 10,
-    num_attention_heads=64,
-)
 
 
 # --- uniform ------------------------------------------------------------------------------
@@ -162,7 +121,7 @@ def test_gpt_oss_120b_is_two_groups_of_18_layers() -> None:
 def test_gpt_oss_sliding_group_keeps_window_plus_one_batch_up_to_0_25(version: str) -> None:
     lay = layout(GPT_OSS_120B, version, 131_072, mnbt=8192)
     blocks = {g.kind: g.blocks_per_request for g in lay.groups}
-    # notes §0 c / §3.3 (v0.8.3 ... v0.25): cdiv(min(W - 1 + mnbt, M), B) + 1
+    # docs/engines/vllm.md#blocks-per-request (v0.8.3 ... v0.25): cdiv(min(W - 1 + mnbt, M), B) + 1
     #   = cdiv(127 + 8,192, 16) + 1 = cdiv(8,319, 16) + 1 = 520 + 1 = 521
     assert blocks["sliding_attention"] == cdiv(127 + 8192, 16) + 1 == 521
     # full attention: cdiv(131,072, 16) = 8,192
@@ -174,7 +133,8 @@ def test_gpt_oss_sliding_group_keeps_window_plus_one_batch_up_to_0_25(version: s
 def test_gpt_oss_sliding_group_keeps_two_batches_in_flight_from_0_26(version: str) -> None:
     lay = layout(GPT_OSS_120B, version, 131_072, mnbt=8192)
     blocks = {g.kind: g.blocks_per_request for g in lay.groups}
-    # notes §0 c: from v0.26 the token term is W - 1 + 2 x mnbt at PP = 1 (async scheduling)
+    # docs/engines/vllm.md#blocks-per-request: from v0.26 the token term is W - 1 + 2 x mnbt at
+    # PP = 1 (async scheduling)
     #   = cdiv(127 + 16,384, 16) + 1 = cdiv(16,511, 16) + 1 = 1,032 + 1 = 1,033
     assert blocks["sliding_attention"] == cdiv(127 + 2 * 8192, 16) + 1 == 1033
     assert blocks["full_attention"] == 8192
@@ -183,13 +143,15 @@ def test_gpt_oss_sliding_group_keeps_two_batches_in_flight_from_0_26(version: st
 def test_sliding_window_blocks_are_capped_by_max_model_len() -> None:
     lay = layout(GPT_OSS_120B, "0.25.0", 4096, mnbt=8192)
     blocks = {g.kind: g.blocks_per_request for g in lay.groups}
-    # notes §3.3: min(W - 1 + mnbt, M) = min(8,319, 4,096) = 4,096 -> cdiv(4,096, 16) + 1 = 257
+    # docs/engines/vllm.md#blocks-per-request:
+    # min(W - 1 + mnbt, M) = min(8,319, 4,096) = 4,096 -> cdiv(4,096, 16) + 1 = 257
     assert blocks["sliding_attention"] == 4096 // 16 + 1 == 257
     assert blocks["full_attention"] == 256
 
 
 def test_pipeline_parallel_keeps_pp_batches_in_flight_from_0_26() -> None:
-    # notes §3.3: max_concurrent_batches = 2 (V1 runner, PP = 1), else pp (async off with PP)
+    # docs/engines/vllm.md#blocks-per-request: max_concurrent_batches = 2 (V1 runner, PP = 1),
+    # else pp (async off with PP)
     assert behaviour("0.25.0").in_flight_tokens(8192, 4) == 8192
     assert behaviour("0.26.0").in_flight_tokens(8192, 1) == 2 * 8192
     assert behaviour("0.26.0").in_flight_tokens(8192, 4) == 4 * 8192
@@ -200,8 +162,8 @@ def test_gemma_3_27b_is_six_sliding_groups_and_one_full_with_8_padding_layers() 
     assert sum(isinstance(x, FullAttention) for x in GEMMA_3_27B.layers) == 10
     lay = layout(GEMMA_3_27B, "0.33.0", 131_072)
     kinds = [g.kind for g in lay.groups]
-    # notes §3.1: G = min(52, 10) = 10 (52 is not < 1.5 x 10); cdiv(52, 10) = 6 sliding groups,
-    # 1 full group; 6 x 10 - 52 = 8 padding layers
+    # docs/engines/vllm.md#grouping: G = min(52, 10) = 10 (52 is not < 1.5 x 10);
+    # cdiv(52, 10) = 6 sliding groups, 1 full group; 6 x 10 - 52 = 8 padding layers
     assert kinds.count("sliding_attention") == 6
     assert kinds.count("full_attention") == 1
     assert lay.padding_layers == 6 * 10 - 52 == 8
@@ -215,8 +177,9 @@ def test_gemma_3_27b_is_six_sliding_groups_and_one_full_with_8_padding_layers() 
 @pytest.mark.parametrize(
     ("version", "sizes"),
     [
-        # notes §3.1 (v0.11+): "group i gets layers[i::num_groups]": 52 layers over 6 groups ->
-        # 52 = 6 x 8 + 4, so four groups of 9 and two of 8 (the padding is spread out)
+        # docs/engines/vllm.md#grouping (v0.11+): "group i gets layers[i::num_groups]": 52 layers
+        # over 6 groups -> 52 = 6 x 8 + 4, so four groups of 9 and two of 8 (the padding is
+        # spread out)
         ("0.11.0", [9, 9, 9, 9, 8, 8]),
         ("0.33.0", [9, 9, 9, 9, 8, 8]),
         # v0.9.2-v0.10.2 cut the bucket in consecutive slices of G: 10, 10, 10, 10, 10, 2
@@ -234,7 +197,8 @@ def test_gemma_3_27b_sliding_layers_per_group(version: str, sizes: list[int]) ->
 def test_full_attention_layers_of_different_sizes_share_one_group_from_0_11() -> None:
     # design §1.4 item 2: "Uniform type, different sizes (UniformTypeKVCacheSpecs, e.g. layers
     # with different head counts but all full attention): one group, page = sum of per-layer
-    # pages, num_blocks = available_kv // sum page_l" (notes §3.1: checked before page unification)
+    # pages, num_blocks = available_kv // sum page_l" (docs/engines/vllm.md#grouping: checked before
+    # page unification)
     arch = ModelArchitecture(
         layers=(FullAttention(8, 128),) * 16 + (FullAttention(4, 128),) * 16,
         num_attention_heads=32,
@@ -249,8 +213,9 @@ def test_full_attention_layers_of_different_sizes_share_one_group_from_0_11() ->
 
 
 def test_v0_33_pads_an_attention_page_that_does_not_divide_the_largest() -> None:
-    # notes §3.1 (v0.33 unify_kv_cache_spec_page_size): "else if P % page == 0 => block_size *=
-    # P/page; else non-MLA attention => pad page". Full: 8 x 128 -> 65,536 B pages; sliding:
+    # docs/engines/vllm.md#page-unification (unify_kv_cache_spec_page_size, read in v0.33):
+    # a page that divides the largest P takes block_size x P / page; else a non-MLA attention
+    # page is padded. Full: 8 x 128 -> 65,536 B pages; sliding:
     # 6 x 128 -> 16 x 6 x 256 x 2 = 49,152 B; 65,536 % 49,152 != 0 -> padded to 65,536 B.
     sliding = SlidingWindowAttention(num_kv_heads=6, head_dim=128, sliding_window=1024)
     arch = ModelArchitecture(layers=(FullAttention(8, 128), sliding) * 4, num_attention_heads=48)
@@ -288,8 +253,8 @@ def kinds(lay: CacheLayout) -> dict[str, int]:
 @pytest.mark.parametrize(
     ("version", "g", "padding"),
     [
-        # notes §0 d / §3.1: <= v0.11 always G = min = 10: sliding 12 -> cdiv(12, 10) = 2
-        # groups, padding 2 x 10 - 12 = 8
+        # docs/engines/vllm.md#grouping: <= v0.11 always G = min = 10:
+        # sliding 12 -> cdiv(12, 10) = 2 groups, padding 2 x 10 - 12 = 8
         ("0.11.0", 10, 8),
         # v0.12-v0.17: 12 < 1.25 x 10 = 12.5 -> G = max = 12; the full bucket is padded by 2
         ("0.12.0", 12, 2),
@@ -328,7 +293,8 @@ def test_group_size_10_full_14_sliding_is_where_0_17_and_0_18_disagree(
 
 
 def test_group_size_ratio_is_strictly_below_the_limit() -> None:
-    # notes §3.1: "if max(len(b)) < G_min x 1.5" (strict): 15 full vs 10 sliding at v0.18 -> min
+    # docs/engines/vllm.md#grouping: "if max_num_layers < min_num_layers * 1.5" (strict):
+    # 15 full vs 10 sliding at v0.18 -> min
     assert layout(constructed(10, 15), "0.18.0", 8192).bytes_per_block == 10 * 65_536
     # v0.12: 10 vs 8 -> 10 < 8 x 1.25 = 10 is false -> G = 8
     assert layout(constructed(8, 10), "0.12.0", 8192).bytes_per_block == 8 * 65_536
@@ -339,13 +305,15 @@ def test_group_size_ratio_is_strictly_below_the_limit() -> None:
 
 def test_qwen3_next_80b_bf16_state_raises_the_attention_block_to_544() -> None:
     lay = layout(QWEN3_NEXT_80B, "0.33.0", 262_144, conv_bytes=2, ssm_bytes=2)
-    # notes §1.4 / §2: conv 3 x (2 x 16 x 128 + 32 x 128) = 24,576 elements x 2 B = 49,152 B;
+    # docs/engines/vllm.md#recurrent-state:
+    # conv 3 x (2 x 16 x 128 + 32 x 128) = 24,576 elements x 2 B = 49,152 B;
     # ssm 32 x 128 x 128 = 524,288 x 2 B = 1,048,576 B; mamba page 1,097,728 B.
     # attention 2 KV heads x (256 + 256) x 2 B = 2,048 B per token per layer;
     # block = 16 x cdiv(1,097,728, 16 x 2,048) = 16 x 34 = 544; page 544 x 2,048 = 1,114,112 B
     assert lay.block_size == 544
     assert {g.page_bytes for g in lay.groups} == {544 * 2048} == {1_114_112}
-    # notes §3.1: 12 full + 36 GDN, G = 12 -> 1 full group + 3 linear groups of 12
+    # docs/engines/vllm.md#grouping: 12 full + 36 GDN, G = 12 -> 1 full group and 3 linear
+    # groups of 12
     assert group_sizes(lay) == [
         ("full_attention", 12),
         ("linear_attention", 12),
@@ -362,7 +330,8 @@ def test_qwen3_next_80b_bf16_state_raises_the_attention_block_to_544() -> None:
 
 def test_qwen35_27b_float32_state_gives_attention_block_784() -> None:
     lay = layout(QWEN35_27B, "0.33.0", 262_144, conv_bytes=2, ssm_bytes=4)
-    # notes §1.4: conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B = 61,440 B;
+    # docs/engines/vllm.md#recurrent-state:
+    # conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B = 61,440 B;
     # ssm 48 x 128 x 128 = 786,432 x 4 B = 3,145,728 B; page 3,207,168 B; attention 4 x 512 x 2
     # = 4,096 B/token/layer; block = 16 x cdiv(3,207,168, 65,536) = 16 x 49 = 784
     assert lay.block_size == 784
@@ -373,7 +342,8 @@ def test_qwen35_27b_float32_state_gives_attention_block_784() -> None:
 @pytest.mark.parametrize(
     ("ssm_bytes", "block"),
     [
-        # notes §1.4: fp32 (>= v0.20): conv 122,880 + ssm 256 x 64 x 256 x 4 = 16,777,216 ->
+        # docs/engines/vllm.md#hybrid-block-size: fp32 (>= v0.20): conv 122,880
+        # + ssm 256 x 64 x 256 x 4 = 16,777,216 ->
         # page 16,900,096 B; block = 16 x cdiv(16,900,096, 16 x 4,096) = 16 x 258 = 4,128
         (4, 4128),
         # fp16 (v0.13-v0.19): ssm 8,388,608 -> page 8,511,488 -> 16 x 130 = 2,080
@@ -387,14 +357,16 @@ def test_nemotron_h_56b_attention_block_follows_the_state_dtype(ssm_bytes: int, 
 
 
 def test_a_larger_user_block_size_is_kept_and_the_state_page_padded_to_it() -> None:
-    # notes §1.3: the computed block is a floor; a larger --block-size is kept
+    # docs/engines/vllm.md#hybrid-block-size: the computed block is a floor; a larger
+    # --block-size is kept
     lay = layout(QWEN3_NEXT_80B, "0.33.0", 262_144, block_size=1024)
     assert lay.block_size == 1024
     assert {g.page_bytes for g in lay.groups} == {1024 * 2048}
 
 
 def test_mamba_keeps_two_state_blocks_with_prefix_caching_from_0_15() -> None:
-    # notes §3.3: mode 'none' keeps 1 page; 'align' (prefix caching on, v0.15+) keeps 2
+    # docs/engines/vllm.md#blocks-per-request: mode 'none' keeps 1 page; 'align' (prefix caching on,
+    # v0.15+) keeps 2
     assert behaviour("0.14.0").mamba_blocks(prefix_caching=True) == 1
     assert behaviour("0.15.0").mamba_blocks(prefix_caching=True) == 2
     assert behaviour("0.33.0").mamba_blocks(prefix_caching=False) == 1
@@ -405,7 +377,8 @@ def test_mamba_keeps_two_state_blocks_with_prefix_caching_from_0_15() -> None:
 
 
 def test_hybrids_cache_prefixes_by_default_only_from_0_28() -> None:
-    # notes §0 g: <= v0.27 no prefix caching by default for attention + Mamba hybrids
+    # docs/engines/vllm.md#prefix-caching-default: <= v0.27 no prefix caching by default for
+    # attention + Mamba hybrids
     assert behaviour("0.27.0").default_prefix_caching(has_state=True) is False
     assert behaviour("0.28.0").default_prefix_caching(has_state=True) is True
     # V0 never enabled it by default
@@ -418,7 +391,8 @@ def test_hybrids_cache_prefixes_by_default_only_from_0_28() -> None:
 @pytest.mark.parametrize(
     ("version", "memory", "name", "max_model_len", "expected"),
     [
-        # notes §5.2, v0.9.0-v0.27: >= 70 GiB and not A100 -> serve 8192 tokens / 1024 seqs
+        # docs/engines/vllm.md#batch-defaults, v0.9.0-v0.27: >= 70 GiB and not A100 -> serve
+        # 8192 tokens / 1024 seqs
         ("0.9.2", H100_BYTES, H100, 8192, (8192, 1024)),
         # ... an A100-80GB stays in the small tier: 2048 / 256
         ("0.9.2", A100_80GB_BYTES, A100, 8192, (2048, 256)),
@@ -430,9 +404,10 @@ def test_hybrids_cache_prefixes_by_default_only_from_0_28() -> None:
         # v0.28+: >= 160 GiB tier: 16384 / 1024 (B200 178.36 GiB)
         ("0.28.0", B200_BYTES, B200, 8192, (16384, 1024)),
         ("0.27.0", B200_BYTES, B200, 8192, (8192, 1024)),
-        # notes §0 k: H200 (139.8 GiB) stays in the >= 70 GiB tier
+        # docs/engines/vllm.md#batch-defaults: H200 (139.8 GiB) stays in the >= 70 GiB tier
         ("0.28.0", H200_BYTES, H200, 8192, (8192, 1024)),
-        # notes §5.3, V0: chunked prefill off -> max(M, 2048) tokens, 256 sequences
+        # docs/engines/vllm.md#batch-defaults, V0: chunked prefill off -> max(M, 2048) tokens,
+        # 256 sequences
         ("0.7.3", H100_BYTES, H100, 20_000, (20_000, 256)),
         ("0.7.3", H100_BYTES, H100, 1024, (2048, 256)),
         # M = 32,768 is not "> 32K": chunked prefill stays off
@@ -451,7 +426,7 @@ def test_batch_defaults_table(
 
 
 def test_default_utilization_is_0_9_until_0_19_and_0_92_from_0_20() -> None:
-    # notes §0 a / §5.1
+    # docs/engines/vllm.md#requested-memory
     assert behaviour("0.19.0").default_utilization == 0.9
     assert behaviour("0.19.1").default_utilization == 0.9
     assert behaviour("0.20.0").default_utilization == 0.92
@@ -460,7 +435,7 @@ def test_default_utilization_is_0_9_until_0_19_and_0_92_from_0_20() -> None:
 @pytest.mark.parametrize(
     ("version", "gpu", "block"),
     [
-        # notes §0 h / §5.4: <= v0.17 FlashMLA forces 64 on Hopper
+        # docs/engines/vllm.md#mla-block-size: <= v0.17 FlashMLA forces 64 on Hopper
         ("0.17.0", H100, 64),
         # v0.18+: backend preference, Hopper FLASH_ATTN_MLA -> 16, Blackwell FLASHINFER_MLA -> 32
         ("0.18.0", H100, 16),
@@ -480,9 +455,10 @@ def test_mla_block_size_by_release_and_gpu(version: str, gpu: str, block: int) -
 def test_v0_log_lines_for_vllm_10517_1952_blocks_at_20000_tokens() -> None:
     lay = layout(LLAMA_31_8B, "0.6.4", 20_000)
     report = vllm_report(1952, lay, 20_000, behaviour("0.6.4"))
-    # design §1.7 / notes §8: 1,952 blocks x 16 = 31,232 tokens; 31,232 / 20,000 = 1.5616 -> 1.56x
+    # design §1.7 / docs/engines/vllm.md#public-logs: 1,952 blocks x 16 = 31,232 tokens;
+    # 31,232 / 20,000 = 1.5616 -> 1.56x
     assert report.kv_cache_tokens == 1952 * 16 == 31_232
-    # notes §4: V0 logs "# GPU blocks: %d, # CPU blocks: %d", M unformatted
+    # docs/engines/vllm.md#log-lines: V0 logs "# GPU blocks: %d, # CPU blocks: %d", M unformatted
     assert report.log_lines[0].startswith("# GPU blocks: 1952, # CPU blocks: ")
     assert report.log_lines[1] == "Maximum concurrency for 20000 tokens per request: 1.56x"
     # V0 has no null block: 1,952 // cdiv(20,000, 16) = 1,952 // 1,250 = 1 sequence
@@ -492,7 +468,8 @@ def test_v0_log_lines_for_vllm_10517_1952_blocks_at_20000_tokens() -> None:
 def test_v0_8_0_log_lines_for_pr_13596_127626_blocks() -> None:
     lay = layout(LLAMA_31_8B, "0.8.0", 2048)
     report = vllm_report(127_626, lay, 2048, behaviour("0.8.0"))
-    # notes §8: PR #13596: 127,626 blocks -> "GPU KV cache size: 2,042,016 tokens" (x 16) and
+    # docs/engines/vllm.md#public-logs: PR #13596: 127,626 blocks -> "GPU KV cache size: 2,042,016
+    # tokens" (x 16) and
     # 127,626 / 128 = 997.078 -> "997.08x" at 2,048; two lines until v0.28
     assert report.log_lines == (
         "GPU KV cache size: 2,042,016 tokens",
@@ -501,7 +478,8 @@ def test_v0_8_0_log_lines_for_pr_13596_127626_blocks() -> None:
 
 
 def test_v0_8_to_0_9_0_concurrency_is_tokens_over_max_model_len() -> None:
-    # notes §4: V1 v0.8.0-v0.9.0 print tokens = blocks x B and concurrency = tokens / M, so
+    # docs/engines/vllm.md#log-lines: V1 v0.8.0-v0.9.0 print tokens = blocks x B and concurrency
+    # = tokens / M, so
     # for M = 1,000 with 1,000 blocks: 16,000 / 1,000 = 16.00x (not 1,000 / cdiv(1,000, 16)
     # = 1,000 / 63 = 15.87x, which is the v0.9.2+ formula)
     lay = layout(LLAMA_31_8B, "0.8.5", 1000)
@@ -511,7 +489,8 @@ def test_v0_8_to_0_9_0_concurrency_is_tokens_over_max_model_len() -> None:
 
 
 def test_0_21_tokens_come_from_concurrency_times_max_model_len() -> None:
-    # notes §4: M = 29,000, B = 16: cdiv = 1,813 blocks/request; 1,478 blocks ->
+    # docs/engines/vllm.md#log-lines: M = 29,000, B = 16: cdiv = 1,813 blocks/request;
+    # 1,478 blocks ->
     # int(1,478 / 1,813 x 29,000) = int(23,641.48) = 23,641 tokens (v0.21+),
     # vs 1,478 x 16 = 23,648 (<= v0.20)
     lay = layout(LLAMA_31_8B, "0.21.0", 29_000)
@@ -528,7 +507,8 @@ def test_0_21_tokens_come_from_concurrency_times_max_model_len() -> None:
 def test_0_28_prints_one_combined_line() -> None:
     lay = layout(LLAMA_31_8B, "0.28.0", 2048)
     report = vllm_report(127_626, lay, 2048, behaviour("0.28.0"))
-    # notes §0 j / §4: one line from v0.28; tokens int(997.078125 x 2,048) = 2,042,016
+    # docs/engines/vllm.md#log-lines: one line from v0.28;
+    # tokens int(997.078125 x 2,048) = 2,042,016
     assert report.log_lines == (
         "GPU KV cache size: 2,042,016 tokens, "
         "Maximum concurrency for 2,048 tokens per request: 997.08x",
@@ -538,7 +518,8 @@ def test_0_28_prints_one_combined_line() -> None:
 def test_hybrid_tokens_before_0_21_are_blocks_per_group_times_min_block() -> None:
     lay = layout(GPT_OSS_120B, "0.20.0", 131_072, mnbt=8192)
     report = vllm_report(10_000, lay, 131_072, behaviour("0.20.0"))
-    # notes §4 (v0.9.2-v0.20, hybrid): num_blocks // num_groups x min_block_size
+    # docs/engines/vllm.md#log-lines (v0.9.2-v0.20, hybrid):
+    # num_blocks // num_groups x min_block_size
     #   = 10,000 // 2 x 16 = 80,000 tokens
     assert report.kv_cache_tokens == 10_000 // 2 * 16 == 80_000
     # concurrency: 10,000 / (521 + 8,192) = 1.1477 -> "1.15x"
@@ -551,8 +532,9 @@ def test_the_null_block_costs_one_sequence_on_0_11() -> None:
     assert per_request == 512  # cdiv(8,192, 16)
     for k in (1, 2, 7):
         report = vllm_report(k * per_request, lay, 8192, behaviour("0.11.0"))
-        # design §1.5 / notes §3.2: block 0 is the null block, so k x 512 blocks hold k - 1
-        # whole sequences, although concurrency prints k.00x
+        # design §1.5 / docs/engines/vllm.md#null-block-and-the-fit-check: block 0 is the
+        # null block, so k x 512 blocks hold k - 1 whole sequences, although concurrency
+        # prints k.00x
         assert report.max_num_seqs == k - 1
         assert report.max_concurrency == k
 

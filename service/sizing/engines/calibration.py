@@ -3,7 +3,9 @@
 Version milestones are the first vLLM release whose code has the behaviour (read from the
 released wheels, vllm 0.6.2 ... 0.33.0). Memory constants were measured from public engine
 logs (../shared/calibration/engine_logs.json); `make bench` prints the error they give on each
-logged case.
+logged case. What each milestone changes, and where in the engine it was read:
+docs/engines/vllm.md#release-milestones, docs/engines/sglang.md#release-milestones and
+docs/engines/trtllm.md#release-milestones.
 """
 
 from __future__ import annotations

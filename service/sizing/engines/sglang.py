@@ -8,6 +8,7 @@ Hybrid models (read in the wheels 0.4.9 ... 0.5.23, milestones in calibration.py
 window models split rest_memory into a full-attention and an SWA token pool
 (--swa-full-tokens-ratio); Mamba / gated-delta-net models give part of it to a pool of
 per-request state slots (--mamba-full-memory-ratio) and the rest to full-attention tokens.
+Each release's behaviour, with the SGLang file and function: docs/engines/sglang.md.
 """
 
 from __future__ import annotations

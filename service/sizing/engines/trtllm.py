@@ -9,6 +9,7 @@ Hybrid models (read in TensorRT-LLM's repository history, milestones in calibrat
   state is allocated before the warm-up, so it is taken before free_gpu_memory_fraction.
   Variable sliding window (VSWA) pools exist only when KvCacheConfig.max_attention_window
   lists several windows; its default gives every layer max_seq_len (one pool).
+Each release's behaviour, with the TensorRT-LLM file and function: docs/engines/trtllm.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ vllm/v1/worker/gpu_worker.py and vllm/utils/mem_utils.py (budget), vllm/v1/core/
 (groups, blocks, report), vllm/v1/kv_cache_interface.py (pages, per-request usage),
 vllm/engine/arg_utils.py (batch defaults), vllm/model_executor/models/config.py and
 vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-memory.md.
+Each release's behaviour, with the vLLM file and function it was read from: docs/engines/vllm.md.
 """
 
 from __future__ import annotations
