@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
+from .. import conditional
 from ..deps import SessionDep
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
@@ -143,7 +144,7 @@ def _finish(request: Request, session: Session) -> None:
 
 
 def _entity_headers(response: Response, revision: int, location: str | None = None) -> None:
-    response.headers["ETag"] = service.etag(revision)
+    response.headers["ETag"] = conditional.etag(revision)
     if location is not None:
         response.headers["Location"] = location
 
@@ -165,10 +166,10 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
 def _read_one(
     response: Response, row: GpuRow | ModelRow, if_none_match: str | None
 ) -> Response | None:
-    if service.if_none_match(if_none_match, row.revision):
+    if conditional.if_none_match(if_none_match, row.revision):
         return Response(
             status_code=304,
-            headers={"ETag": service.etag(row.revision), "Cache-Control": "no-cache"},
+            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
         )
     _entity_headers(response, row.revision)
     response.headers["Cache-Control"] = "no-cache"

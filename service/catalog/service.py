@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 import logging
 import re
@@ -14,7 +13,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlmodel import SQLModel
 
-from ..errors import Conflict, InvalidRequest, NotFound, PreconditionFailed, PreconditionRequired
+from ..conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
+from ..errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
 from ..sizing import SizingError, architecture_from_dict, architecture_to_dict
 from ..sizing.architecture import LayerKind, ModelArchitecture
 from ..sizing.hf_config import architecture_from_hf_config
@@ -157,73 +157,11 @@ def _kind(table: type[SQLModel]) -> str:
     return "GPU" if table is GpuRow else "model"
 
 
-# ---- ETags and cursors ------------------------------------------------------------------------
-
-
-def etag(revision: int) -> str:
-    """The strong ETag of an entry at `revision`: the number in quotes, e.g. `"3"`."""
-    return f'"{revision}"'
-
-
-def _if_match_tags(header: str | None) -> list[str]:
-    if header is None or not header.strip():
-        raise PreconditionRequired(
-            "send If-Match with the entry's ETag (GET it first) so concurrent edits are detected",
-            field="If-Match",
-        )
-    tags = [tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()]
-    if "*" in tags:
-        raise PreconditionRequired(
-            'If-Match must name the entry\'s ETag (its revision, e.g. "3"); * would overwrite '
-            "changes made by others",
-            field="If-Match",
-        )
-    return tags
-
-
-def _check_if_match(header: str | None, row: GpuRow | ModelRow) -> None:
-    if etag(row.revision) not in _if_match_tags(header):
-        raise PreconditionFailed(
-            f"{_kind(type(row))} {row.slug!r} is at revision {row.revision}, not {header}: "
-            "someone changed it; GET it again and reapply your change",
-            field="If-Match",
-            headers={"ETag": etag(row.revision)},
-            current_revision=row.revision,
-        )
-
-
-def if_none_match(header: str | None, revision: int) -> bool:
-    """True when a conditional GET's If-None-Match already names this revision (-> 304)."""
-    if header is None:
-        return False
-    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    return "*" in tags or etag(revision) in tags
-
-
-def encode_cursor(slug: str) -> str:
-    return base64.urlsafe_b64encode(slug.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> str | None:
-    if cursor is None:
-        return None
-    try:
-        slug = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
-        start = slug.decode()
-    except ValueError:
-        start = ""
-    if not _SLUG_RE.fullmatch(start):
-        raise InvalidRequest(
-            "cursor: not a cursor this API issued; use the `next_cursor` of the previous page",
-            field="cursor",
-        )
-    return start
-
-
 # ---- reads ----------------------------------------------------------------------------------
 
 
 def _get(session: Session, table: type[Row], slug: str) -> Row:
+    """The entry, or 404 with the closest slugs."""
     row = repository.get_by_slug(session, table, slug) if _SLUG_RE.fullmatch(slug) else None
     if row is None:
         raise NotFound(
@@ -231,6 +169,14 @@ def _get(session: Session, table: type[Row], slug: str) -> Row:
             field="slug",
             suggestions=closest(slug, sorted(repository.all_slugs(session, table))),
         )
+    return row
+
+
+def _get_for_update(session: Session, table: type[Row], slug: str, if_match: str | None) -> Row:
+    """The entry a write applies to: 428 without If-Match, 404 without the entry, 412 if stale."""
+    if_match_tags(if_match)
+    row = _get(session, table, slug)
+    check_if_match(if_match, row.revision, f"{_kind(table)} {row.slug!r}")
     return row
 
 
@@ -265,7 +211,7 @@ def list_gpus(
         min_memory_bytes=min_memory_bytes,
         max_price_usd_per_hour=max_price_usd_per_hour,
         fp8_support=fp8_support,
-        start=decode_cursor(cursor),
+        start=decode_cursor(cursor, _SLUG_RE),
         limit=limit + 1,
     )
     return _page(rows, limit)
@@ -296,7 +242,7 @@ def list_models(
         q=q,
         min_parameters=min_parameters,
         max_parameters=max_parameters,
-        start=decode_cursor(cursor),
+        start=decode_cursor(cursor, _SLUG_RE),
         limit=limit + 1,
     )
     return _page(rows, limit)
@@ -500,9 +446,7 @@ def _update(session: Session, slug: str, draft: Row, current: Row) -> Row:
 
 
 def _delete(session: Session, table: type[Row], slug: str, if_match: str | None) -> None:
-    _if_match_tags(if_match)
-    row = _get(session, table, slug)
-    _check_if_match(if_match, row)
+    row = _get_for_update(session, table, slug, if_match)
     if not repository.delete_if_revision(session, table, slug, row.revision):
         raise _lost_race(session, table, slug, "changed while it was being deleted")
     # a deletion is a user edit too: `kvplan seed` must not bring the entry back
@@ -524,9 +468,7 @@ def create_gpu(session: Session, body: GpuCreate) -> GpuRow:
 
 
 def replace_gpu(session: Session, slug: str, body: GpuReplace, if_match: str | None) -> GpuRow:
-    _if_match_tags(if_match)
-    current = get_gpu(session, slug)
-    _check_if_match(if_match, current)
+    current = _get_for_update(session, GpuRow, slug, if_match)
     draft = _clone(current)
     copy_gpu_record(draft, _gpu_values(body))
     return _update(session, slug, draft, current)
@@ -537,9 +479,7 @@ _MAX_PRICE_EXAMPLES = 100  # as GpuReplace.price_examples
 
 
 def patch_gpu(session: Session, slug: str, body: GpuPatch, if_match: str | None) -> GpuRow:
-    _if_match_tags(if_match)
-    current = get_gpu(session, slug)
-    _check_if_match(if_match, current)
+    current = _get_for_update(session, GpuRow, slug, if_match)
     if not body.model_fields_set:
         # An empty merge patch changes nothing: no new revision, and a seeded entry stays seeded.
         return current
@@ -592,18 +532,14 @@ def replace_model(
     session: Session, slug: str, body: ModelReplace, if_match: str | None
 ) -> ModelRow:
     arch = parse_architecture(body.architecture)
-    _if_match_tags(if_match)
-    current = get_model(session, slug)
-    _check_if_match(if_match, current)
+    current = _get_for_update(session, ModelRow, slug, if_match)
     draft = _clone(current)
     _set_model(draft, body, arch)
     return _update(session, slug, draft, current)
 
 
 def patch_model(session: Session, slug: str, body: ModelPatch, if_match: str | None) -> ModelRow:
-    _if_match_tags(if_match)
-    current = get_model(session, slug)
-    _check_if_match(if_match, current)
+    current = _get_for_update(session, ModelRow, slug, if_match)
     fields = body.model_fields_set
     if not fields:
         return current
