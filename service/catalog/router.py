@@ -19,7 +19,7 @@ from ..deps import SessionDep
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
-from . import service
+from . import answers, service
 from .models import GpuRow, ModelRow
 from .schemas import (
     MAX_MEMORY_BYTES,
@@ -241,12 +241,12 @@ def list_gpus(
     next_url = _next_url(request, response, next_cursor)
     if format == "csv":
         return Response(
-            csv_text([service.gpu_csv_row(row) for row in rows]),
+            csv_text([answers.gpu_csv_row(row) for row in rows]),
             media_type="text/csv; charset=utf-8",
             headers={k: v for k, v in response.headers.items() if k.lower() == "link"},
         )
     return GpuPage(
-        items=[service.gpu_read(row) for row in rows],
+        items=[answers.gpu_read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
         next=next_url,
@@ -269,7 +269,7 @@ def create_gpu(
     row = service.create_gpu(session, body)
     _finish(request, session)
     _entity_headers(response, row.revision, _location(request, gpus_router.prefix, row.slug))
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.get(
@@ -284,7 +284,7 @@ def get_gpu(
 ) -> GpuRead | Response:
     """The GPU with its `ETag` (its revision), to send back in `If-Match` when editing it."""
     row = service.get_gpu(session, slug)
-    return _read_one(response, row, if_none_match) or service.gpu_read(row)
+    return _read_one(response, row, if_none_match) or answers.gpu_read(row)
 
 
 @gpus_router.put(
@@ -308,7 +308,7 @@ def replace_gpu(
     row = service.replace_gpu(session, slug, body, if_match)
     _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.patch(
@@ -332,7 +332,7 @@ def patch_gpu(
     row = service.patch_gpu(session, slug, body, if_match)
     _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.delete(
@@ -418,7 +418,7 @@ def list_models(
         max_parameters=max_parameters,
     )
     return ModelPage(
-        items=[service.model_read(row) for row in rows],
+        items=[answers.model_read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
         next=_next_url(request, response, next_cursor),
@@ -441,7 +441,7 @@ def create_model(
     row = service.create_model(session, body)
     _finish(request, session)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.post(
@@ -472,10 +472,10 @@ def import_model(
     row = service.import_model(session, body)
     if body.dry_run:
         response.status_code = 200
-        return service.model_read(row)
+        return answers.model_read(row)
     _finish(request, session)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.get(
@@ -490,7 +490,7 @@ def get_model(
 ) -> ModelRead | Response:
     """The model with its `ETag` (its revision), to send back in `If-Match` when editing it."""
     row = service.get_model(session, slug)
-    return _read_one(response, row, if_none_match) or service.model_read(row)
+    return _read_one(response, row, if_none_match) or answers.model_read(row)
 
 
 @models_router.put(
@@ -514,7 +514,7 @@ def replace_model(
     row = service.replace_model(session, slug, body, if_match)
     _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.patch(
@@ -538,7 +538,7 @@ def patch_model(
     row = service.patch_model(session, slug, body, if_match)
     _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.delete(
