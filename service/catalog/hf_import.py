@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InvalidRequest
 from ..sizing import SizingError, architecture_to_dict
 from ..sizing.architecture import ModelArchitecture
-from ..sizing.hf_config import architecture_from_hf_config
+from ..sizing.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .models import ModelRow
 from .records import apply_architecture, new_model_row
 from .schemas import SLUG_RE, ModelImport
@@ -23,8 +23,6 @@ from .validation import check_ints, check_moe, out_of_bounds
 log = logging.getLogger("kvplan.catalog")
 
 _NOT_SLUG = re.compile(r"[^a-z0-9._-]+")
-# The (lowercase) HF config keys under which multimodal configs nest the language model.
-_NESTED_LM_KEYS = ("text_config", "llm_config", "language_config")
 
 
 def slugify(text: str) -> str | None:
@@ -35,7 +33,7 @@ def slugify(text: str) -> str | None:
 
 def _config_model_type(config: Mapping[str, Any]) -> str | None:
     lm: Mapping[str, Any] = config
-    for key in _NESTED_LM_KEYS:
+    for key in NESTED_LM_KEYS:
         if isinstance(config.get(key), Mapping):
             lm = config[key]
             break
