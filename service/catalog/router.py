@@ -1,8 +1,8 @@
 """Catalog endpoints: /v1/models and /v1/gpus.
 
-Thin: each endpoint parses, calls the service, and owns the transaction (it commits after the
-service succeeds, then tells this replica's snapshot to refresh). Reads are open; writes pass
-`AdminRoute`'s token check before their body is even read.
+Thin: each endpoint parses, calls the service and renders its answer. Writes take
+`WriteSessionDep`, which commits when the endpoint returns (and refreshes this replica's
+snapshot); reads are open; writes pass `AdminRoute`'s token check before their body is even read.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
-from sqlalchemy.orm import Session
 
 from .. import conditional
-from ..deps import SessionDep
+from ..deps import SessionDep, WriteSessionDep
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
@@ -135,12 +134,6 @@ Cursor = Annotated[
         description="Where to continue: the `next_cursor` of the previous page (opaque).",
     ),
 ]
-
-
-def _finish(request: Request, session: Session) -> None:
-    """The request owns the transaction: commit, then refresh this replica's snapshot now."""
-    session.commit()
-    request.app.state.catalog.invalidate()
 
 
 def _entity_headers(response: Response, revision: int, location: str | None = None) -> None:
@@ -263,11 +256,10 @@ def list_gpus(
     responses=_responses(401, 409, 422, ok=_CREATED),
 )
 def create_gpu(
-    *, body: GpuCreate, request: Request, response: Response, session: SessionDep
+    *, body: GpuCreate, request: Request, response: Response, session: WriteSessionDep
 ) -> GpuRead:
     """`slug`, `name` and `memory_bytes` are enough. Needs an admin token."""
     row = service.create_gpu(session, body)
-    _finish(request, session)
     _entity_headers(response, row.revision, _location(request, gpus_router.prefix, row.slug))
     return answers.gpu_read(row)
 
@@ -299,14 +291,12 @@ def replace_gpu(
     *,
     slug: SlugPath,
     body: GpuReplace,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> GpuRead:
     """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
     row = service.replace_gpu(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
     return answers.gpu_read(row)
 
@@ -323,14 +313,12 @@ def patch_gpu(
     *,
     slug: SlugPath,
     body: GpuPatch,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> GpuRead:
     """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
     row = service.patch_gpu(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
     return answers.gpu_read(row)
 
@@ -344,12 +332,9 @@ def patch_gpu(
     dependencies=WRITE,
     responses=_responses(401, 404, 412, 428),
 )
-def delete_gpu(
-    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
-) -> Response:
+def delete_gpu(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = None) -> Response:
     """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_gpu(session, slug, if_match)
-    _finish(request, session)
     return Response(status_code=204)
 
 
@@ -435,11 +420,10 @@ def list_models(
     responses=_responses(401, 409, 422, ok=_CREATED),
 )
 def create_model(
-    *, body: ModelCreate, request: Request, response: Response, session: SessionDep
+    *, body: ModelCreate, request: Request, response: Response, session: WriteSessionDep
 ) -> ModelRead:
     """The slug and the architecture facts. Needs an admin token."""
     row = service.create_model(session, body)
-    _finish(request, session)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
     return answers.model_read(row)
 
@@ -462,7 +446,7 @@ def create_model(
     ),
 )
 def import_model(
-    *, body: ModelImport, request: Request, response: Response, session: SessionDep
+    *, body: ModelImport, request: Request, response: Response, session: WriteSessionDep
 ) -> ModelRead:
     """POST the parsed `config.json`; kvplan derives the layer schedule. Needs an admin token.
 
@@ -473,7 +457,6 @@ def import_model(
     if body.dry_run:
         response.status_code = 200
         return answers.model_read(row)
-    _finish(request, session)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
     return answers.model_read(row)
 
@@ -505,14 +488,12 @@ def replace_model(
     *,
     slug: SlugPath,
     body: ModelReplace,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> ModelRead:
     """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
     row = service.replace_model(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
     return answers.model_read(row)
 
@@ -529,14 +510,12 @@ def patch_model(
     *,
     slug: SlugPath,
     body: ModelPatch,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> ModelRead:
     """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
     row = service.patch_model(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
     return answers.model_read(row)
 
@@ -550,10 +529,7 @@ def patch_model(
     dependencies=WRITE,
     responses=_responses(401, 404, 412, 428),
 )
-def delete_model(
-    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
-) -> Response:
+def delete_model(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = None) -> Response:
     """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_model(session, slug, if_match)
-    _finish(request, session)
     return Response(status_code=204)

@@ -1,8 +1,8 @@
 """Catalog use cases: read, list, create, replace, patch, delete, import. No SQL here.
 
-Each write takes the request's session, raises a Problem when it cannot proceed and leaves the
-commit to the router. Every write bumps the catalog version in the same transaction, so every
-replica reloads its snapshot.
+Each write takes the request's session, raises a Problem when it cannot proceed and never
+commits: the session dependency does (`deps.WriteSessionDep`). Every write bumps the catalog
+version in the same transaction, so every replica reloads its snapshot.
 """
 
 from __future__ import annotations
