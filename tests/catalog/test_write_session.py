@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 from starlette.types import Message, Receive, Scope, Send
 
-from tests.catalog.helpers import problem
 from tests.conftest import ADMIN
+from tests.helpers import problem
 
 
 def _recorded(app: FastAPI, events: list[str], monkeypatch: pytest.MonkeyPatch) -> TestClient:

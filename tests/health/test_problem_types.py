@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 import service.app  # noqa: F401  (imports every module, so every problem class is defined)
 from service.errors import PROBLEM_TYPES, Problem
 from service.sizing.errors import SizingError
-from tests.catalog.helpers import problem
+from tests.helpers import problem
 
 
 def _codes(base: type[Problem] | type[SizingError]) -> set[str]:
