@@ -20,9 +20,22 @@ def get_catalog(request: Request) -> CatalogSnapshot:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A session for this request; the router commits, anything unfinished is rolled back."""
+    """A session for a request that reads; nothing is committed."""
     with request.app.state.db.session() as session:
         yield session
+
+
+def get_write_session(request: Request) -> Iterator[Session]:
+    """A session for a request that writes: the one place a write is committed.
+
+    Commits when the endpoint returns, rolls back when it raises, then tells this replica's
+    catalog snapshot to refresh. Used with `scope="function"`, so this runs when the endpoint
+    returns, before the answer is sent: a client that reads after its write sees it.
+    """
+    with request.app.state.db.session() as session:
+        yield session  # an exception from the endpoint rolls back (Database.session)
+        session.commit()
+    request.app.state.catalog.invalidate()
 
 
 def get_settings(request: Request) -> Settings:
@@ -37,5 +50,6 @@ def get_metrics(request: Request) -> Metrics:
 
 CatalogDep = Annotated[CatalogSnapshot, Depends(get_catalog)]
 SessionDep = Annotated[Session, Depends(get_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -17,14 +17,14 @@ from .sizing.errors import SizingError
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("kvplan")
 
-# Problem types; `type` is a relative URI served by GET /problems/{code}.
+# Problem types; `type` is a relative URI served by GET /problems/{code}. One entry per `code` of
+# a Problem or SizingError class (tests/health/test_problem_types.py holds them together).
 PROBLEM_TYPES: dict[str, str] = {
     "invalid-request": "A field is missing, malformed or out of bounds; `errors` says which.",
     "invalid-input": "The sizing arithmetic cannot answer for these inputs; `field` says which.",
     "unknown-layer-kind": "The model has a layer kind kvplan does not size; it is never guessed.",
     "invalid-dtype": "A dtype or weight format kvplan does not know; the detail lists them.",
     "invalid-parallelism": "The tensor/pipeline layout does not divide the model.",
-    "does-not-fit": "The model or one sequence does not fit the memory given.",
     "not-found": "No such resource; `suggestions` lists the closest slugs.",
     "conflict": "A resource with that slug already exists.",
     "unauthorized": "Writes need `Authorization: Bearer <admin token>`.",
@@ -55,7 +55,11 @@ class ProblemDetail(BaseModel):
 
 
 class Problem(Exception):
-    """Base of every error kvplan answers with."""
+    """Base of every error kvplan answers with.
+
+    Each subclass fixes `status`, `code` and `title`; a problem whose type is only known at run
+    time (a sizing error's code, an HTTP status Starlette raised) passes them in instead.
+    """
 
     status = 500
     code = "internal-error"
@@ -67,6 +71,9 @@ class Problem(Exception):
         *,
         field: str | None = None,
         headers: dict[str, str] | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        title: str | None = None,
         **extra: Any,
     ) -> None:
         super().__init__(detail)
@@ -74,6 +81,9 @@ class Problem(Exception):
         self.field = field
         self.headers = headers or {}
         self.extra = extra
+        self.status = type(self).status if status is None else status
+        self.code = type(self).code if code is None else code
+        self.title = type(self).title if title is None else title
 
     def body(self, instance: str) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,6 +128,10 @@ class PreconditionRequired(Problem):
 
 class NotAcceptable(Problem):
     status, code, title = 406, "not-acceptable", "Not acceptable"
+
+
+class MethodNotAllowed(Problem):
+    status, code, title = 405, "method-not-allowed", "Method not allowed"
 
 
 class ServiceUnavailable(Problem):
@@ -181,10 +195,27 @@ def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
 
 
 def sizing_problem(exc: SizingError) -> Problem:
-    problem = InvalidRequest(exc.reason, field=exc.field)
-    problem.code = exc.code
-    problem.title = "The sizing inputs cannot be answered"
-    return problem
+    """A 422 whose type is the sizing error's own code (`/problems/unknown-layer-kind`, ...)."""
+    return InvalidRequest(
+        exc.reason, field=exc.field, code=exc.code, title="The sizing inputs cannot be answered"
+    )
+
+
+_HTTP_PROBLEMS: dict[int, type[Problem]] = {
+    404: NotFound,
+    405: MethodNotAllowed,
+    406: NotAcceptable,
+}
+
+
+def http_problem(exc: StarletteHTTPException) -> Problem:
+    """A Starlette/FastAPI HTTPException (unknown path, wrong method, ...) as a problem."""
+    cls = _HTTP_PROBLEMS.get(exc.status_code)
+    if cls is not None:
+        return cls(str(exc.detail))
+    return Problem(
+        str(exc.detail), status=exc.status_code, code="invalid-request", title=str(exc.detail)
+    )
 
 
 def _schema_missing(exc: DBAPIError) -> bool:
@@ -213,15 +244,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: NotFound, 405: Problem, 406: NotAcceptable}
-        cls = codes.get(exc.status_code, Problem)
-        problem = cls(str(exc.detail))
-        problem.status = exc.status_code
-        if exc.status_code == 405:
-            problem.code, problem.title = "method-not-allowed", "Method not allowed"
-        elif exc.status_code not in codes:
-            problem.code, problem.title = "invalid-request", str(exc.detail)
-        return problem_response(problem, request)
+        return problem_response(http_problem(exc), request)
 
     @app.exception_handler(OperationalError)
     async def _db_down(request: Request, exc: OperationalError) -> JSONResponse:

@@ -6,14 +6,25 @@ Shared by every slice that answers spreadsheets (capacity, plans, the GPU list).
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fastapi import Request
 
+# Their home is service.conditional; re-exported for the callers that still import them here.
+from .conditional import etag_for, etag_matches
 from .errors import InvalidRequest, NotAcceptable
+
+__all__ = [
+    "Format",
+    "csv_cell",
+    "csv_text",
+    "etag_for",
+    "etag_matches",
+    "negotiate",
+    "single_value",
+]
 
 Format = Literal["json", "csv", "text"]
 
@@ -67,15 +78,3 @@ def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
 def single_value(value: Any) -> str:
     """One bare value, as spreadsheet WEBSERVICE / IMPORTDATA calls want it."""
     return "" if value is None else str(value)
-
-
-def etag_for(token: str, body: bytes) -> str:
-    return f'"{token}-{hashlib.sha256(body).hexdigest()[:16]}"'
-
-
-def etag_matches(request: Request, etag: str) -> bool:
-    header = request.headers.get("if-none-match")
-    if header is None:
-        return False
-    candidates = [c.strip().removeprefix("W/") for c in header.split(",")]
-    return "*" in candidates or etag in candidates

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The logging level names that both `logging` and uvicorn (`kvplan serve`) know.
+LogLevel = Literal["CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"]
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
 
 
 class Settings(BaseSettings):
@@ -29,7 +37,9 @@ class Settings(BaseSettings):
     capacity_max_age_seconds: int = Field(
         default=30, ge=0, description="Cache-Control max-age of GET /v1/capacity answers."
     )
-    log_level: str = "INFO"
+    log_level: Annotated[LogLevel, BeforeValidator(_upper)] = Field(
+        default="INFO", description="Logging level name, in any case (`debug`, `INFO`, ...)."
+    )
     db_connect_timeout_seconds: int = Field(default=5, ge=1)
     db_pool_size: int = Field(default=5, ge=1)
 

@@ -26,6 +26,7 @@ from service.db import Database, create_db_engine
 from service.errors import PreconditionFailed
 from service.migrate import upgrade
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
+from tests.helpers import problem
 
 GiB = 1 << 30
 # B's snapshot is trusted for this long; the write must show within a few of these
@@ -276,12 +277,9 @@ def unreachable() -> Iterator[TestClient]:
 )
 def test_an_unreachable_database_is_503_not_500(unreachable: TestClient, path: str) -> None:
     response = unreachable.get(path)
-    assert response.status_code == 503, response.text
-    assert response.headers["content-type"] == "application/problem+json"
+    body = problem(response, 503)
     assert response.headers["retry-after"] == "5"
-    body = response.json()
     assert body["type"] == "/problems/service-unavailable"
-    assert body["status"] == 503
     assert body["instance"] == path.partition("?")[0]
 
 
@@ -289,8 +287,7 @@ def test_writes_to_an_unreachable_database_are_503(unreachable: TestClient) -> N
     response = unreachable.post(
         "/v1/gpus", json={"slug": "g", "name": "G", "memory_bytes": 1}, headers=ADMIN
     )
-    assert response.status_code == 503
-    assert response.headers["content-type"] == "application/problem+json"
+    problem(response, 503)
     # the token is still checked first, database or not
     assert unreachable.post("/v1/gpus", json={}).status_code == 401
 

@@ -1,8 +1,8 @@
 """Catalog endpoints: /v1/models and /v1/gpus.
 
-Thin: each endpoint parses, calls the service, and owns the transaction (it commits after the
-service succeeds, then tells this replica's snapshot to refresh). Reads are open; writes pass
-`AdminRoute`'s token check before their body is even read.
+Thin: each endpoint parses, calls the service and renders its answer. Writes take
+`WriteSessionDep`, which commits when the endpoint returns (and refreshes this replica's
+snapshot); reads are open; writes pass `AdminRoute`'s token check before their body is even read.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
-from sqlalchemy.orm import Session
 
-from ..deps import SessionDep
+from .. import conditional
+from ..deps import SessionDep, WriteSessionDep
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
-from . import service
+from . import answers, service
 from .models import GpuRow, ModelRow
 from .schemas import (
     MAX_MEMORY_BYTES,
@@ -136,14 +136,8 @@ Cursor = Annotated[
 ]
 
 
-def _finish(request: Request, session: Session) -> None:
-    """The request owns the transaction: commit, then refresh this replica's snapshot now."""
-    session.commit()
-    request.app.state.catalog.invalidate()
-
-
 def _entity_headers(response: Response, revision: int, location: str | None = None) -> None:
-    response.headers["ETag"] = service.etag(revision)
+    response.headers["ETag"] = conditional.etag(revision)
     if location is not None:
         response.headers["Location"] = location
 
@@ -165,10 +159,10 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
 def _read_one(
     response: Response, row: GpuRow | ModelRow, if_none_match: str | None
 ) -> Response | None:
-    if service.if_none_match(if_none_match, row.revision):
+    if conditional.if_none_match(if_none_match, row.revision):
         return Response(
             status_code=304,
-            headers={"ETag": service.etag(row.revision), "Cache-Control": "no-cache"},
+            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
         )
     _entity_headers(response, row.revision)
     response.headers["Cache-Control"] = "no-cache"
@@ -240,12 +234,12 @@ def list_gpus(
     next_url = _next_url(request, response, next_cursor)
     if format == "csv":
         return Response(
-            csv_text([service.gpu_csv_row(row) for row in rows]),
+            csv_text([answers.gpu_csv_row(row) for row in rows]),
             media_type="text/csv; charset=utf-8",
             headers={k: v for k, v in response.headers.items() if k.lower() == "link"},
         )
     return GpuPage(
-        items=[service.gpu_read(row) for row in rows],
+        items=[answers.gpu_read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
         next=next_url,
@@ -262,13 +256,12 @@ def list_gpus(
     responses=_responses(401, 409, 422, ok=_CREATED),
 )
 def create_gpu(
-    *, body: GpuCreate, request: Request, response: Response, session: SessionDep
+    *, body: GpuCreate, request: Request, response: Response, session: WriteSessionDep
 ) -> GpuRead:
     """`slug`, `name` and `memory_bytes` are enough. Needs an admin token."""
     row = service.create_gpu(session, body)
-    _finish(request, session)
     _entity_headers(response, row.revision, _location(request, gpus_router.prefix, row.slug))
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.get(
@@ -283,7 +276,7 @@ def get_gpu(
 ) -> GpuRead | Response:
     """The GPU with its `ETag` (its revision), to send back in `If-Match` when editing it."""
     row = service.get_gpu(session, slug)
-    return _read_one(response, row, if_none_match) or service.gpu_read(row)
+    return _read_one(response, row, if_none_match) or answers.gpu_read(row)
 
 
 @gpus_router.put(
@@ -298,16 +291,14 @@ def replace_gpu(
     *,
     slug: SlugPath,
     body: GpuReplace,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> GpuRead:
     """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
     row = service.replace_gpu(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.patch(
@@ -322,16 +313,14 @@ def patch_gpu(
     *,
     slug: SlugPath,
     body: GpuPatch,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> GpuRead:
     """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
     row = service.patch_gpu(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.gpu_read(row)
+    return answers.gpu_read(row)
 
 
 @gpus_router.delete(
@@ -343,12 +332,9 @@ def patch_gpu(
     dependencies=WRITE,
     responses=_responses(401, 404, 412, 428),
 )
-def delete_gpu(
-    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
-) -> Response:
+def delete_gpu(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = None) -> Response:
     """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_gpu(session, slug, if_match)
-    _finish(request, session)
     return Response(status_code=204)
 
 
@@ -417,7 +403,7 @@ def list_models(
         max_parameters=max_parameters,
     )
     return ModelPage(
-        items=[service.model_read(row) for row in rows],
+        items=[answers.model_read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
         next=_next_url(request, response, next_cursor),
@@ -434,13 +420,12 @@ def list_models(
     responses=_responses(401, 409, 422, ok=_CREATED),
 )
 def create_model(
-    *, body: ModelCreate, request: Request, response: Response, session: SessionDep
+    *, body: ModelCreate, request: Request, response: Response, session: WriteSessionDep
 ) -> ModelRead:
     """The slug and the architecture facts. Needs an admin token."""
     row = service.create_model(session, body)
-    _finish(request, session)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.post(
@@ -461,7 +446,7 @@ def create_model(
     ),
 )
 def import_model(
-    *, body: ModelImport, request: Request, response: Response, session: SessionDep
+    *, body: ModelImport, request: Request, response: Response, session: WriteSessionDep
 ) -> ModelRead:
     """POST the parsed `config.json`; kvplan derives the layer schedule. Needs an admin token.
 
@@ -471,10 +456,9 @@ def import_model(
     row = service.import_model(session, body)
     if body.dry_run:
         response.status_code = 200
-        return service.model_read(row)
-    _finish(request, session)
+        return answers.model_read(row)
     _entity_headers(response, row.revision, _location(request, models_router.prefix, row.slug))
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.get(
@@ -489,7 +473,7 @@ def get_model(
 ) -> ModelRead | Response:
     """The model with its `ETag` (its revision), to send back in `If-Match` when editing it."""
     row = service.get_model(session, slug)
-    return _read_one(response, row, if_none_match) or service.model_read(row)
+    return _read_one(response, row, if_none_match) or answers.model_read(row)
 
 
 @models_router.put(
@@ -504,16 +488,14 @@ def replace_model(
     *,
     slug: SlugPath,
     body: ModelReplace,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> ModelRead:
     """Every field is replaced (omitted optional fields are cleared). Needs `If-Match`."""
     row = service.replace_model(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.patch(
@@ -528,16 +510,14 @@ def patch_model(
     *,
     slug: SlugPath,
     body: ModelPatch,
-    request: Request,
     response: Response,
-    session: SessionDep,
+    session: WriteSessionDep,
     if_match: IfMatch = None,
 ) -> ModelRead:
     """JSON merge patch: send only what changes; `null` clears. Needs `If-Match`."""
     row = service.patch_model(session, slug, body, if_match)
-    _finish(request, session)
     _entity_headers(response, row.revision)
-    return service.model_read(row)
+    return answers.model_read(row)
 
 
 @models_router.delete(
@@ -549,10 +529,7 @@ def patch_model(
     dependencies=WRITE,
     responses=_responses(401, 404, 412, 428),
 )
-def delete_model(
-    *, slug: SlugPath, request: Request, session: SessionDep, if_match: IfMatch = None
-) -> Response:
+def delete_model(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = None) -> Response:
     """Needs `If-Match`. Stays deleted: `kvplan seed` does not add it back (POST it to restore)."""
     service.delete_model(session, slug, if_match)
-    _finish(request, session)
     return Response(status_code=204)

@@ -8,12 +8,14 @@ was tightened.
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+SLUG_RE = re.compile(SLUG_PATTERN)
 MAX_MEMORY_BYTES = 2**50
 MAX_PARAMETERS = 10**15
 MAX_WEIGHT_BYTES = 2**60

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from . import repository
 from .models import GpuRow, ModelRow, utcnow
-from .service import copy_gpu_record, copy_model_record, gpu_row_from_record, model_row_from_record
+from .records import copy_gpu_record, copy_model_record, gpu_row_from_record, model_row_from_record
 from .snapshot import CatalogSnapshot, gpu_entry, model_entry
 
 

@@ -30,9 +30,3 @@ class InvalidDtype(SizingError):
 
 class InvalidParallelism(SizingError):
     code = "invalid-parallelism"
-
-
-class DoesNotFit(SizingError):
-    """The model or one sequence at the requested context does not fit the memory given."""
-
-    code = "does-not-fit"

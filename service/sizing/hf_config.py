@@ -35,7 +35,7 @@ from .errors import SizingError, UnknownLayerKind
 # Keys under which multimodal configs nest the language model (transformers `sub_configs`:
 # Gemma3Config/Llama4Config/Qwen3_5Config/Gemma4Config use `text_config`; InternVL `llm_config`;
 # DeepSeek-VL2 `language_config`).
-_NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
+NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
 
 _FULL = "full_attention"
 _SLIDING = "sliding_attention"
@@ -126,7 +126,7 @@ class _Cfg:
         self.top: Mapping[str, Any] = config
         self.lm: Mapping[str, Any] = config
         self.prefix = ""
-        for key in _NESTED_LM_KEYS:
+        for key in NESTED_LM_KEYS:
             sub = config.get(key)
             if sub is None:
                 continue

@@ -1,19 +1,8 @@
-"""What the catalog API tests share: problem answers and walking the pages of a list."""
+"""What the catalog API tests share: walking the pages of a list."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
 from fastapi.testclient import TestClient
-
-
-def problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    return body
 
 
 def all_pages(client: TestClient, url: str) -> tuple[list[str], int]:

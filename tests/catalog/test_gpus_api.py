@@ -10,8 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.catalog.seed import load_seed
-from tests.catalog.helpers import all_pages, problem
+from tests.catalog.helpers import all_pages
 from tests.conftest import ADMIN
+from tests.helpers import problem
 
 GiB = 1 << 30
 H100_BYTES = 85_051_089_879  # seed: torch-reported total of an H100 SXM 80GB

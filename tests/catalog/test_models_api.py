@@ -9,8 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.catalog.seed import load_seed
-from tests.catalog.helpers import all_slugs, problem
+from tests.catalog.helpers import all_slugs
 from tests.conftest import ADMIN
+from tests.helpers import problem
 from tests.sizing.test_hf_config import DEEPSEEK_V3, LLAMA_3_1_8B, QWEN3_5_27B
 
 # Llama-3.1-8B: 32 layers x 8 KV heads x 128 head_dim x 2 (K, V) x 2 B = 131,072 B per token

@@ -29,6 +29,7 @@ from service.migrate import (
     upgrade,
 )
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
+from tests.helpers import problem
 
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 
@@ -147,10 +148,8 @@ def test_readyz_is_503_until_the_database_is_migrated(
     app = create_app(make_settings(empty_database), Database(fresh_engine))
     with TestClient(app) as client:
         response = client.get("/readyz")
-        assert response.status_code == 503
-        assert response.headers["content-type"] == "application/problem+json"
+        body = problem(response, 503)
         assert response.headers["retry-after"] == "5"
-        body = response.json()
         assert body["type"] == "/problems/service-unavailable"
         assert "kvplan migrate" in body["detail"]
         assert client.get("/healthz").status_code == 200  # alive, just not ready
@@ -171,10 +170,7 @@ def test_catalog_reads_on_an_unmigrated_database_are_503_not_500(
     app = create_app(make_settings(empty_database), Database(fresh_engine))
     with TestClient(app, raise_server_exceptions=False) as client:
         for path in ("/v1/gpus", "/v1/models/llama-3.1-8b", "/v1/capacity?model=x&gpu=y"):
-            response = client.get(path)
-            assert response.status_code == 503, (path, response.text)
-            assert response.headers["content-type"] == "application/problem+json"
-            assert "not migrated" in response.json()["detail"]
+            assert "not migrated" in problem(client.get(path), 503)["detail"], path
         write = client.post(
             "/v1/gpus", json={"slug": "g", "name": "G", "memory_bytes": 1}, headers=ADMIN
         )
