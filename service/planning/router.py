@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -18,6 +16,7 @@ from ..sizing import Parallelism, SizingError
 from ..sizing.capacity import Gpu
 from ..sizing.planner import Plan
 from . import service
+from .cache import AnswerCache
 from .schemas import (
     CapacityAnswer,
     CapacityDetail,
@@ -41,28 +40,6 @@ ALT_FORMATS: dict[str, Any] = {
     "text/csv": {"schema": {"type": "string"}},
     "text/plain": {"schema": {"type": "string"}},
 }
-
-
-class AnswerCache:
-    """Recent GET answers by (catalog token, query): autoscalers repeat the same question."""
-
-    def __init__(self, size: int = 2048) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[str, str], CapacityAnswer] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str]) -> CapacityAnswer | None:
-        with self._lock:
-            answer = self._items.get(key)
-            if answer is not None:
-                self._items.move_to_end(key)
-            return answer
-
-    def put(self, key: tuple[str, str], answer: CapacityAnswer) -> None:
-        with self._lock:
-            self._items[key] = answer
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 def _answers(request: Request) -> AnswerCache:
