@@ -1,11 +1,18 @@
-"""Turns validated requests into sizing calls and sizing results into answers. No HTTP here."""
+"""The planning use cases: one capacity question and one plan question, each answered whole.
+
+GET and POST /v1/capacity and `kvplan capacity` call `capacity`; GET and POST /v1/plans and
+`kvplan plan` call `plan`. The routers around them only negotiate, cache and render; no HTTP
+here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.snapshot import CatalogSnapshot
+from ..metrics import Metrics
 from ..sizing import (
     Capacity,
     Engine,
@@ -20,15 +27,20 @@ from ..sizing import (
 )
 from ..sizing.explain import explain
 from ..sizing.hf_config import architecture_from_hf_config
-from ..sizing.planner import Plan, PlanOption, PlanRequest, plan
+from ..sizing.planner import Plan, PlanOption, PlanRequest
+from ..sizing.planner import plan as search_plans
 from .schemas import (
-    CapacityAnswer,
     CapacityDetail,
+    CapacityFields,
+    CapacityQuery,
+    CapacityRequest,
     EngineFields,
     GpuRef,
+    InlineGpu,
     InlineModel,
     ModelRef,
     PlanAnswer,
+    PlanFields,
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
@@ -36,11 +48,90 @@ from .schemas import (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class CapacityQuestion:
+    """One deployment to size, however it was asked (GET or POST /v1/capacity, the CLI)."""
+
+    model: ModelRef
+    gpu: GpuRef | None
+    fields: CapacityFields
+    gpu_memory_bytes: int | None = None
+    explain: bool = False
+
+    @classmethod
+    def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
+        return cls(query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes)
+
+    @classmethod
+    def from_body(cls, body: CapacityRequest) -> CapacityQuestion:
+        return cls(body.model, body.gpu, body, explain=body.explain)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanQuestion:
+    """The three sizing questions and the search options, however they were asked."""
+
+    model: ModelRef
+    gpus: Sequence[GpuRef] | None
+    fields: PlanFields
+    explain: bool = False
+
+    @classmethod
+    def from_query(cls, query: PlanQuery) -> PlanQuestion:
+        slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
+        return cls(query.model, slugs or None, query)
+
+    @classmethod
+    def from_body(cls, body: PlanRequestBody) -> PlanQuestion:
+        return cls(body.model, body.gpus, body, explain=body.explain)
+
+
+def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDetail:
+    """One model on one GPU type with one layout: the pool, the blocks and max_num_seqs."""
+    label, arch = _resolve_model(question.model, catalog)
+    gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    fields = question.fields
+    result = compute_capacity(
+        arch,
+        gpu,
+        Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype),
+        Parallelism(
+            fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
+        ),
+        engine_options(fields),
+    )
+    return _capacity_detail(
+        result,
+        label,
+        gpu,
+        catalog.version,
+        with_explanation=question.explain,
+        peak_concurrency=fields.peak_concurrency,
+    )
+
+
+def plan(
+    question: PlanQuestion, catalog: CatalogSnapshot, metrics: Metrics | None = None
+) -> PlanAnswer:
+    """The cheapest feasible plan; each one asked is counted by outcome when `metrics` is given."""
+    try:
+        label, arch = _resolve_model(question.model, catalog)
+        gpus = _candidate_gpus(question.gpus, catalog)
+        result = _plan_for(arch=arch, gpus=gpus, fields=question.fields)
+    except SizingError:
+        if metrics is not None:
+            metrics.plans.labels("invalid").inc()
+        raise
+    if metrics is not None:
+        metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    return _plan_answer(result, label, catalog.version, question.explain)
+
+
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
     return type(exc)(f"{prefix}.{exc.field}", exc.reason)
 
 
-def resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelArchitecture]:
+def _resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelArchitecture]:
     """A slug from the catalog, an inline architecture, or a config.json: (label, architecture)."""
     if isinstance(ref, str):
         entry = catalog.model(ref)
@@ -58,9 +149,19 @@ def resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelAr
     return str(ref.hf_config.get("_name_or_path") or "hf_config"), arch
 
 
-def resolve_gpu(ref: GpuRef, catalog: CatalogSnapshot) -> Gpu:
+def _resolve_gpu(
+    ref: GpuRef | None, catalog: CatalogSnapshot, *, memory_bytes: int | None = None
+) -> Gpu:
+    """A catalog slug or an inline GPU; GET /v1/capacity may give the memory alone instead."""
     if isinstance(ref, str):
-        return catalog.gpu(ref).gpu
+        gpu = catalog.gpu(ref).gpu
+        if memory_bytes is not None:
+            raise SizingError("gpu_memory_bytes", "give either gpu or gpu_memory_bytes, not both")
+        return gpu
+    if ref is None:
+        if memory_bytes is None:
+            raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
+        ref = InlineGpu(memory_bytes=memory_bytes)
     return Gpu(
         memory_bytes=ref.memory_bytes,
         name=ref.name,
@@ -109,7 +210,7 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     )
 
 
-def default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
+def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
     if max_model_len is not None:
         return max_model_len
     if arch.max_position_embeddings is None:
@@ -117,28 +218,16 @@ def default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
     return arch.max_position_embeddings
 
 
-def capacity_for(
-    *,
-    arch: ModelArchitecture,
-    gpu: Gpu,
-    max_model_len: int,
-    kv_cache_dtype: str,
-    parallel: Parallelism,
-    fields: EngineFields,
-) -> Capacity:
-    return compute_capacity(
-        arch, gpu, Workload(max_model_len, kv_cache_dtype), parallel, engine_options(fields)
-    )
-
-
-def capacity_answer(
+def _capacity_detail(
     capacity: Capacity,
     model: str,
     gpu: Gpu,
     catalog_version: int,
+    *,
+    with_explanation: bool,
     peak_concurrency: int | None = None,
-) -> CapacityAnswer:
-    return CapacityAnswer(
+) -> CapacityDetail:
+    return CapacityDetail(
         model=model,
         gpu=gpu.slug,
         gpu_memory_bytes=gpu.memory_bytes,
@@ -164,21 +253,6 @@ def capacity_answer(
         fits=capacity.fits,
         reason=capacity.reason,
         catalog_version=catalog_version,
-    )
-
-
-def capacity_detail(
-    capacity: Capacity,
-    model: str,
-    gpu: Gpu,
-    catalog_version: int,
-    *,
-    with_explanation: bool,
-    peak_concurrency: int | None = None,
-) -> CapacityDetail:
-    base = capacity_answer(capacity, model, gpu, catalog_version, peak_concurrency)
-    return CapacityDetail(
-        **base.model_dump(),
         warnings=list(capacity.warnings),
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
@@ -186,16 +260,14 @@ def capacity_detail(
     )
 
 
-def candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
+def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
     """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
     if refs is None:
         return [entry.gpu for entry in catalog.gpus.values()]
-    return [resolve_gpu(ref, catalog) for ref in refs]
+    return [_resolve_gpu(ref, catalog) for ref in refs]
 
 
-def plan_for(
-    *, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanRequestBody | PlanQuery
-) -> Plan:
+def _plan_for(*, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanFields) -> Plan:
     """The three sizing questions and their options, as POST and GET /v1/plans ask them."""
     request = PlanRequest(
         max_model_len=fields.max_model_len,
@@ -209,7 +281,7 @@ def plan_for(
         max_alternatives=fields.max_alternatives,
     )
     Workload(fields.max_model_len, fields.kv_cache_dtype)  # validates the dtype before the search
-    return plan(arch, gpus, request)
+    return search_plans(arch, gpus, request)
 
 
 def _option_out(option: PlanOption) -> PlanOptionOut:
@@ -235,7 +307,7 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
     )
 
 
-def plan_answer(
+def _plan_answer(
     result: Plan, model: str, catalog_version: int, with_explanation: bool
 ) -> PlanAnswer:
     request = result.request
