@@ -7,6 +7,7 @@ here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -171,43 +172,29 @@ def _resolve_gpu(
     )
 
 
+# Flags only one engine reads: naming one for another engine is a mistake, not a no-op.
+_ONE_ENGINE_FLAGS = (
+    ("gpu_memory_utilization", Engine.VLLM),
+    ("mem_fraction_static", Engine.SGLANG),
+    ("free_gpu_memory_fraction", Engine.TRTLLM),
+    ("swa_full_tokens_ratio", Engine.SGLANG),
+    ("mamba_full_memory_ratio", Engine.SGLANG),
+    ("max_mamba_cache_size", Engine.SGLANG),
+    ("max_attention_window", Engine.TRTLLM),
+)
+
+
 def engine_options(fields: EngineFields) -> EngineOptions:
+    """The request's engine flags as the sizing core takes them: every field copied by name."""
     engine = Engine(fields.engine)
-    for name, applies in (
-        ("gpu_memory_utilization", Engine.VLLM),
-        ("mem_fraction_static", Engine.SGLANG),
-        ("free_gpu_memory_fraction", Engine.TRTLLM),
-        ("swa_full_tokens_ratio", Engine.SGLANG),
-        ("mamba_full_memory_ratio", Engine.SGLANG),
-        ("max_mamba_cache_size", Engine.SGLANG),
-        ("max_attention_window", Engine.TRTLLM),
-    ):
+    for name, applies in _ONE_ENGINE_FLAGS:
         if getattr(fields, name) is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
-    return EngineOptions(
-        engine=engine,
-        engine_version=fields.engine_version,
-        gpu_memory_utilization=fields.gpu_memory_utilization,
-        mem_fraction_static=fields.mem_fraction_static,
-        free_gpu_memory_fraction=fields.free_gpu_memory_fraction,
-        block_size=fields.block_size,
-        max_num_batched_tokens=fields.max_num_batched_tokens,
-        max_num_seqs=fields.max_num_seqs,
-        enable_prefix_caching=fields.enable_prefix_caching,
-        enforce_eager=fields.enforce_eager,
-        cudagraph_memory_bytes=fields.cudagraph_memory_bytes,
-        kv_pool_bytes=fields.kv_pool_bytes,
-        num_gpu_blocks_override=fields.num_gpu_blocks_override,
-        mamba_ssm_cache_dtype=fields.mamba_ssm_cache_dtype,
-        disable_hybrid_kv_cache_manager=fields.disable_hybrid_kv_cache_manager,
-        weight_format=fields.weight_format,
-        swa_full_tokens_ratio=fields.swa_full_tokens_ratio,
-        mamba_full_memory_ratio=fields.mamba_full_memory_ratio,
-        max_mamba_cache_size=fields.max_mamba_cache_size,
-        max_attention_window=(
-            None if fields.max_attention_window is None else tuple(fields.max_attention_window)
-        ),
-    )
+    values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(EngineOptions)}
+    window = fields.max_attention_window
+    values["engine"] = engine
+    values["max_attention_window"] = None if window is None else tuple(window)
+    return EngineOptions(**values)
 
 
 def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
@@ -268,18 +255,10 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
 
 
 def _plan_for(*, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanFields) -> Plan:
-    """The three sizing questions and their options, as POST and GET /v1/plans ask them."""
-    request = PlanRequest(
-        max_model_len=fields.max_model_len,
-        peak_concurrency=fields.peak_concurrency,
-        kv_cache_dtype=fields.kv_cache_dtype,
-        engine=engine_options(fields),
-        max_gpus_per_node=fields.max_gpus_per_node,
-        headroom_fraction=fields.headroom_fraction,
-        avg_context_tokens=fields.avg_context_tokens,
-        max_replicas=fields.max_replicas,
-        max_alternatives=fields.max_alternatives,
-    )
+    """The three sizing questions and their options, each copied by name."""
+    values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(PlanRequest)}
+    values["engine"] = engine_options(fields)
+    request = PlanRequest(**values)
     Workload(fields.max_model_len, fields.kv_cache_dtype)  # validates the dtype before the search
     return search_plans(arch, gpus, request)
 
