@@ -26,7 +26,7 @@ from ..sizing import (
     architecture_from_dict,
     compute_capacity,
 )
-from ..sizing.explain import explain
+from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
@@ -243,7 +243,7 @@ def _capacity_detail(
         warnings=list(capacity.warnings),
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
-        explanation=explain(capacity) if with_explanation else None,
+        explanation=dataclasses.asdict(explain(capacity)) if with_explanation else None,
     )
 
 
@@ -286,20 +286,20 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
     )
 
 
+def _plan_explanation(best: PlanOption) -> dict[str, Any]:
+    """The recommendation's capacity step by step, then its replicas, as the API shows them."""
+    replicas = Replicas(best.replicas, headroom_fraction=best.headroom_fraction)
+    return {**dataclasses.asdict(explain(best.capacity)), "replicas": dataclasses.asdict(replicas)}
+
+
 def _plan_answer(
     result: Plan, model: str, catalog_version: int, with_explanation: bool
 ) -> PlanAnswer:
     request = result.request
     best = result.recommendation
-    explanation: dict[str, Any] | None = None
+    explanation = None
     if with_explanation and best is not None:
-        explanation = explain(best.capacity)
-        explanation["replicas"] = {
-            "replicas": best.replicas,
-            "rule": "fewest replicas whose usable blocks, less the headroom asked for, hold "
-            "peak_concurrency sequences (at avg_context_tokens when given)",
-            "headroom_fraction": best.headroom_fraction,
-        }
+        explanation = _plan_explanation(best)
     return PlanAnswer(
         model=model,
         max_model_len=request.max_model_len,
