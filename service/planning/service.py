@@ -26,6 +26,7 @@ from ..sizing import (
     architecture_from_dict,
     compute_capacity,
 )
+from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
@@ -118,7 +119,7 @@ def plan(
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)
-        result = _plan_for(arch=arch, gpus=gpus, fields=question.fields)
+        result = search_plans(arch, gpus, _plan_request(question.fields))
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
@@ -254,13 +255,15 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
     return [_resolve_gpu(ref, catalog) for ref in refs]
 
 
-def _plan_for(*, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanFields) -> Plan:
-    """The three sizing questions and their options, each copied by name."""
+def _plan_request(fields: PlanFields) -> PlanRequest:
+    """The three sizing questions and the search options, copied by name."""
     values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(PlanRequest)}
     values["engine"] = engine_options(fields)
     request = PlanRequest(**values)
-    Workload(fields.max_model_len, fields.kv_cache_dtype)  # validates the dtype before the search
-    return search_plans(arch, gpus, request)
+    # sizing.plan checks the candidate list before the dtype: naming an unknown dtype here
+    # keeps a request wrong in both ways answered on the dtype, as it always was.
+    normalize_kv_cache_dtype(request.kv_cache_dtype)
+    return request
 
 
 def _option_out(option: PlanOption) -> PlanOptionOut:
