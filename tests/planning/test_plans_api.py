@@ -233,3 +233,13 @@ def test_a_request_wrong_in_dtype_and_candidates_is_answered_on_the_dtype(
     response = client.post("/v1/plans", json={**body, "kv_cache_dtype": "fp4", "gpus": []})
     assert response.status_code == 422
     assert response.json()["field"] == "kv_cache_dtype"
+
+
+def test_get_and_post_plan_one_question_alike(client: TestClient) -> None:
+    question = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 50}
+    got = client.get("/v1/plans", params={**question, "gpus": "h100-sxm-80gb,h200-141gb"})
+    posted = client.post(
+        "/v1/plans", json={**question, "gpus": ["h100-sxm-80gb", "h200-141gb"], "explain": False}
+    )
+    assert got.status_code == posted.status_code == 200
+    assert got.json() == posted.json()
