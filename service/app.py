@@ -14,7 +14,7 @@ from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
-from .planning.router import AnswerCache
+from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .settings import Settings
 

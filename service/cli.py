@@ -27,8 +27,9 @@ from .errors import Problem, sizing_problem
 from .migrate import upgrade
 from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
+from .planning.service import CapacityQuestion, PlanQuestion
 from .settings import Settings
-from .sizing import Parallelism, SizingError
+from .sizing import SizingError
 
 
 def _database(settings: Settings) -> Database:
@@ -119,11 +120,7 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
             **_engine_fields(args),
         }
     )
-    catalog = _snapshot(settings, args.offline)
-    label, arch = planning.resolve_model(body.model, catalog)
-    gpus = planning.candidate_gpus(body.gpus, catalog)
-    result = planning.plan_for(arch=arch, gpus=gpus, fields=body)
-    answer = planning.plan_answer(result, label, catalog.version, body.explain)
+    answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args.offline))
     print(answer.model_dump_json(indent=2))
     return 0 if answer.recommendation is not None else 3
 
@@ -142,20 +139,7 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
             **_engine_fields(args),
         }
     )
-    catalog = _snapshot(settings, args.offline)
-    label, arch = planning.resolve_model(body.model, catalog)
-    resolved = planning.resolve_gpu(body.gpu, catalog)
-    capacity = planning.capacity_for(
-        arch=arch,
-        gpu=resolved,
-        max_model_len=planning.default_context(arch, body.max_model_len),
-        kv_cache_dtype=body.kv_cache_dtype,
-        parallel=Parallelism(body.tensor_parallel_size, body.pipeline_parallel_size),
-        fields=body,
-    )
-    detail = planning.capacity_detail(
-        capacity, label, resolved, catalog.version, with_explanation=body.explain
-    )
+    detail = planning.capacity(CapacityQuestion.from_body(body), _snapshot(settings, args.offline))
     print(detail.model_dump_json(indent=2))
     return 0
 

@@ -1,23 +1,20 @@
-"""Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans. Thin: parse, call, render."""
+"""Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans.
+
+Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity` or
+`service.plan`), and renders the answer as JSON, CSV or one value; GET /v1/capacity also caches.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
 from ..deps import CatalogDep, MetricsDep, SettingsDep
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
-from ..metrics import Metrics
-from ..sizing import Parallelism, SizingError
-from ..sizing.capacity import Gpu
-from ..sizing.planner import Plan
 from . import service
+from .cache import AnswerCache
 from .schemas import (
     CapacityAnswer,
     CapacityDetail,
@@ -27,6 +24,7 @@ from .schemas import (
     PlanQuery,
     PlanRequestBody,
 )
+from .service import CapacityQuestion, PlanQuestion
 
 router = APIRouter(prefix="/v1")
 
@@ -43,31 +41,17 @@ ALT_FORMATS: dict[str, Any] = {
 }
 
 
-class AnswerCache:
-    """Recent GET answers by (catalog token, query): autoscalers repeat the same question."""
-
-    def __init__(self, size: int = 2048) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[str, str], CapacityAnswer] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str]) -> CapacityAnswer | None:
-        with self._lock:
-            answer = self._items.get(key)
-            if answer is not None:
-                self._items.move_to_end(key)
-            return answer
-
-    def put(self, key: tuple[str, str], answer: CapacityAnswer) -> None:
-        with self._lock:
-            self._items[key] = answer
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+_ANSWER_FIELDS = set(CapacityAnswer.model_fields)
 
 
 def _answers(request: Request) -> AnswerCache:
     cache: AnswerCache = request.app.state.capacity_answers
     return cache
+
+
+def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
+    """The CapacityAnswer fields of a detail: GET's body and every CSV row."""
+    return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
 
 
 def _respond(
@@ -114,26 +98,12 @@ def get_capacity(
 ) -> Response:
     fmt = negotiate(request, query.format, query.field)
     key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
-    answer = _answers(request).get(key)
-    if answer is None:
-        entry = catalog.model(query.model)
-        gpu = _query_gpu(query, catalog)
-        capacity = service.capacity_for(
-            arch=entry.architecture,
-            gpu=gpu,
-            max_model_len=service.default_context(entry.architecture, query.max_model_len),
-            kv_cache_dtype=query.kv_cache_dtype,
-            parallel=Parallelism(
-                query.tensor_parallel_size, query.pipeline_parallel_size, query.data_parallel_size
-            ),
-            fields=query,
-        )
-        answer = service.capacity_answer(
-            capacity, entry.slug, gpu, catalog.version, query.peak_concurrency
-        )
-        _answers(request).put(key, answer)
+    detail = _answers(request).get(key)
+    if detail is None:
+        detail = service.capacity(CapacityQuestion.from_query(query), catalog)
+        _answers(request).put(key, detail)
     metrics.capacity_requests.labels("GET", fmt).inc()
-    data = answer.model_dump(mode="json")
+    data = _answer_row(detail)
     return _respond(
         request,
         fmt=fmt,
@@ -143,17 +113,6 @@ def get_capacity(
         token=catalog.token,
         cache_control=f"public, max-age={settings.capacity_max_age_seconds}",
     )
-
-
-def _query_gpu(query: CapacityQuery, catalog: Any) -> Gpu:
-    if query.gpu is not None:
-        gpu: Gpu = catalog.gpu(query.gpu).gpu
-        if query.gpu_memory_bytes is not None:
-            raise SizingError("gpu_memory_bytes", "give either gpu or gpu_memory_bytes, not both")
-        return gpu
-    if query.gpu_memory_bytes is None:
-        raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
-    return Gpu(memory_bytes=query.gpu_memory_bytes, slug=f"{query.gpu_memory_bytes}B")
 
 
 @router.post(
@@ -171,35 +130,13 @@ def post_capacity(
     request: Request, body: CapacityRequest, catalog: CatalogDep, metrics: MetricsDep
 ) -> Response:
     fmt = negotiate(request, None, None)
-    label, arch = service.resolve_model(body.model, catalog)
-    gpu = service.resolve_gpu(body.gpu, catalog)
-    capacity = service.capacity_for(
-        arch=arch,
-        gpu=gpu,
-        max_model_len=service.default_context(arch, body.max_model_len),
-        kv_cache_dtype=body.kv_cache_dtype,
-        parallel=Parallelism(
-            body.tensor_parallel_size, body.pipeline_parallel_size, body.data_parallel_size
-        ),
-        fields=body,
-    )
-    detail = service.capacity_detail(
-        capacity,
-        label,
-        gpu,
-        catalog.version,
-        with_explanation=body.explain,
-        peak_concurrency=body.peak_concurrency,
-    )
+    detail = service.capacity(CapacityQuestion.from_body(body), catalog)
     metrics.capacity_requests.labels("POST", fmt).inc()
-    row = service.capacity_answer(
-        capacity, label, gpu, catalog.version, body.peak_concurrency
-    ).model_dump(mode="json")
     return _respond(
         request,
         fmt=fmt,
         json_body=detail.model_dump(mode="json"),
-        csv_rows=[row],
+        csv_rows=[_answer_row(detail)],
         value=None,
         token=catalog.token,
         cache_control="no-store",
@@ -247,29 +184,10 @@ def post_plan(
     request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
 ) -> Response:
     fmt = negotiate(request, None, None)
-    with _counted(metrics) as count:
-        label, arch = service.resolve_model(body.model, catalog)
-        gpus = service.candidate_gpus(body.gpus, catalog)
-        result = count(service.plan_for(arch=arch, gpus=gpus, fields=body))
-    answer = service.plan_answer(result, label, catalog.version, body.explain)
+    answer = service.plan(PlanQuestion.from_body(body), catalog, metrics)
     return _plan_response(
         request, answer, fmt=fmt, field=None, token=catalog.token, cache="no-store"
     )
-
-
-@contextmanager
-def _counted(metrics: Metrics) -> Iterator[Callable[[Plan], Plan]]:
-    """Counts the plan made inside the block by outcome; a sizing error counts as invalid."""
-
-    def count(result: Plan) -> Plan:
-        metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
-        return result
-
-    try:
-        yield count
-    except SizingError:
-        metrics.plans.labels("invalid").inc()
-        raise
 
 
 @router.get(
@@ -291,12 +209,7 @@ def get_plan(
     metrics: MetricsDep,
 ) -> Response:
     fmt = negotiate(request, query.format, query.field)
-    entry = catalog.model(query.model)
-    slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
-    gpus = service.candidate_gpus(slugs or None, catalog)
-    with _counted(metrics) as count:
-        result = count(service.plan_for(arch=entry.architecture, gpus=gpus, fields=query))
-    answer = service.plan_answer(result, entry.slug, catalog.version, with_explanation=False)
+    answer = service.plan(PlanQuestion.from_query(query), catalog, metrics)
     return _plan_response(
         request,
         answer,

@@ -2,6 +2,8 @@
 
 Field names follow vLLM's engine arguments wherever one exists, so a number can go straight
 into a flag: max_model_len, kv_cache_dtype, tensor_parallel_size, gpu_memory_utilization, ...
+The one exception is the pool override, `kv_pool_bytes` (vLLM `--kv-cache-memory-bytes`): the
+name the answers and the sizing core use for the pool.
 """
 
 from __future__ import annotations
@@ -20,17 +22,8 @@ KV_CACHE_DTYPE_DOC = (
     "(DeepSeek's packed sparse-MLA rows, vLLM only). Recurrent state keeps its own dtype."
 )
 ResponseFormat = Literal["json", "csv", "text"]
-CAPACITY_FIELDS = (
-    "max_num_seqs",
-    "replicas_for_peak_concurrency",
-    "total_max_num_seqs",
-    "kv_cache_tokens",
-    "max_concurrency",
-    "num_gpu_blocks",
-    "kv_pool_bytes",
-    "kv_bytes_per_token",
-    "kv_bytes_per_sequence",
-)
+FORMAT_DOC = "json (default), csv, or text (with `field`); overrides Accept."
+MODEL_REF_DOC = "A slug, an inline spec, or {hf_config: {...}}."
 CapacityField = Literal[
     "max_num_seqs",
     "replicas_for_peak_concurrency",
@@ -143,46 +136,6 @@ class EngineFields(BaseModel):
     )
 
 
-class CapacityQuery(EngineFields):
-    """GET /v1/capacity: one model, one GPU, one layout."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(..., max_length=100, description="Model slug.", examples=["llama-3.1-8b"])
-    gpu: str | None = Field(
-        None,
-        max_length=100,
-        description="GPU slug (or give gpu_memory_bytes).",
-        examples=["h100-sxm-80gb"],
-    )
-    gpu_memory_bytes: int | None = Field(
-        None, ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
-    )
-    max_model_len: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_CONTEXT_TOKENS,
-        description="Max context per sequence (default: the model's max_position_embeddings).",
-    )
-    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
-    tensor_parallel_size: int = Field(1, ge=1, le=64)
-    pipeline_parallel_size: int = Field(1, ge=1, le=64)
-    data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
-    peak_concurrency: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_PEAK_CONCURRENCY,
-        description="Sequences running at once at peak: the answer then says how many replicas "
-        "of this layout hold them (`replicas_for_peak_concurrency`).",
-    )
-    format: ResponseFormat | None = Field(
-        None, description="json (default), csv, or text (with `field`); overrides Accept."
-    )
-    field: CapacityField | None = Field(
-        None, description="Answer with this one value as text/plain (spreadsheets)."
-    )
-
-
 class InlineGpu(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -236,7 +189,65 @@ ModelRef = str | InlineModel | HfConfigModel
 GpuRef = str | InlineGpu
 
 
-class CapacityRequest(EngineFields):
+class CapacityFields(EngineFields):
+    """What GET and POST /v1/capacity both ask besides the model and the GPU, declared once."""
+
+    max_model_len: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONTEXT_TOKENS,
+        description="Max context per sequence (default: the model's max_position_embeddings).",
+    )
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
+    peak_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PEAK_CONCURRENCY,
+        description="Sequences running at once at peak: the answer then says how many replicas "
+        "of this layout hold them (`replicas_for_peak_concurrency`).",
+    )
+
+
+# Each capacity request lists its model/GPU base last: pydantic takes inherited fields from the
+# last-listed base first, so the model and the GPU come before the shared fields, in the order
+# the published spec lists the query parameters.
+class _CatalogTarget(EngineFields):
+    """GET names the model and the GPU by catalog slug, or the GPU by its memory alone."""
+
+    model: str = Field(..., max_length=100, description="Model slug.", examples=["llama-3.1-8b"])
+    gpu: str | None = Field(
+        None,
+        max_length=100,
+        description="GPU slug (or give gpu_memory_bytes).",
+        examples=["h100-sxm-80gb"],
+    )
+    gpu_memory_bytes: int | None = Field(
+        None, ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
+    )
+
+
+class _InlineTarget(EngineFields):
+    """POST takes the model and the GPU as slugs or inline."""
+
+    model: ModelRef = Field(..., description=MODEL_REF_DOC)
+    gpu: GpuRef = Field(..., description="A slug or {memory_bytes: N}.")
+
+
+class CapacityQuery(CapacityFields, _CatalogTarget):
+    """GET /v1/capacity: one model, one GPU, one layout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
+    field: CapacityField | None = Field(
+        None, description="Answer with this one value as text/plain (spreadsheets)."
+    )
+
+
+class CapacityRequest(CapacityFields, _InlineTarget):
     """POST /v1/capacity: the GET fields as a JSON body; model and GPU may be inline."""
 
     model_config = ConfigDict(
@@ -272,19 +283,6 @@ class CapacityRequest(EngineFields):
         },
     )
 
-    model: ModelRef = Field(..., description="A slug, an inline spec, or {hf_config: {...}}.")
-    gpu: GpuRef = Field(..., description="A slug or {memory_bytes: N}.")
-    max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
-    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
-    tensor_parallel_size: int = Field(1, ge=1, le=64)
-    pipeline_parallel_size: int = Field(1, ge=1, le=64)
-    data_parallel_size: int = Field(1, ge=1, le=4096)
-    peak_concurrency: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_PEAK_CONCURRENCY,
-        description="Sequences running at once at peak (answers `replicas_for_peak_concurrency`).",
-    )
     explain: bool = Field(True, description="Include the hand-checkable explanation.")
 
 
@@ -333,7 +331,32 @@ class CapacityDetail(CapacityAnswer):
     explanation: dict[str, Any] | None = None
 
 
-class PlanRequestBody(EngineFields):
+class PlanFields(EngineFields):
+    """The three sizing questions and the search options, declared once for POST and GET."""
+
+    model: ModelRef = Field(..., description=MODEL_REF_DOC)
+    max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS, description="Max context.")
+    peak_concurrency: int = Field(
+        ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
+    )
+    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
+    # A list in the body; GET takes the slugs comma-separated (each request narrows it).
+    gpus: list[GpuRef] | str | None = None
+    max_gpus_per_node: int | None = Field(None, ge=1, le=64, description="Caps TP per replica.")
+    headroom_fraction: float = Field(
+        0.0, ge=0, lt=1, description="Share of the pool to keep free at peak."
+    )
+    avg_context_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONTEXT_TOKENS,
+        description="Average context at peak (paged attention: sequences hold what they use).",
+    )
+    max_replicas: int = Field(4096, ge=1, le=100_000)
+    max_alternatives: int = Field(10, ge=0, le=100)
+
+
+class PlanRequestBody(PlanFields):
     """POST /v1/plans: the three sizing questions plus options."""
 
     model_config = ConfigDict(
@@ -364,48 +387,22 @@ class PlanRequestBody(EngineFields):
         },
     )
 
-    model: ModelRef = Field(..., description="A slug, an inline spec, or {hf_config: {...}}.")
-    max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS, description="Max context.")
-    peak_concurrency: int = Field(
-        ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
-    )
-    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     gpus: list[GpuRef] | None = Field(
         None, max_length=200, description="Candidate GPUs (default: the whole catalog)."
     )
-    max_gpus_per_node: int | None = Field(None, ge=1, le=64, description="Caps TP per replica.")
-    headroom_fraction: float = Field(
-        0.0, ge=0, lt=1, description="Share of the pool to keep free at peak."
-    )
-    avg_context_tokens: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_CONTEXT_TOKENS,
-        description="Average context at peak (paged attention: sequences hold what they use).",
-    )
-    max_replicas: int = Field(4096, ge=1, le=100_000)
-    max_alternatives: int = Field(10, ge=0, le=100)
     explain: bool = Field(True, description="Explain the recommendation step by step.")
 
 
-class PlanQuery(EngineFields):
+class PlanQuery(PlanFields):
     """GET /v1/plans: the same questions as query parameters (catalog models and GPUs only)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(..., max_length=100)
-    max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS)
-    peak_concurrency: int = Field(..., ge=1, le=MAX_PEAK_CONCURRENCY)
-    kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
+    model: str = Field(..., max_length=100, description="Model slug.")
     gpus: str | None = Field(
         None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
     )
-    max_gpus_per_node: int | None = Field(None, ge=1, le=64)
-    headroom_fraction: float = Field(0.0, ge=0, lt=1)
-    avg_context_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
-    max_replicas: int = Field(4096, ge=1, le=100_000)
-    max_alternatives: int = Field(10, ge=0, le=100)
-    format: ResponseFormat | None = None
+    format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: PlanField | None = Field(
         None, description="Answer with this one value of the recommendation as text/plain."
     )

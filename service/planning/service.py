@@ -1,11 +1,19 @@
-"""Turns validated requests into sizing calls and sizing results into answers. No HTTP here."""
+"""The planning use cases: one capacity question and one plan question, each answered whole.
+
+GET and POST /v1/capacity and `kvplan capacity` call `capacity`; GET and POST /v1/plans and
+`kvplan plan` call `plan`. The routers around them only negotiate, cache and render; no HTTP
+here.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.snapshot import CatalogSnapshot
+from ..metrics import Metrics
 from ..sizing import (
     Capacity,
     Engine,
@@ -18,17 +26,23 @@ from ..sizing import (
     architecture_from_dict,
     compute_capacity,
 )
-from ..sizing.explain import explain
+from ..sizing.dtypes import normalize_kv_cache_dtype
+from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
-from ..sizing.planner import Plan, PlanOption, PlanRequest, plan
+from ..sizing.planner import Plan, PlanOption, PlanRequest
+from ..sizing.planner import plan as search_plans
 from .schemas import (
-    CapacityAnswer,
     CapacityDetail,
+    CapacityFields,
+    CapacityQuery,
+    CapacityRequest,
     EngineFields,
     GpuRef,
+    InlineGpu,
     InlineModel,
     ModelRef,
     PlanAnswer,
+    PlanFields,
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
@@ -36,11 +50,90 @@ from .schemas import (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class CapacityQuestion:
+    """One deployment to size, however it was asked (GET or POST /v1/capacity, the CLI)."""
+
+    model: ModelRef
+    gpu: GpuRef | None
+    fields: CapacityFields
+    gpu_memory_bytes: int | None = None
+    explain: bool = False
+
+    @classmethod
+    def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
+        return cls(query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes)
+
+    @classmethod
+    def from_body(cls, body: CapacityRequest) -> CapacityQuestion:
+        return cls(body.model, body.gpu, body, explain=body.explain)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanQuestion:
+    """The three sizing questions and the search options, however they were asked."""
+
+    model: ModelRef
+    gpus: Sequence[GpuRef] | None
+    fields: PlanFields
+    explain: bool = False
+
+    @classmethod
+    def from_query(cls, query: PlanQuery) -> PlanQuestion:
+        slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
+        return cls(query.model, slugs or None, query)
+
+    @classmethod
+    def from_body(cls, body: PlanRequestBody) -> PlanQuestion:
+        return cls(body.model, body.gpus, body, explain=body.explain)
+
+
+def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDetail:
+    """One model on one GPU type with one layout: the pool, the blocks and max_num_seqs."""
+    label, arch = _resolve_model(question.model, catalog)
+    gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    fields = question.fields
+    result = compute_capacity(
+        arch,
+        gpu,
+        Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype),
+        Parallelism(
+            fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
+        ),
+        engine_options(fields),
+    )
+    return _capacity_detail(
+        result,
+        label,
+        gpu,
+        catalog.version,
+        with_explanation=question.explain,
+        peak_concurrency=fields.peak_concurrency,
+    )
+
+
+def plan(
+    question: PlanQuestion, catalog: CatalogSnapshot, metrics: Metrics | None = None
+) -> PlanAnswer:
+    """The cheapest feasible plan; each one asked is counted by outcome when `metrics` is given."""
+    try:
+        label, arch = _resolve_model(question.model, catalog)
+        gpus = _candidate_gpus(question.gpus, catalog)
+        result = search_plans(arch, gpus, _plan_request(question.fields))
+    except SizingError:
+        if metrics is not None:
+            metrics.plans.labels("invalid").inc()
+        raise
+    if metrics is not None:
+        metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    return _plan_answer(result, label, catalog.version, question.explain)
+
+
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
     return type(exc)(f"{prefix}.{exc.field}", exc.reason)
 
 
-def resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelArchitecture]:
+def _resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelArchitecture]:
     """A slug from the catalog, an inline architecture, or a config.json: (label, architecture)."""
     if isinstance(ref, str):
         entry = catalog.model(ref)
@@ -58,9 +151,19 @@ def resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelAr
     return str(ref.hf_config.get("_name_or_path") or "hf_config"), arch
 
 
-def resolve_gpu(ref: GpuRef, catalog: CatalogSnapshot) -> Gpu:
+def _resolve_gpu(
+    ref: GpuRef | None, catalog: CatalogSnapshot, *, memory_bytes: int | None = None
+) -> Gpu:
+    """A catalog slug or an inline GPU; GET /v1/capacity may give the memory alone instead."""
     if isinstance(ref, str):
-        return catalog.gpu(ref).gpu
+        gpu = catalog.gpu(ref).gpu
+        if memory_bytes is not None:
+            raise SizingError("gpu_memory_bytes", "give either gpu or gpu_memory_bytes, not both")
+        return gpu
+    if ref is None:
+        if memory_bytes is None:
+            raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
+        ref = InlineGpu(memory_bytes=memory_bytes)
     return Gpu(
         memory_bytes=ref.memory_bytes,
         name=ref.name,
@@ -70,46 +173,32 @@ def resolve_gpu(ref: GpuRef, catalog: CatalogSnapshot) -> Gpu:
     )
 
 
+# Flags only one engine reads: naming one for another engine is a mistake, not a no-op.
+_ONE_ENGINE_FLAGS = (
+    ("gpu_memory_utilization", Engine.VLLM),
+    ("mem_fraction_static", Engine.SGLANG),
+    ("free_gpu_memory_fraction", Engine.TRTLLM),
+    ("swa_full_tokens_ratio", Engine.SGLANG),
+    ("mamba_full_memory_ratio", Engine.SGLANG),
+    ("max_mamba_cache_size", Engine.SGLANG),
+    ("max_attention_window", Engine.TRTLLM),
+)
+
+
 def engine_options(fields: EngineFields) -> EngineOptions:
+    """The request's engine flags as the sizing core takes them: every field copied by name."""
     engine = Engine(fields.engine)
-    for name, applies in (
-        ("gpu_memory_utilization", Engine.VLLM),
-        ("mem_fraction_static", Engine.SGLANG),
-        ("free_gpu_memory_fraction", Engine.TRTLLM),
-        ("swa_full_tokens_ratio", Engine.SGLANG),
-        ("mamba_full_memory_ratio", Engine.SGLANG),
-        ("max_mamba_cache_size", Engine.SGLANG),
-        ("max_attention_window", Engine.TRTLLM),
-    ):
+    for name, applies in _ONE_ENGINE_FLAGS:
         if getattr(fields, name) is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
-    return EngineOptions(
-        engine=engine,
-        engine_version=fields.engine_version,
-        gpu_memory_utilization=fields.gpu_memory_utilization,
-        mem_fraction_static=fields.mem_fraction_static,
-        free_gpu_memory_fraction=fields.free_gpu_memory_fraction,
-        block_size=fields.block_size,
-        max_num_batched_tokens=fields.max_num_batched_tokens,
-        max_num_seqs=fields.max_num_seqs,
-        enable_prefix_caching=fields.enable_prefix_caching,
-        enforce_eager=fields.enforce_eager,
-        cudagraph_memory_bytes=fields.cudagraph_memory_bytes,
-        kv_pool_bytes=fields.kv_pool_bytes,
-        num_gpu_blocks_override=fields.num_gpu_blocks_override,
-        mamba_ssm_cache_dtype=fields.mamba_ssm_cache_dtype,
-        disable_hybrid_kv_cache_manager=fields.disable_hybrid_kv_cache_manager,
-        weight_format=fields.weight_format,
-        swa_full_tokens_ratio=fields.swa_full_tokens_ratio,
-        mamba_full_memory_ratio=fields.mamba_full_memory_ratio,
-        max_mamba_cache_size=fields.max_mamba_cache_size,
-        max_attention_window=(
-            None if fields.max_attention_window is None else tuple(fields.max_attention_window)
-        ),
-    )
+    values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(EngineOptions)}
+    window = fields.max_attention_window
+    values["engine"] = engine
+    values["max_attention_window"] = None if window is None else tuple(window)
+    return EngineOptions(**values)
 
 
-def default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
+def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
     if max_model_len is not None:
         return max_model_len
     if arch.max_position_embeddings is None:
@@ -117,28 +206,16 @@ def default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
     return arch.max_position_embeddings
 
 
-def capacity_for(
-    *,
-    arch: ModelArchitecture,
-    gpu: Gpu,
-    max_model_len: int,
-    kv_cache_dtype: str,
-    parallel: Parallelism,
-    fields: EngineFields,
-) -> Capacity:
-    return compute_capacity(
-        arch, gpu, Workload(max_model_len, kv_cache_dtype), parallel, engine_options(fields)
-    )
-
-
-def capacity_answer(
+def _capacity_detail(
     capacity: Capacity,
     model: str,
     gpu: Gpu,
     catalog_version: int,
+    *,
+    with_explanation: bool,
     peak_concurrency: int | None = None,
-) -> CapacityAnswer:
-    return CapacityAnswer(
+) -> CapacityDetail:
+    return CapacityDetail(
         model=model,
         gpu=gpu.slug,
         gpu_memory_bytes=gpu.memory_bytes,
@@ -164,52 +241,29 @@ def capacity_answer(
         fits=capacity.fits,
         reason=capacity.reason,
         catalog_version=catalog_version,
-    )
-
-
-def capacity_detail(
-    capacity: Capacity,
-    model: str,
-    gpu: Gpu,
-    catalog_version: int,
-    *,
-    with_explanation: bool,
-    peak_concurrency: int | None = None,
-) -> CapacityDetail:
-    base = capacity_answer(capacity, model, gpu, catalog_version, peak_concurrency)
-    return CapacityDetail(
-        **base.model_dump(),
         warnings=list(capacity.warnings),
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
-        explanation=explain(capacity) if with_explanation else None,
+        explanation=dataclasses.asdict(explain(capacity)) if with_explanation else None,
     )
 
 
-def candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
+def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
     """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
     if refs is None:
         return [entry.gpu for entry in catalog.gpus.values()]
-    return [resolve_gpu(ref, catalog) for ref in refs]
+    return [_resolve_gpu(ref, catalog) for ref in refs]
 
 
-def plan_for(
-    *, arch: ModelArchitecture, gpus: Sequence[Gpu], fields: PlanRequestBody | PlanQuery
-) -> Plan:
-    """The three sizing questions and their options, as POST and GET /v1/plans ask them."""
-    request = PlanRequest(
-        max_model_len=fields.max_model_len,
-        peak_concurrency=fields.peak_concurrency,
-        kv_cache_dtype=fields.kv_cache_dtype,
-        engine=engine_options(fields),
-        max_gpus_per_node=fields.max_gpus_per_node,
-        headroom_fraction=fields.headroom_fraction,
-        avg_context_tokens=fields.avg_context_tokens,
-        max_replicas=fields.max_replicas,
-        max_alternatives=fields.max_alternatives,
-    )
-    Workload(fields.max_model_len, fields.kv_cache_dtype)  # validates the dtype before the search
-    return plan(arch, gpus, request)
+def _plan_request(fields: PlanFields) -> PlanRequest:
+    """The three sizing questions and the search options, copied by name."""
+    values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(PlanRequest)}
+    values["engine"] = engine_options(fields)
+    request = PlanRequest(**values)
+    # sizing.plan checks the candidate list before the dtype: naming an unknown dtype here
+    # keeps a request wrong in both ways answered on the dtype, as it always was.
+    normalize_kv_cache_dtype(request.kv_cache_dtype)
+    return request
 
 
 def _option_out(option: PlanOption) -> PlanOptionOut:
@@ -235,20 +289,20 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
     )
 
 
-def plan_answer(
+def _plan_explanation(best: PlanOption) -> dict[str, Any]:
+    """The recommendation's capacity step by step, then its replicas, as the API shows them."""
+    replicas = Replicas(best.replicas, headroom_fraction=best.headroom_fraction)
+    return {**dataclasses.asdict(explain(best.capacity)), "replicas": dataclasses.asdict(replicas)}
+
+
+def _plan_answer(
     result: Plan, model: str, catalog_version: int, with_explanation: bool
 ) -> PlanAnswer:
     request = result.request
     best = result.recommendation
-    explanation: dict[str, Any] | None = None
+    explanation = None
     if with_explanation and best is not None:
-        explanation = explain(best.capacity)
-        explanation["replicas"] = {
-            "replicas": best.replicas,
-            "rule": "fewest replicas whose usable blocks, less the headroom asked for, hold "
-            "peak_concurrency sequences (at avg_context_tokens when given)",
-            "headroom_fraction": best.headroom_fraction,
-        }
+        explanation = _plan_explanation(best)
     return PlanAnswer(
         model=model,
         max_model_len=request.max_model_len,

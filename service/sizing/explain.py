@@ -1,112 +1,262 @@
-"""The explanation a person can check by hand: every number with the factors that made it."""
+"""The explanation a person can check by hand: every number with the factors that made it.
+
+Per-token bytes -> per-sequence bytes -> per-GPU share -> memory budget -> blocks ->
+concurrency, one frozen step each; `dataclasses.asdict` gives the JSON the API shows.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .capacity import Capacity
 from .units import GiB
+
+KV_BYTES_RULE = (
+    "2 (K and V) x kv_heads x head_dim x bytes per attention layer; MLA: "
+    "(kv_lora_rank + qk_rope_head_dim) x bytes (fp8_ds_mla: 656-B packed rows), plus "
+    "132 B of sparse-attention indexer key where the model has one; linear/Mamba layers "
+    "keep a fixed state instead"
+)
+PER_GPU_RULE = (
+    "KV heads per GPU = max(1, kv_heads // tp) (replicated past tp = kv_heads); "
+    "MLA latents are not split; weights divide by tp x pp"
+)
+REPLICAS_RULE = (
+    "fewest replicas whose usable blocks, less the headroom asked for, hold "
+    "peak_concurrency sequences (at avg_context_tokens when given)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBytes:
+    """One layer kind's bytes per token (kinds that store K/V per token only)."""
+
+    kind: str
+    layers: int
+    bytes_per_token_per_layer: int
+    bytes_per_token: int
+
+
+@dataclass(frozen=True, slots=True)
+class KvBytesPerToken:
+    value: int
+    kv_cache_dtype: str
+    element_bytes: int
+    by_layer_kind: tuple[TokenBytes, ...]
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceBytes:
+    """One layer kind's bytes for one sequence at max_model_len."""
+
+    kind: str
+    layers: int
+    tokens_held: int | None
+    state_bytes_per_layer: int | None
+    bytes: int
+    formula: str
+
+
+@dataclass(frozen=True, slots=True)
+class KvBytesPerSequence:
+    value: int
+    context_tokens: int
+    by_layer_kind: tuple[SequenceBytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PerGpu:
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    kv_bytes_per_token_per_gpu: int
+    weights_bytes_total: int
+    weights_bytes_per_gpu: int
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStep:
+    name: str
+    bytes: int
+    gib: float
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudgetSteps:
+    lines: tuple[BudgetStep, ...]
+    kv_pool_bytes: int
+    given: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupBlocks:
+    kind: str
+    layers: int
+    block_size: int
+    page_bytes: int
+    blocks_per_request: int
+
+
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    groups: tuple[GroupBlocks, ...]
+    bytes_per_block: int
+    num_gpu_blocks: int
+    formula: str
+    blocks_per_request: int
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrency:
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_num_seqs: int
+    formula: str
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """One capacity, step by step."""
+
+    kv_bytes_per_token: KvBytesPerToken
+    kv_bytes_per_sequence: KvBytesPerSequence
+    per_gpu: PerGpu
+    memory_budget: MemoryBudgetSteps
+    blocks: Blocks
+    concurrency: Concurrency
+    engine_log: tuple[str, ...]
+    engine_settings: Mapping[str, Any]
+    fits: bool
+    reason: str | None
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """A plan's last step: how many replicas of the recommendation hold the peak, and why."""
+
+    replicas: int
+    rule: str = field(default=REPLICAS_RULE, init=False)
+    headroom_fraction: float
 
 
 def _gib(n: int) -> float:
     return round(n / GiB, 3)
 
 
-def explain(capacity: Capacity) -> dict[str, Any]:
-    """Per-token bytes -> per-sequence bytes -> memory budget -> blocks -> max_num_seqs."""
-    tp = capacity.parallel.tensor_parallel_size
-    per_token = [
-        {
-            "kind": line.kind,
-            "layers": line.layers,
-            "bytes_per_token_per_layer": line.bytes_per_token_per_layer,
-            "bytes_per_token": line.layers * line.bytes_per_token_per_layer,
-        }
+def _kv_bytes_per_token(capacity: Capacity) -> KvBytesPerToken:
+    lines = tuple(
+        TokenBytes(
+            kind=line.kind,
+            layers=line.layers,
+            bytes_per_token_per_layer=line.bytes_per_token_per_layer,
+            bytes_per_token=line.layers * line.bytes_per_token_per_layer,
+        )
         for line in capacity.sequence
         if line.bytes_per_token_per_layer
-    ]
-    per_sequence = [
-        {
-            "kind": line.kind,
-            "layers": line.layers,
-            "tokens_held": line.tokens_held,
-            "state_bytes_per_layer": line.state_bytes_per_layer or None,
-            "bytes": line.bytes_per_sequence,
-            "formula": line.formula,
-        }
+    )
+    return KvBytesPerToken(
+        value=capacity.kv_bytes_per_token,
+        kv_cache_dtype=capacity.kv_cache_dtype,
+        element_bytes=capacity.kv_element_bytes,
+        by_layer_kind=lines,
+        rule=KV_BYTES_RULE,
+    )
+
+
+def _kv_bytes_per_sequence(capacity: Capacity) -> KvBytesPerSequence:
+    lines = tuple(
+        SequenceBytes(
+            kind=line.kind,
+            layers=line.layers,
+            tokens_held=line.tokens_held,
+            state_bytes_per_layer=line.state_bytes_per_layer or None,
+            bytes=line.bytes_per_sequence,
+            formula=line.formula,
+        )
         for line in capacity.sequence
-    ]
-    budget = [
-        {"name": line.name, "bytes": line.bytes, "gib": _gib(line.bytes), "note": line.note}
-        for line in capacity.budget.lines
-    ]
+    )
+    return KvBytesPerSequence(
+        value=capacity.kv_bytes_per_sequence,
+        context_tokens=capacity.max_model_len,
+        by_layer_kind=lines,
+    )
+
+
+def _per_gpu(capacity: Capacity) -> PerGpu:
+    return PerGpu(
+        tensor_parallel_size=capacity.parallel.tensor_parallel_size,
+        pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
+        kv_bytes_per_token_per_gpu=capacity.kv_bytes_per_token_per_gpu,
+        weights_bytes_total=capacity.weights_bytes,
+        weights_bytes_per_gpu=capacity.weights_bytes_per_gpu,
+        rule=PER_GPU_RULE,
+    )
+
+
+def _memory_budget(capacity: Capacity) -> MemoryBudgetSteps:
+    return MemoryBudgetSteps(
+        lines=tuple(
+            BudgetStep(name=line.name, bytes=line.bytes, gib=_gib(line.bytes), note=line.note)
+            for line in capacity.budget.lines
+        ),
+        kv_pool_bytes=capacity.kv_pool_bytes,
+        given=capacity.budget.pool_given,
+    )
+
+
+def _blocks(capacity: Capacity) -> Blocks:
     layout = capacity.layout
-    report = capacity.report
-    groups = [
-        {
-            "kind": group.kind,
-            "layers": group.layers,
-            "block_size": group.block_size,
-            "page_bytes": group.page_bytes,
-            "blocks_per_request": group.blocks_per_request,
-        }
-        for group in layout.groups
-    ]
     pool = max(0, capacity.kv_pool_bytes)
-    return {
-        "kv_bytes_per_token": {
-            "value": capacity.kv_bytes_per_token,
-            "kv_cache_dtype": capacity.kv_cache_dtype,
-            "element_bytes": capacity.kv_element_bytes,
-            "by_layer_kind": per_token,
-            "rule": "2 (K and V) x kv_heads x head_dim x bytes per attention layer; MLA: "
-            "(kv_lora_rank + qk_rope_head_dim) x bytes (fp8_ds_mla: 656-B packed rows), plus "
-            "132 B of sparse-attention indexer key where the model has one; linear/Mamba layers "
-            "keep a fixed state instead",
-        },
-        "kv_bytes_per_sequence": {
-            "value": capacity.kv_bytes_per_sequence,
-            "context_tokens": capacity.max_model_len,
-            "by_layer_kind": per_sequence,
-        },
-        "per_gpu": {
-            "tensor_parallel_size": tp,
-            "pipeline_parallel_size": capacity.parallel.pipeline_parallel_size,
-            "kv_bytes_per_token_per_gpu": capacity.kv_bytes_per_token_per_gpu,
-            "weights_bytes_total": capacity.weights_bytes,
-            "weights_bytes_per_gpu": capacity.weights_bytes_per_gpu,
-            "rule": "KV heads per GPU = max(1, kv_heads // tp) (replicated past tp = kv_heads); "
-            "MLA latents are not split; weights divide by tp x pp",
-        },
-        "memory_budget": {
-            "lines": budget,
-            "kv_pool_bytes": capacity.kv_pool_bytes,
-            "given": capacity.budget.pool_given,
-        },
-        "blocks": {
-            "groups": groups,
-            "bytes_per_block": layout.bytes_per_block,
-            "num_gpu_blocks": report.num_gpu_blocks,
-            "formula": f"{pool} B // {layout.bytes_per_block} B per block = "
-            f"{pool // layout.bytes_per_block if layout.bytes_per_block else 0} blocks"
-            + (
-                f" (the smallest of the pipeline stages: {list(capacity.per_stage_blocks)})"
-                if len(capacity.per_stage_blocks) > 1
-                else ""
-            ),
-            "blocks_per_request": layout.blocks_per_request,
-        },
-        "concurrency": {
-            "kv_cache_tokens": report.kv_cache_tokens,
-            "max_concurrency": capacity.max_concurrency,
-            "max_num_seqs": report.max_num_seqs,
-            "formula": f"{report.num_gpu_blocks} blocks / {layout.blocks_per_request} blocks per "
-            f"request = {report.max_concurrency:.2f}; whole sequences (one block is the null "
-            f"block in vLLM): {report.max_num_seqs}",
-        },
-        "engine_log": list(report.log_lines),
-        "engine_settings": dict(capacity.engine_settings),
-        "fits": capacity.fits,
-        "reason": capacity.reason,
-        "warnings": list(capacity.warnings),
-    }
+    blocks = pool // layout.bytes_per_block if layout.bytes_per_block else 0
+    stages = capacity.per_stage_blocks
+    smallest = f" (the smallest of the pipeline stages: {list(stages)})" if len(stages) > 1 else ""
+    return Blocks(
+        groups=tuple(
+            GroupBlocks(
+                kind=group.kind,
+                layers=group.layers,
+                block_size=group.block_size,
+                page_bytes=group.page_bytes,
+                blocks_per_request=group.blocks_per_request,
+            )
+            for group in layout.groups
+        ),
+        bytes_per_block=layout.bytes_per_block,
+        num_gpu_blocks=capacity.report.num_gpu_blocks,
+        formula=f"{pool} B // {layout.bytes_per_block} B per block = {blocks} blocks{smallest}",
+        blocks_per_request=layout.blocks_per_request,
+    )
+
+
+def _concurrency(capacity: Capacity) -> Concurrency:
+    report = capacity.report
+    return Concurrency(
+        kv_cache_tokens=report.kv_cache_tokens,
+        max_concurrency=capacity.max_concurrency,
+        max_num_seqs=report.max_num_seqs,
+        formula=f"{report.num_gpu_blocks} blocks / {capacity.layout.blocks_per_request} blocks "
+        f"per request = {report.max_concurrency:.2f}; whole sequences (one block is the null "
+        f"block in vLLM): {report.max_num_seqs}",
+    )
+
+
+def explain(capacity: Capacity) -> Explanation:
+    """Per-token bytes -> per-sequence bytes -> memory budget -> blocks -> max_num_seqs."""
+    return Explanation(
+        kv_bytes_per_token=_kv_bytes_per_token(capacity),
+        kv_bytes_per_sequence=_kv_bytes_per_sequence(capacity),
+        per_gpu=_per_gpu(capacity),
+        memory_budget=_memory_budget(capacity),
+        blocks=_blocks(capacity),
+        concurrency=_concurrency(capacity),
+        engine_log=tuple(capacity.report.log_lines),
+        engine_settings=dict(capacity.engine_settings),
+        fits=capacity.fits,
+        reason=capacity.reason,
+        warnings=tuple(capacity.warnings),
+    )

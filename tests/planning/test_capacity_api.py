@@ -335,3 +335,12 @@ def test_trtllm_attention_windows_come_as_repeated_query_parameters(client: Test
     )
     assert response.status_code == 200, response.text
     assert response.json()["max_num_seqs"] == 7
+
+
+def test_get_and_post_answer_one_question_alike(client: TestClient) -> None:
+    question = {**BASE, "max_model_len": 8192, "peak_concurrency": 100}
+    got = client.get("/v1/capacity", params=question).json()
+    posted = client.post("/v1/capacity", json=question).json()
+    assert {name: posted[name] for name in got} == got
+    # worked example A at 8,192 tokens: 54 sequences per replica, so 100 need ceil(100/54) = 2
+    assert got["replicas_for_peak_concurrency"] == 2

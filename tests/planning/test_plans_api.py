@@ -212,3 +212,34 @@ def test_a_cache_dtype_the_model_cannot_take_is_422_not_all_rejected(client: Tes
     response = client.post("/v1/plans", json=body)
     assert response.status_code == 422
     assert response.json()["field"] == "kv_cache_dtype"
+
+
+def test_an_unknown_cache_dtype_is_one_422_naming_it_before_any_search(
+    client: TestClient,
+) -> None:
+    body = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 8}
+    response = client.post("/v1/plans", json={**body, "kv_cache_dtype": "fp4"})
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["type"] == "/problems/invalid-dtype"
+    assert problem["field"] == "kv_cache_dtype"
+    assert "fp8" in problem["detail"]  # the accepted values are listed
+
+
+def test_a_request_wrong_in_dtype_and_candidates_is_answered_on_the_dtype(
+    client: TestClient,
+) -> None:
+    body = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 8}
+    response = client.post("/v1/plans", json={**body, "kv_cache_dtype": "fp4", "gpus": []})
+    assert response.status_code == 422
+    assert response.json()["field"] == "kv_cache_dtype"
+
+
+def test_get_and_post_plan_one_question_alike(client: TestClient) -> None:
+    question = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 50}
+    got = client.get("/v1/plans", params={**question, "gpus": "h100-sxm-80gb,h200-141gb"})
+    posted = client.post(
+        "/v1/plans", json={**question, "gpus": ["h100-sxm-80gb", "h200-141gb"], "explain": False}
+    )
+    assert got.status_code == posted.status_code == 200
+    assert got.json() == posted.json()
