@@ -23,9 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ANSI = re.compile(
-    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][AB0-2]|\x1b|(?<![\w\]])\[\d{1,3}(?:;\d{1,3})*m"
-)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][AB0-2]|\x1b|\[\d{1,3}(?:;\d{1,3})*m")
 _OUTER = (
     # kubectl logs --timestamps: RFC 3339 with nanoseconds, Z or an offset
     re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\s+"),

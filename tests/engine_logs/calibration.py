@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
 GIB = 1 << 30
 MIB = 1 << 20
+
+
+def bytes_of(printed: Any, unit: int) -> int:
+    """The printed decimal times the unit, rounded to the byte (what the parser must answer)."""
+    exact = Decimal(str(printed)) * unit
+    return int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 def load_entries() -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ code for the units (service/engine_logs/patterns.py names the file and function 
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from .calibration import (
     PER_RANK,
     SETTING_OF_FIXTURE,
     R,
+    bytes_of,
     entry,
     load_entries,
 )
@@ -33,12 +34,6 @@ from .calibration import (
 ENTRIES = load_entries()
 IDS = [f"{i:02d} {e['source'][:60]}" for i, e in enumerate(ENTRIES)]
 ENGINE_OF = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm"}
-
-
-def bytes_of(printed: Any, unit: int) -> int:
-    """The printed decimal times the unit, rounded to the byte (what the parser must answer)."""
-    exact = Decimal(str(printed)) * unit
-    return int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 def chosen(parsed: ParsedLog, field: str, rank: str | None = None) -> Figure:
