@@ -227,9 +227,17 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "vllm_non_default_args",
         "vllm",
-        r"non-default args: \{(?P<items>.*)\}\s*$",
+        r"non-default args: \{(?P<items>.*?)\}?\s*$",
         (),
         "vllm/entrypoints/utils.py log_non_default_args: the CLI flags that differ from defaults",
+        keys=_VLLM_ARGS,
+    ),
+    _p(
+        "vllm_args_namespace",
+        "vllm",
+        r"args: Namespace\((?P<items>.*?)\)?\s*$",
+        (),
+        "vllm/entrypoints/openai/api_server.py run_server (V0 era): every flag, defaults too",
         keys=_VLLM_ARGS,
     ),
     _p(
@@ -674,7 +682,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "sglang_server_args",
         "sglang",
-        r"server_args=ServerArgs\((?P<items>.*)\)\s*$",
+        r"server_args=ServerArgs\((?P<items>.*?)\)?\s*$",
         (),
         "python/sglang/launch_server.py / srt/server_args.py ServerArgs (the dataclass repr)",
         keys=_SGLANG_ARGS,

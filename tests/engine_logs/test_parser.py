@@ -395,3 +395,114 @@ def test_version_hint_fills_in_only_where_the_log_prints_none() -> None:
     assert parse_engine_log(v0, version_hint="0.6.4").engine_version == "0.6.4"
     v19 = entry("github:jgchn/llm-d-planner accuracy/results/v0.19.0/logs/microsoft-phi-4")
     assert parse_engine_log(v19["quote"], version_hint="0.18.0").engine_version == "0.19.0"
+
+
+# --- lines from engine threads, other versions -----------------------------------------------
+
+
+def test_vllm_v0_engine_config_dump() -> None:
+    # github:vllm-project/vllm#8031 (comment by hahmad2008, 2025-04-11), vLLM 0.8.3 V0: the
+    # engine config line as excerpted there (cut after use_async_output_proc).
+    line = (
+        "INFO 04-11 12:37:49 [llm_engine.py:242] Initializing a V0 LLM engine (v0.8.3) with"
+        " config: model='OPEA/Mistral-Small-3.1-24B-Instruct-2503-int4-AutoRound-awq-sym',"
+        " speculative_config=None, tokenizer='OPEA/Mistral-Small-3.1-24B-Instruct-2503-int4-"
+        "AutoRound-awq-sym', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None,"
+        " override_neuron_config=None, tokenizer_revision=None, trust_remote_code=False,"
+        " dtype=torch.float16, max_seq_len=8192, download_dir=None, load_format=auto,"
+        " tensor_parallel_size=1, pipeline_parallel_size=1, disable_custom_all_reduce=False,"
+        " quantization=awq, enforce_eager=False, kv_cache_dtype=auto,  device_config=cuda,"
+        " decoding_config=DecodingConfig(guided_decoding_backend='outlines',"
+        " reasoning_backend=None), observability_config=ObservabilityConfig("
+        "show_hidden_metrics=False, otlp_traces_endpoint=None, collect_model_forward_time=False,"
+        " collect_model_execute_time=False), seed=None, served_model_name=OPEA/Mistral-Small-3.1"
+        "-24B-Instruct-2503-int4-AutoRound-awq-sym, num_scheduler_steps=1,"
+        " multi_step_stream_outputs=True, enable_prefix_caching=None,"
+        " chunked_prefill_enabled=False, use_async_output_proc=True,"
+    )
+    parsed = parse_engine_log(line)
+    assert parsed.engine_version == "0.8.3"
+    settings = parsed.settings
+    assert settings.model == "OPEA/Mistral-Small-3.1-24B-Instruct-2503-int4-AutoRound-awq-sym"
+    assert settings.dtype == "float16"
+    assert settings.max_model_len == 8192
+    assert settings.tensor_parallel_size == 1
+    assert settings.pipeline_parallel_size == 1
+    assert settings.quantization == "awq"
+    assert settings.enforce_eager is False
+    assert settings.kv_cache_dtype == "auto"
+    assert settings.enable_prefix_caching is None  # printed as None: the engine's default
+
+
+def test_vllm_v0_args_namespace() -> None:
+    # vLLM <= 0.7 logged its whole argparse Namespace ("args: Namespace(...)", as in
+    # github:vllm-project/vllm#12664, v0.7.1); values chosen here.
+    line = (
+        "INFO 02-02 17:59:09 api_server.py:839] args: Namespace(subparser='serve',"
+        " model_tag='Qwen/Qwen2.5-32B-Instruct', port=5000, allowed_origins=['*'],"
+        " model='Qwen/Qwen2.5-32B-Instruct', tokenizer=None, max_model_len=None,"
+        " tensor_parallel_size=2, block_size=None, enable_prefix_caching=None,"
+        " gpu_memory_utilization=0.95, max_num_batched_tokens=None, max_num_seqs=None,"
+        " enforce_eager=False, kv_cache_dtype='auto', quantization=None)"
+    )
+    settings = parse_engine_log(line).settings
+    assert settings.model == "Qwen/Qwen2.5-32B-Instruct"
+    assert settings.tensor_parallel_size == 2
+    assert settings.gpu_memory_utilization == 0.95
+    assert settings.kv_cache_dtype == "auto"
+    assert settings.enforce_eager is False
+    assert settings.max_model_len is None
+    assert settings.quantization is None
+
+
+def test_vllm_0_10_engine_core_prefix() -> None:
+    # github:vllm-project/vllm PR #20707 (turn 14 by wukaixingxp), vLLM 0.10.1: the engine
+    # core printed as "(EngineCore_0 pid=..)". 112.61 x 2^30 = 120,259,084,288 (112 GiB)
+    # + 654,982,512.64 (0.61 GiB) = 120,914,066,800.64 -> 120,914,066,801 bytes.
+    text = "\n".join(
+        [
+            "(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [gpu_worker.py:277] Available KV"
+            " cache memory: 112.61 GiB",
+            "(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [kv_cache_utils.py:849] GPU KV cache"
+            " size: 922,496 tokens",
+            "(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [kv_cache_utils.py:853] Maximum"
+            " concurrency for 40,000 tokens per request: 23.06x",
+            "(APIServer pid=1391815) INFO 08-19 14:58:41 [loggers.py:142] Engine 000: vllm"
+            " cache_config_info with initialization after num_gpu_blocks is: 57656",
+        ]
+    )
+    reported = parse_engine_log(text).reported
+    assert reported.kv_pool_bytes == 120_914_066_801
+    assert reported.kv_pool_bytes_by_rank[0].rank == ""
+    assert reported.kv_cache_tokens == 922_496 == 57656 * 16
+    assert reported.max_concurrency == 23.06
+    assert reported.max_concurrency_tokens == 40000
+
+
+def test_vllm_summary_line_with_eager_mode() -> None:
+    # github:vllm-project/vllm PR #29830 (turn 0 by jacobthebanana): the after-capture summary
+    # of an eager run ("0.0 GiB for CUDAGraph memory").
+    line = (
+        "(EngineCore_DP0 pid=3413554) DEBUG 12-01 19:49:03 [v1/worker/gpu_worker.py:484] Free"
+        " memory on device (43.91/44.4 GiB) on startup. Desired GPU memory utilization is (0.9,"
+        " 39.96 GiB). Actual usage is 13.72 GiB for weight, 1.83 GiB for peak activation, 0.04"
+        " GiB for non-torch memory, and 0.0 GiB for CUDAGraph memory. Replace"
+        " gpu_memory_utilization config with `--kv-cache-memory=26017729126` (24.23 GiB) to fit"
+        " into requested memory, or `--kv-cache-memory=30260962304` (28.18 GiB) to fully"
+        " utilize gpu memory. Current kv cache memory in use is 24.38 GiB."
+    )
+    parsed = parse_engine_log(line)
+    reported = parsed.reported
+    assert reported.total_memory_bytes == bytes_of("44.4", GIB)
+    assert reported.free_memory_at_start_bytes == bytes_of("43.91", GIB)
+    assert reported.requested_memory_bytes == bytes_of("39.96", GIB)
+    assert reported.weights_bytes == bytes_of("13.72", GIB)
+    assert reported.activation_peak_bytes == bytes_of("1.83", GIB)
+    assert reported.non_torch_bytes == bytes_of("0.04", GIB)
+    assert reported.cudagraph_bytes == 0
+    assert reported.kv_cache_memory_to_fit_requested_bytes == 26_017_729_126
+    assert reported.kv_cache_memory_to_fully_utilize_bytes == 30_260_962_304
+    assert reported.kv_cache_in_use_bytes == bytes_of("24.38", GIB)
+    assert parsed.settings.gpu_memory_utilization == 0.9
+    # A summary is not the pool line: "Available KV cache memory" is absent here.
+    assert reported.kv_pool_bytes is None
