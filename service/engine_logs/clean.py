@@ -89,8 +89,11 @@ def clean_line(raw: str) -> CleanLine:
         rank, pid = _process_rank(process.group("name"), process.group("attrs"))
         text = text[process.end() :]
     else:
-        # SGLang's prefix, also where a progress bar without a newline runs into it.
+        # SGLang's prefix, also where a progress bar without a newline ("...it/s]") runs
+        # into it.
         sglang = _SGLANG.search(text)
+        if sglang and sglang.start() > 0 and not text[: sglang.start()].endswith("]"):
+            sglang = None
         if sglang:
             rank = " ".join(sglang.group("ranks").split())
             text = text[sglang.end() :]
