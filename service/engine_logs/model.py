@@ -156,7 +156,10 @@ class Figure:
 
     `target` is "reported" or "settings"; `field` a field of that dataclass. For memory,
     `value` is `printed` x `unit_bytes`, rounded to the byte (the engine rounded first, so the
-    true figure lies within half a printed unit of it); `unit` is the label as printed.
+    true figure lies within half a unit of the last printed digit of it); `unit` is the label
+    as printed ("GB" where vLLM V0 and SGLang mean GiB: `unit_bytes` says what they mean).
+    Counts and numbers have `unit_bytes` 1. `rank` is "" for the main process, else the rank
+    the line's prefix names ("TP1", "PP0", "rank 1", "DP1 TP3", or "pid 507").
     """
 
     target: Literal["reported", "settings"]
@@ -172,8 +175,9 @@ class Figure:
 
 @dataclass(frozen=True, slots=True)
 class RecognisedLine:
-    """A line that matched: its number in the pasted text (1-based), the cleaned text, and
-    the names of the patterns it matched (`LINE_KINDS` in patterns.py describes each)."""
+    """A line that matched: its number in the pasted text (1-based, counting at \n), the
+    cleaned text, and the names of the patterns it matched (`PATTERNS` in patterns.py, each
+    with the engine file and function that prints it; `<engine>_version` for version lines)."""
 
     line_number: int
     text: str
@@ -182,6 +186,14 @@ class RecognisedLine:
 
 @dataclass(frozen=True, slots=True)
 class ParsedLog:
+    """A start-up log, read.
+
+    `engine_version` is the one the log prints (else the caller's hint, else `None`).
+    `figures` keeps every value read, in log order, with its printed decimal, unit, rank and
+    line; `settings` and `reported` are what they reduce to. `recognised_lines` says which
+    lines matched which patterns, for the explanation an answer gives.
+    """
+
     engine: EngineName
     engine_version: str | None
     settings: Settings

@@ -92,8 +92,10 @@ def parse_engine_log(
 ) -> ParsedLog:
     """Parse a start-up log of vLLM, SGLang or TensorRT-LLM.
 
-    `engine_hint` ("vllm", "sglang", "trtllm"; "tensorrt-llm" too) decides only when the log's
-    lines do not; `version_hint` is the engine version when the log prints none. Raises
+    `engine_hint` ("vllm", "sglang", "trtllm"; "tensorrt-llm" too) picks the engine when the
+    log has lines of it; otherwise the engine with the most recognised lines is the log's, and
+    only its figures are kept. `version_hint` is the engine version when the log prints none.
+    Raises
     `LogNotRecognised` (field "log") when no line is recognised, and `SizingError` (field
     "engine") for an engine hint kvplan does not know.
     """

@@ -122,6 +122,18 @@ def test_figures_the_quote_does_not_print_stay_absent() -> None:
         assert reason.split("'")[1] in notes
 
 
+def test_settings_the_fixture_derived_stay_absent() -> None:
+    # 14 entries note "block_size derived as kv_cache_tokens / num_gpu_blocks = 16": their
+    # quotes print no block size, so none is read.
+    derived = [e for e in ENTRIES if "block_size derived" in e["notes"]]
+    assert len(derived) == 14
+    for case in derived:
+        assert parse_engine_log(case["quote"]).settings.block_size is None
+    # NVIDIA/TensorRT-LLM#2789 notes the 0.4 fraction is derived (29.95 / 74.87), not printed.
+    trt = parse_engine_log(entry("github:NVIDIA/TensorRT-LLM#2789")["quote"])
+    assert trt.settings.free_gpu_memory_fraction is None
+
+
 @pytest.mark.parametrize("case", ENTRIES, ids=IDS)
 def test_calibration_log_settings_agree_with_the_fixture(case: dict[str, Any]) -> None:
     if case["source"] in NOT_ENGINE_LINES:
