@@ -783,11 +783,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         "TensorRT's own [MemUsageChange] line, printed in MiB",
     ),
     _p(
+        "trtllm_engine_size",
+        "trtllm",
+        r"Loaded engine size: (?P<g>\d+) MiB",
+        (_mib("g", "model_loading_bytes"),),
+        "cpp/tensorrt_llm/runtime/tllmRuntime.cpp TllmRuntime: the engine (weights) in MiB",
+    ),
+    _p(
         "trtllm_execution_context",
         "trtllm",
         r"Allocated (?P<g>" + NUM + r") MiB for execution context memory",
         (_mib("g", "execution_context_bytes"),),
-        "cpp/tensorrt_llm/runtime/tllmRuntime.cpp TllmRuntime: bytes / (1 << 20)",
+        "cpp/tensorrt_llm/runtime/tllmRuntime.cpp TllmRuntime: devMemorySize / 1048576.0",
     ),
     _p(
         "trtllm_runtime_buffers",

@@ -315,6 +315,48 @@ def test_tensorrt_llm_pytorch_backend_lines() -> None:
     assert parsed.settings.max_num_batched_tokens == 8192
 
 
+def test_tensorrt_llm_legacy_runtime_lines() -> None:
+    # cpp/tensorrt_llm/runtime/tllmRuntime.cpp (engine size, execution context in MiB =
+    # bytes / 1048576.0) and trtGptModelInflightBatching.cpp (TRTGptModel limits); numbers
+    # chosen here: 6214 MiB = 6214 x 1,048,576 = 6,515,851,264 bytes; 928.77 MiB =
+    # 928.77 x 1,048,576 = 973,885,931.52 -> 973,885,932 bytes.
+    text = "\n".join(
+        [
+            "[TensorRT-LLM][INFO] Engine version 0.12.0 found in the config file, assuming"
+            " engine(s) built by new builder API.",
+            "[TensorRT-LLM][INFO] TRTGptModel maxNumSequences: 4096",
+            "[TensorRT-LLM][INFO] TRTGptModel maxSequenceLen: 4098",
+            "[TensorRT-LLM][INFO] TRTGptModel maxNumTokens: 8192",
+            "[TensorRT-LLM][INFO] Loaded engine size: 6214 MiB",
+            "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 928.77 MiB for execution context"
+            " memory.",
+        ]
+    )
+    parsed = parse_engine_log(text)
+    assert parsed.engine == "trtllm"
+    assert parsed.engine_version == "0.12.0"
+    assert parsed.settings.max_num_seqs == 4096
+    assert parsed.settings.max_model_len == 4098
+    assert parsed.settings.max_num_batched_tokens == 8192
+    assert parsed.reported.model_loading_bytes == 6_515_851_264
+    assert parsed.reported.execution_context_bytes == 973_885_932
+
+
+def test_vllm_block_size_and_requested_memory_lines() -> None:
+    # vllm/platforms/cuda.py (MLA backends force their block size) and vllm/v1/worker/
+    # gpu_worker.py Worker.init_device ("worker requested memory: %sGiB", format_gib):
+    # 75.23 x 1,073,741,824 = 80,777,597,419.52 -> 80,777,597,420 bytes.
+    text = (
+        "(EngineCore pid=1) INFO 05-01 10:00:00 [cuda.py:150] Forcing kv cache block size to 64"
+        " for FlashMLA backend.\n"
+        "(EngineCore pid=1) DEBUG 05-01 10:00:01 [gpu_worker.py:290] worker requested memory:"
+        " 75.23GiB"
+    )
+    parsed = parse_engine_log(text)
+    assert parsed.settings.block_size == 64
+    assert parsed.reported.requested_memory_bytes == 80_777_597_420
+
+
 # --- what the answer says about itself -------------------------------------------------------
 
 
