@@ -1,9 +1,11 @@
 """The calibration logs the parser is checked against, and how their figures map to it.
 
-engine_logs.json is a verbatim copy of the project's shared calibration set: 46 public engine
-start-up logs, each with its `source`, the `quote` of its lines, and the figures those lines
-print (`reported`, in the units named by each key). Every entry is a test case: parsing the
-`quote` must give the `reported` figures.
+engine_logs.json is a copy of the project's shared calibration set: 46 public engine start-up
+logs, each with its `source`, the `quote` of its lines, and the figures those lines print
+(`reported`, in the units named by each key). One edit: the reporters' own file-system paths
+(a model directory, a compile cache) read `<model-dir>` and `<cache-dir>`, here and in logs/,
+since no machine's path belongs in this repository; no figure or recognised line changed.
+Every entry is a test case: parsing the `quote` must give the `reported` figures.
 """
 
 from __future__ import annotations
