@@ -292,6 +292,12 @@ class CapacityAnswer(BaseModel):
     model: str
     gpu: str
     gpu_memory_bytes: int
+    gpu_recognised_as: str | None = Field(
+        None,
+        description="For a GPU given by its bytes alone: the catalog GPU whose runtime-reported "
+        "total those bytes are (its engine defaults were used), or null when none is (defaults "
+        "for an unnamed GPU of that size were assumed; the warnings say which).",
+    )
     engine: EngineName
     engine_version: str | None
     max_model_len: int

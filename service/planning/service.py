@@ -92,6 +92,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout: the pool, the blocks and max_num_seqs."""
     label, arch = _resolve_model(question.model, catalog)
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
     result = compute_capacity(
         arch,
@@ -102,13 +103,19 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         ),
         engine_options(fields),
     )
-    return _capacity_detail(
+    detail = _capacity_detail(
         result,
         label,
         gpu,
         catalog.version,
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
+    )
+    if recognised is None:
+        return detail
+    slug, note = recognised
+    return detail.model_copy(
+        update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
     )
 
 
@@ -164,9 +171,12 @@ def _resolve_gpu(
         if memory_bytes is None:
             raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
         ref = InlineGpu(memory_bytes=memory_bytes)
+    # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
+    # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
+    known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
     return Gpu(
         memory_bytes=ref.memory_bytes,
-        name=ref.name,
+        name=known.name if known is not None else ref.name,
         slug=ref.name or f"{ref.memory_bytes}B",
         price_usd_per_hour=ref.price_usd_per_hour,
         max_gpus_per_node=ref.max_gpus_per_node,
@@ -245,6 +255,25 @@ def _capacity_detail(
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=dataclasses.asdict(explain(capacity)) if with_explanation else None,
+    )
+
+
+def _recognised_gpu(
+    ref: GpuRef | None, gpu: Gpu, catalog: CatalogSnapshot
+) -> tuple[str | None, str] | None:
+    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so."""
+    if isinstance(ref, str) or (ref is not None and ref.name):
+        return None
+    known = catalog.gpu_by_memory(gpu.memory_bytes)
+    if known is not None:
+        return known.slug, (
+            f"gpu: {gpu.memory_bytes:,} B is the runtime-reported total of {known.slug} "
+            f"({known.name}); that GPU's engine defaults apply"
+        )
+    return None, (
+        f"gpu: no catalog GPU reports {gpu.memory_bytes:,} B; the engine defaults of an "
+        "unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
+        "Blackwell kernels); name the GPU (gpu=<slug>, or an inline name) to use its own"
     )
 
 
