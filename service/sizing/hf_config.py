@@ -8,11 +8,15 @@ type raises `UnknownLayerKind`. Nothing unknown is ever sized as full attention.
 
 Deliberately not counted: DeepSeek/GLM/Nemotron multi-token-prediction layers
 (`num_nextn_predict_layers`, `mtp_*`), which vLLM only loads as a speculative draft.
+
+The weights come from the same file: `checkpoint_weights` lists every tensor by class
+(`param_count`) and prices it as the checkpoint's quantization stores it (`weight_format`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .architecture import (
@@ -31,7 +35,8 @@ from .architecture import (
 from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
-from .weight_format import detect_weight_format, model_dtype
+from .param_count import ParameterCount, count_parameters
+from .weight_format import CheckpointSize, checkpoint_size, detect_weight_format, model_dtype
 
 _FULL = "full_attention"
 _SLIDING = "sliding_attention"
@@ -147,6 +152,35 @@ def architecture_from_hf_config(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointWeights:
+    """A config's weights: every tensor by class, and the bytes as the checkpoint stores them.
+
+    `parameters.total` / `size.total_bytes` are the whole checkpoint (what
+    model.safetensors.index.json's total_size counts); `served_total` / `served_bytes` leave out
+    the tensors engines do not load for serving (MTP layers, Falcon's duplicate lm_head).
+    """
+
+    parameters: ParameterCount
+    size: CheckpointSize
+
+
+def checkpoint_weights(config: Mapping[str, Any]) -> CheckpointWeights:
+    """The parameter count and checkpoint bytes a `config.json` describes.
+
+    Raises `SizingError` naming the field the count needs and the config lacks, or the model
+    type / tower / quantization scheme kvplan has no rules for.
+    """
+    cfg = _Cfg(config)
+    _reject_unsupported(cfg)
+    return _weights(config, cfg, _mixers(cfg, _num_attention_heads(cfg)))
+
+
+def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:
+    count = count_parameters(cfg, mixers)
+    return CheckpointWeights(count, checkpoint_size(config, count))
+
+
 # ---------------------------------------------------------------------------------------------
 # refusals, heads, dtype
 
@@ -221,6 +255,12 @@ def _hidden_size(cfg: _Cfg) -> int | None:
 
 
 def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
+    return _share_kv(cfg, _mixers(cfg, heads))
+
+
+def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
+    """Each layer's own geometry, before layers that reuse another layer's K/V are dropped
+    (the parameter count still needs their projections)."""
     if cfg.has("kv_lora_rank"):
         return _mla_layers(cfg)
     if cfg.model_type == "nemotron_h" or cfg.has("hybrid_override_pattern"):
@@ -232,9 +272,17 @@ def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
     return _attention_layers(cfg, heads)
 
 
+# No published model comes near this; a config claiming more is refused rather than unrolled.
+MAX_LAYERS: Final = 4096
+
+
 def _num_layers(cfg: _Cfg) -> int:
     # transformers FalconConfig/GPT-2 attribute_map: n_layer is num_hidden_layers.
-    return cfg.first_int(("num_hidden_layers", "n_layer"))
+    n = cfg.first_int(("num_hidden_layers", "n_layer"))
+    if n > MAX_LAYERS:
+        key = "num_hidden_layers" if cfg.has("num_hidden_layers") else "n_layer"
+        raise SizingError(cfg.where(key), f"{n} layers: kvplan reads at most {MAX_LAYERS}")
+    return n
 
 
 def _head_dim(cfg: _Cfg, heads: int) -> int:
@@ -403,15 +451,18 @@ def _attention_layers(cfg: _Cfg, heads: int) -> list[Layer]:
             made[kind] = _attention_geometry(cfg, heads, kind, index)
         return made[kind]
 
-    layers = [layer_for(i, kind) for i, kind in enumerate(kinds)]
+    return [layer_for(i, kind) for i, kind in enumerate(kinds)]
+
+
+def _share_kv(cfg: _Cfg, mixers: list[Layer]) -> list[Layer]:
     shared = cfg.opt_int("num_kv_shared_layers", minimum=0) or 0
-    first_shared = n - shared
-    if shared and first_shared > 0:
-        # transformers Gemma4TextAttention (and Gemma 3n): layers >= num_hidden_layers -
-        # num_kv_shared_layers reuse an earlier layer's K/V; vLLM gives layers with a
-        # kv_sharing_target_layer_name no cache of their own.
-        layers[first_shared:] = [NoCache()] * shared
-    return layers
+    first_shared = len(mixers) - shared
+    if not shared or first_shared <= 0:
+        return mixers
+    # transformers Gemma4TextAttention (and Gemma 3n): layers >= num_hidden_layers -
+    # num_kv_shared_layers reuse an earlier layer's K/V; vLLM gives layers with a
+    # kv_sharing_target_layer_name no cache of their own.
+    return mixers[:first_shared] + [NoCache()] * shared
 
 
 def _attention_geometry(cfg: _Cfg, heads: int, kind: str, index: int) -> Layer:
@@ -727,4 +778,9 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     )
 
 
-__all__ = ["architecture_from_hf_config", "detect_weight_format"]
+__all__ = [
+    "CheckpointWeights",
+    "architecture_from_hf_config",
+    "checkpoint_weights",
+    "detect_weight_format",
+]

@@ -1,20 +1,33 @@
 """How a checkpoint stores its weights, from what its `config.json` declares.
 
-`detect_weight_format` reads `quantization_config` (config.json), `compression_config` (older
-compressed-tensors) or `quantization` (modelopt `hf_quant_config.json`) for the one format name
-kvplan prices a parameter count with (`dtypes.WEIGHT_FORMAT_BITS`). A method or scheme with no
-rule here raises `SizingError` naming the config key.
+Two questions, one reading of `quantization_config` (config.json), `compression_config` (older
+compressed-tensors) or `quantization` (modelopt `hf_quant_config.json`):
+
+* `detect_weight_format`: the one format name kvplan prices a parameter count with when nothing
+  finer is known (`dtypes.WEIGHT_FORMAT_BITS`);
+* `checkpoint_size`: the bytes of every tensor `param_count` lists, stored as the quantization
+  method stores it (values, scales, zero points, group indexes), with every tensor the method
+  leaves alone (embeddings, norms, biases, the modules its ignore list names) at the model dtype.
+
+Each storage rule names the code that writes those tensors. A method or scheme with no rule here
+raises `SizingError` naming the config key.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from fnmatch import translate as fnmatch_translate
 from typing import Any, Final
 
 from .config_view import HFConfig
-from .dtypes import normalize_model_dtype
+from .dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from .errors import SizingError
+from .param_count import ParameterCount, Tensor, TensorClass, TensorRole
+from .units import cdiv
 
 # ---------------------------------------------------------------------------------------------
 # the model dtype
@@ -223,4 +236,545 @@ def _compressed_tensors_format(q: Mapping[str, Any], where: str) -> str | None:
     raise SizingError(f"{where}.config_groups", "no weight quantization scheme found")
 
 
-__all__ = ["detect_weight_format", "model_dtype", "quantization_section"]
+# ---------------------------------------------------------------------------------------------
+# how one quantized linear weight is stored
+
+
+class Storage(StrEnum):
+    FP8_BLOCK = "fp8-block"
+    FP8_CHANNEL = "fp8-channel"
+    FP8_TENSOR = "fp8-tensor"
+    INT8_CHANNEL = "int8-channel"
+    INT_PACKED = "int-packed"
+    AWQ = "awq"
+    GPTQ = "gptq"
+    BNB_4BIT = "bitsandbytes-4bit"
+    BNB_8BIT = "bitsandbytes-8bit"
+    MXFP4 = "mxfp4"
+    NVFP4 = "nvfp4"
+
+
+@dataclass(frozen=True, slots=True)
+class LinearStorage:
+    """The tensors one (out_features x in_features) weight becomes in the checkpoint."""
+
+    storage: Storage
+    bits: int = 8
+    group_size: int = 0
+    block: tuple[int, int] = (128, 128)
+    scale_bytes: int = 4
+    zero_points: bool = False
+    input_scale: bool = False
+    double_quant: bool = False
+
+    def bytes(self, out: int, inp: int) -> int:
+        n = out * inp
+        s = self.scale_bytes
+        # One input-activation scale per tensor when activations are statically quantized.
+        extra = s if self.input_scale else 0
+        match self.storage:
+            case Storage.FP8_BLOCK:
+                # DeepSeek-V3 / Qwen3-FP8 (transformers FineGrainedFP8, vLLM Fp8LinearMethod
+                # with weight_block_size): e4m3 values and one float32 weight_scale_inv per
+                # block; compressed-tensors block strategy the same with its scale dtype.
+                bo, bi = self.block
+                return n + cdiv(out, bo) * cdiv(inp, bi) * s + extra
+            case Storage.FP8_CHANNEL | Storage.INT8_CHANNEL:
+                # compressed-tensors strategy "channel" (w8a8 int8, fp8-dynamic): 8-bit values,
+                # one weight_scale (and zero point when asymmetric) per output row.
+                zero = out * s if self.zero_points else 0
+                return n + out * s + zero + extra
+            case Storage.FP8_TENSOR:
+                # modelopt FP8 / compressed-tensors strategy "tensor": one weight_scale.
+                return n + s + extra
+            case Storage.INT_PACKED:
+                # compressed-tensors pack-quantized (w4a16): weight_packed int32
+                # [out, in x bits / 32], weight_scale [out, in / group], weight_shape int64[2],
+                # weight_zero_point packed int32 [out x bits / 32, in / group] if asymmetric.
+                groups = cdiv(inp, self.group_size) if self.group_size else 1
+                packed = out * cdiv(inp * self.bits, 32) * 4
+                zero = cdiv(out * self.bits, 32) * groups * 4 if self.zero_points else 0
+                return packed + out * groups * s + 16 + zero + extra
+            case Storage.AWQ:
+                # AutoAWQ WQLinear_GEMM: qweight int32 [in, out x bits / 32], qzeros int32
+                # [in / group, out x bits / 32], scales fp16 [in / group, out].
+                groups = cdiv(inp, self.group_size)
+                cols = cdiv(out * self.bits, 32)
+                return inp * cols * 4 + groups * cols * 4 + groups * out * 2
+            case Storage.GPTQ:
+                # AutoGPTQ / GPTQModel QuantLinear: qweight int32 [in x bits / 32, out], qzeros
+                # int32 [in / group, out x bits / 32], scales fp16 [in / group, out] and g_idx
+                # int32 [in] (written whether or not desc_act reorders it).
+                groups = cdiv(inp, self.group_size)
+                rows = cdiv(inp * self.bits, 32)
+                return (
+                    rows * out * 4
+                    + groups * cdiv(out * self.bits, 32) * 4
+                    + groups * out * 2
+                    + inp * 4
+                )
+            case Storage.BNB_4BIT:
+                # bitsandbytes Params4bit (nf4/fp4): two values per byte, absmax per block of 64
+                # as float32, or with bnb_4bit_use_double_quant as uint8 plus a float32
+                # nested_absmax per 256 blocks and a 256-entry nested_quant_map; a 16-entry
+                # float32 quant_map. (The packed quant_state JSON, ~170 B, is not counted.)
+                blocks = cdiv(n, 64)
+                if self.double_quant:
+                    absmax = blocks + cdiv(blocks, 256) * 4 + 256 * 4
+                else:
+                    absmax = blocks * 4
+                return cdiv(n, 2) + absmax + 16 * 4
+            case Storage.BNB_8BIT:
+                # bitsandbytes Int8Params (LLM.int8): int8 values, an SCB float32 scale per
+                # output row and a one-byte weight_format tensor.
+                return n + out * 4 + 1
+            case Storage.MXFP4:
+                # OCP MXFP4 (gpt-oss *_blocks / *_scales): E2M1 values two per byte, one uint8
+                # E8M0 scale per 32 values.
+                return cdiv(n, 2) + cdiv(n, 32)
+            case Storage.NVFP4:
+                # NVFP4 (modelopt weight / weight_scale / weight_scale_2 / input_scale;
+                # compressed-tensors weight_packed / weight_scale / weight_global_scale /
+                # input_global_scale): E2M1 values two per byte, one FP8 scale per 16, a float32
+                # global scale, and a float32 input scale when activations are FP4 too.
+                return cdiv(n, 2) + cdiv(n, 16) + 4 + (4 if self.input_scale else 0)
+        raise AssertionError(self.storage)  # pragma: no cover - the match is exhaustive
+
+
+# ---------------------------------------------------------------------------------------------
+# which tensors a method quantizes
+
+
+# Classes that are decoder-layer projections: what AWQ, GPTQ and FP8 checkpoints quantize.
+_DECODER: Final = frozenset(
+    {
+        TensorClass.ATTENTION,
+        TensorClass.MLP,
+        TensorClass.ROUTED_EXPERTS,
+        TensorClass.SHARED_EXPERTS,
+        TensorClass.LINEAR_ATTENTION,
+        TensorClass.MAMBA,
+    }
+)
+
+
+def _aliases(module: str) -> tuple[str, ...]:
+    """The module's name in the layouts checkpoints use: with and without the `model.` prefix,
+    and multimodal language models under `model.language_model.` or `language_model.model.`."""
+    names = [module, module.removeprefix("model.")]
+    for new, old in (
+        ("language_model.model.", "model.language_model."),
+        ("model.language_model.", "language_model.model."),
+    ):
+        if module.startswith(old):
+            names.append(new + module.removeprefix(old))
+    return tuple(names)
+
+
+def _runs(name: str) -> Iterator[str]:
+    """Every run of consecutive dotted components of a module name."""
+    parts = name.split(".")
+    for start in range(len(parts)):
+        for end in range(start + 1, len(parts) + 1):
+            yield ".".join(parts[start:end])
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSet:
+    """Ignore / exclude / skip / target entries, compiled once, matched against module names.
+
+    compressed-tensors `re:` entries are regular expressions matched from the start
+    (compressed_tensors.utils.match); entries with `*` or `?` are shell patterns (modelopt
+    exclude_modules, gpt-oss modules_to_not_convert); any other entry names a module, or a run
+    of its dotted components (AutoAWQ / bitsandbytes / FP8 modules_to_not_convert: "lm_head",
+    "visual", "gate" -- which does not reach "gate_proj").
+    """
+
+    runs: frozenset[str]
+    pattern: re.Pattern[str] | None
+
+    @classmethod
+    def of(cls, entries: Sequence[str]) -> ModuleSet:
+        runs: set[str] = set()
+        regexes: list[str] = []
+        for entry in entries:
+            if entry.startswith("re:"):
+                regexes.append(f"(?:{entry[3:]})")
+            elif "*" in entry or "?" in entry:
+                regexes.append(f"(?:{fnmatch_translate(entry)})")
+            else:
+                runs.add(entry)
+        try:
+            pattern = re.compile("|".join(regexes)) if regexes else None
+        except re.error as exc:
+            raise SizingError("quantization_config.ignore", f"bad pattern: {exc}") from None
+        return cls(frozenset(runs), pattern)
+
+    def __contains__(self, module: object) -> bool:
+        if not isinstance(module, str):
+            return False
+        for name in _aliases(module):
+            if self.pattern is not None and self.pattern.match(name):
+                return True
+            if self.runs and any(run in self.runs for run in _runs(name)):
+                return True
+        return False
+
+
+def matches(pattern: str, module: str) -> bool:
+    """Whether one ignore / exclude / skip entry names this module (see `ModuleSet`)."""
+    return module in ModuleSet.of([pattern])
+
+
+def _module(t: Tensor) -> str:
+    return t.name.removesuffix(".weight")
+
+
+def _cls(t: Tensor) -> TensorClass:
+    return t.inner if t.tensor_class is TensorClass.MTP and t.inner is not None else t.tensor_class
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """A compressed-tensors / modelopt config group: a storage and the modules it targets."""
+
+    storage: LinearStorage
+    targets: ModuleSet
+    every_linear: bool
+
+
+_NOTHING: Final = ModuleSet(frozenset(), None)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantPlan:
+    """Which linear weights a checkpoint quantizes, and how each is stored."""
+
+    method: str
+    default: LinearStorage | None = None
+    # the classes `default` applies to; empty means every linear weight
+    scope: frozenset[TensorClass] = frozenset()
+    ignore: ModuleSet = _NOTHING
+    groups: tuple[_Group, ...] = ()
+    # modelopt MIXED_PRECISION: module name (every alias) -> its storage; others unquantized
+    per_module: Mapping[str, LinearStorage] | None = None
+
+    def storage_for(self, t: Tensor) -> LinearStorage | None:
+        if t.role is not TensorRole.LINEAR:
+            return None
+        module = _module(t)
+        if module in self.ignore:
+            return None
+        if self.per_module is not None:
+            for name in _aliases(module):
+                if name in self.per_module:
+                    return self.per_module[name]
+            return None
+        if self.groups:
+            for group in self.groups:
+                if group.every_linear or module in group.targets:
+                    return group.storage
+            return None
+        if self.scope and _cls(t) not in self.scope:
+            return None
+        return self.default
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSize:
+    """Bytes of the checkpoint the config describes, per tensor class."""
+
+    method: str
+    dtype: str
+    total_bytes: int
+    served_bytes: int
+    by_class: tuple[tuple[TensorClass, int], ...]
+
+    def of(self, tensor_class: TensorClass) -> int:
+        return sum(n for c, n in self.by_class if c == tensor_class)
+
+
+def checkpoint_size(config: Mapping[str, Any], count: ParameterCount) -> CheckpointSize:
+    """The checkpoint's bytes: each tensor of `count` at the storage the config declares."""
+    cfg = HFConfig(config)
+    dtype = model_dtype(cfg)
+    plan = quantization_plan(cfg, dtype)
+    element = MODEL_DTYPE_BYTES[dtype]
+    by_class: dict[TensorClass, int] = {}
+    total = served = 0
+    for t in count.tensors:
+        storage = plan.storage_for(t)
+        one = element * t.numel if storage is None else storage.bytes(*t.shape[:2])
+        size = one * t.count
+        by_class[t.tensor_class] = by_class.get(t.tensor_class, 0) + size
+        total += size
+        if t.served:
+            served += size
+    return CheckpointSize(plan.method, dtype, total, served, tuple(by_class.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the plan from the config
+
+
+def quantization_plan(cfg: HFConfig, dtype: str) -> QuantPlan:
+    found = quantization_section(cfg)
+    if found is None:
+        return QuantPlan(method=dtype)
+    where, q = found
+    algo = q.get("quant_algo")
+    if isinstance(algo, str) and algo:
+        return _modelopt_plan(q, where, dtype)
+    method = _method(q, where)
+    if method is None:
+        return QuantPlan(method=dtype)
+    if method in ("fp8", "fbgemm_fp8"):
+        return _fp8_plan(q, where)
+    if method == "mxfp4":
+        # transformers Mxfp4HfQuantizer (gpt-oss): only the experts' gate_up_proj / down_proj
+        # are MXFP4; attention, router, embeddings and lm_head stay in the model dtype.
+        return QuantPlan(
+            method="mxfp4",
+            default=LinearStorage(Storage.MXFP4),
+            scope=frozenset({TensorClass.ROUTED_EXPERTS}),
+        )
+    if method in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
+        return _awq_gptq_plan(q, where, method)
+    if method == "bitsandbytes":
+        return _bnb_plan(q, where, dtype)
+    if method in ("compressed-tensors", "modelopt"):
+        return _compressed_plan(q, where, dtype)
+    raise SizingError(f"{where}.quant_method", f"no storage rules for method {method!r}")
+
+
+def _str_list(q: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = q.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SizingError(f"{where}.{key}", "must be a list of module names")
+    return tuple(value)
+
+
+def _positive(q: Mapping[str, Any], key: str, where: str, default: int) -> int:
+    value = q.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SizingError(f"{where}.{key}", f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _fp8_plan(q: Mapping[str, Any], where: str) -> QuantPlan:
+    # transformers FineGrainedFP8Config / vLLM Fp8Config: decoder projections in e4m3; with
+    # weight_block_size a float32 weight_scale_inv per block, else one per tensor. lm_head,
+    # embeddings, routers and the modules_to_not_convert (vLLM ignored_layers) keep the model
+    # dtype.
+    ignore = _str_list(q, "modules_to_not_convert", where) + _str_list(q, "ignored_layers", where)
+    block = q.get("weight_block_size")
+    static = q.get("activation_scheme") == "static"
+    if block is None:
+        storage = LinearStorage(Storage.FP8_TENSOR, input_scale=static)
+        name = "fp8 (per-tensor scales)"
+    else:
+        if (
+            not isinstance(block, list)
+            or len(block) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+        ):
+            raise SizingError(f"{where}.weight_block_size", f"must be [rows, cols], got {block!r}")
+        storage = LinearStorage(Storage.FP8_BLOCK, block=(block[0], block[1]), input_scale=static)
+        name = f"fp8 ({block[0]}x{block[1]} block scales)"
+    return QuantPlan(method=name, default=storage, scope=_DECODER, ignore=ModuleSet.of(ignore))
+
+
+def _awq_gptq_plan(q: Mapping[str, Any], where: str, method: str) -> QuantPlan:
+    # AutoAWQ / AutoGPTQ quantize the decoder layers' linear projections (not the router, the
+    # lm_head unless GPTQ's lm_head flag, nor a vision tower); modules_to_not_convert stay.
+    bits = _positive(q, "bits", where, q.get("w_bit", 4))
+    group = q.get("group_size", q.get("q_group_size", 128))
+    if group == -1:
+        group = 0
+    if isinstance(group, bool) or not isinstance(group, int) or group < 0:
+        raise SizingError(f"{where}.group_size", f"must be a positive integer or -1, got {group!r}")
+    awq = method.startswith("awq")
+    if awq and q.get("version", "gemm") not in ("gemm", "GEMM", "gemv_fast", "GEMV_FAST"):
+        raise SizingError(f"{where}.version", f"no storage rules for AWQ {q.get('version')!r}")
+    storage = LinearStorage(Storage.AWQ if awq else Storage.GPTQ, bits=bits, group_size=group)
+    if not group:
+        # one group spanning the whole input (GPTQ group_size -1)
+        storage = LinearStorage(storage.storage, bits=bits, group_size=1 << 62)
+    scope = set(_DECODER)
+    if q.get("lm_head") is True:
+        scope.add(TensorClass.LM_HEAD)
+    ignore = _str_list(q, "modules_to_not_convert", where)
+    name = f"{'awq' if awq else 'gptq'} int{bits} (group {group or 'all'})"
+    return QuantPlan(
+        method=name, default=storage, scope=frozenset(scope), ignore=ModuleSet.of(ignore)
+    )
+
+
+def _bnb_plan(q: Mapping[str, Any], where: str, dtype: str) -> QuantPlan:
+    # transformers Bnb4BitHfQuantizer / Bnb8BitHfQuantizer: every nn.Linear becomes bitsandbytes
+    # except llm_int8_skip_modules, which defaults to the output embedding (lm_head).
+    skip = q.get("llm_int8_skip_modules")
+    ignore = ("lm_head",) if skip is None else _str_list(q, "llm_int8_skip_modules", where)
+    if q.get("load_in_4bit") is True:
+        double = q.get("bnb_4bit_use_double_quant") is True
+        storage = LinearStorage(Storage.BNB_4BIT, bits=4, double_quant=double)
+        kind = q.get("bnb_4bit_quant_type", "fp4")
+        return QuantPlan(
+            method=f"bitsandbytes {kind}", default=storage, ignore=ModuleSet.of(ignore)
+        )
+    if q.get("load_in_8bit") is True:
+        return QuantPlan(
+            method="bitsandbytes int8",
+            default=LinearStorage(Storage.BNB_8BIT),
+            ignore=ModuleSet.of(ignore),
+        )
+    raise SizingError(f"{where}.load_in_4bit", "bitsandbytes config loads neither 4 nor 8 bit")
+
+
+def _scheme_storage(
+    weights: Mapping[str, Any],
+    activations: Mapping[str, Any] | None,
+    where: str,
+    scale_bytes: int,
+) -> LinearStorage:
+    # compressed-tensors QuantizationArgs of a config group's weights (and input activations).
+    bits, kind = weights.get("num_bits"), weights.get("type", "int")
+    strategy = weights.get("strategy")
+    group = weights.get("group_size")
+    symmetric = weights.get("symmetric", True) is not False
+    static_input = activations is not None and activations.get("dynamic") is False
+    if kind == "float" and bits == 4:
+        if group in (None, 16):
+            return LinearStorage(Storage.NVFP4, bits=4, input_scale=activations is not None)
+        if group == 32:
+            return LinearStorage(Storage.MXFP4, bits=4)
+    if bits == 8 and kind in ("float", "int"):
+        if strategy == "block" or weights.get("block_structure") is not None:
+            block = weights.get("block_structure") or [128, 128]
+            return LinearStorage(
+                Storage.FP8_BLOCK,
+                block=(int(block[0]), int(block[1])),
+                scale_bytes=scale_bytes,
+                input_scale=static_input,
+            )
+        if strategy == "channel":
+            storage = Storage.FP8_CHANNEL if kind == "float" else Storage.INT8_CHANNEL
+            return LinearStorage(
+                storage,
+                scale_bytes=scale_bytes,
+                zero_points=not symmetric,
+                input_scale=static_input,
+            )
+        # strategy "tensor", and modelopt FP8 groups that name none: one scale per tensor
+        # (float32 in modelopt checkpoints).
+        return LinearStorage(Storage.FP8_TENSOR, scale_bytes=4, input_scale=static_input)
+    if kind == "int" and isinstance(bits, int) and bits in (2, 3, 4, 8) and group:
+        return LinearStorage(
+            Storage.INT_PACKED,
+            bits=bits,
+            group_size=int(group),
+            scale_bytes=scale_bytes,
+            zero_points=not symmetric,
+        )
+    raise SizingError(
+        f"{where}.weights",
+        f"no storage rules for {kind!r} {bits!r}-bit weights (strategy {strategy!r}, "
+        f"group {group!r})",
+    )
+
+
+def _compressed_plan(q: Mapping[str, Any], where: str, dtype: str) -> QuantPlan:
+    # compressed-tensors (llm-compressor; modelopt's config.json export uses the same layout):
+    # config_groups each target modules ("Linear" is every linear layer, others name modules);
+    # `ignore` keeps modules in the model dtype. Scales are stored in the model dtype
+    # (compressed_tensors initialize_module_for_quantization), FP4 scales in FP8.
+    scale_bytes = MODEL_DTYPE_BYTES[dtype]
+    groups = q.get("config_groups")
+    if not isinstance(groups, Mapping) or not groups:
+        raise SizingError(f"{where}.config_groups", "no weight quantization scheme found")
+    made: list[_Group] = []
+    for name, group in groups.items():
+        if not isinstance(group, Mapping):
+            raise SizingError(f"{where}.config_groups.{name}", "must be an object")
+        weights = group.get("weights")
+        if not isinstance(weights, Mapping):
+            continue
+        activations = group.get("input_activations")
+        storage = _scheme_storage(
+            weights,
+            activations if isinstance(activations, Mapping) else None,
+            f"{where}.config_groups.{name}",
+            scale_bytes,
+        )
+        targets = _str_list(group, "targets", f"{where}.config_groups.{name}") or ("Linear",)
+        made.append(_Group(storage, ModuleSet.of(targets), "Linear" in targets))
+    if not made:
+        raise SizingError(f"{where}.config_groups", "no group quantizes weights")
+    fmt = q.get("format", "")
+    method = (
+        f"compressed-tensors {fmt}".strip() if q.get("quant_method") != "modelopt" else "modelopt"
+    )
+    ignore = ModuleSet.of(_str_list(q, "ignore", where))
+    return QuantPlan(method=method, groups=tuple(made), ignore=ignore)
+
+
+_ALGO_STORAGE: Final[dict[str, LinearStorage]] = {
+    # modelopt QuantAlgo: FP8 per-tensor weight scales (+ static input scale), NVFP4 with FP4
+    # activations (input_scale) or W4A16_NVFP4 without.
+    "FP8": LinearStorage(Storage.FP8_TENSOR, input_scale=True),
+    "NVFP4": LinearStorage(Storage.NVFP4, bits=4, input_scale=True),
+    "W4A16_NVFP4": LinearStorage(Storage.NVFP4, bits=4),
+    "MXFP4": LinearStorage(Storage.MXFP4, bits=4),
+}
+
+
+def _algo_storage(algo: str, where: str) -> LinearStorage:
+    storage = _ALGO_STORAGE.get(algo.upper())
+    if storage is None:
+        raise SizingError(where, f"no storage rules for modelopt algorithm {algo!r}")
+    return storage
+
+
+def _modelopt_plan(q: Mapping[str, Any], where: str, dtype: str) -> QuantPlan:
+    # modelopt (hf_quant_config.json `quantization`, or its config.json export): quant_algo for
+    # every linear layer but exclude_modules / ignore, or MIXED_PRECISION with one algorithm per
+    # module in quantized_layers (the rest unquantized).
+    algo = str(q.get("quant_algo"))
+    ignore = _str_list(q, "exclude_modules", where) + _str_list(q, "ignore", where)
+    if algo.upper() == "MIXED_PRECISION":
+        layers = q.get("quantized_layers")
+        if not isinstance(layers, Mapping) or not layers:
+            raise SizingError(f"{where}.quantized_layers", "MIXED_PRECISION lists no layers")
+        per_module: dict[str, LinearStorage] = {}
+        for module, spec in layers.items():
+            layer_algo = spec.get("quant_algo") if isinstance(spec, Mapping) else None
+            if not isinstance(layer_algo, str):
+                raise SizingError(f"{where}.quantized_layers.{module}", "has no quant_algo")
+            storage = _algo_storage(layer_algo, f"{where}.quantized_layers.{module}")
+            per_module[str(module)] = storage
+        return QuantPlan(
+            method="modelopt mixed precision", ignore=ModuleSet.of(ignore), per_module=per_module
+        )
+    storage = _algo_storage(algo, f"{where}.quant_algo")
+    return QuantPlan(
+        method=f"modelopt {algo.lower()}", default=storage, ignore=ModuleSet.of(ignore)
+    )
+
+
+__all__ = [
+    "CheckpointSize",
+    "LinearStorage",
+    "ModuleSet",
+    "QuantPlan",
+    "Storage",
+    "checkpoint_size",
+    "detect_weight_format",
+    "matches",
+    "model_dtype",
+    "quantization_plan",
+    "quantization_section",
+]
