@@ -129,12 +129,32 @@ def architecture_from_hf_config(
     num_parameters: int | None = None,
     weight_bytes: int | None = None,
 ) -> ModelArchitecture:
-    """Turn a Hub `config.json` (as a dict) into the layer schedule kvplan sizes."""
+    """Turn a Hub `config.json` (as a dict) into the layer schedule kvplan sizes.
+
+    The weights come from the config too (`checkpoint_weights`: what the engine loads, MTP
+    layers left out) unless the caller gives them; an explicit `num_parameters` or
+    `weight_bytes` wins. A config the count cannot read still sizes the cache: the reason is
+    kept in `weights_unknown` for the answers that need the weights.
+    """
     cfg = _Cfg(config)
     _reject_unsupported(cfg)
     heads = _num_attention_heads(cfg)
-    layers = _layers(cfg, heads)
+    mixers = _mixers(cfg, heads)
+    layers = _share_kv(cfg, mixers)
     dtype = model_dtype(cfg)
+    unknown: tuple[str, str] | None = None
+    if num_parameters is None or weight_bytes is None:
+        try:
+            weights = _weights(config, cfg, mixers)
+        except SizingError as exc:
+            unknown = (exc.field, exc.reason)
+        else:
+            if num_parameters is None:
+                num_parameters = weights.parameters.served_total
+                if weight_bytes is None:
+                    # the derived bytes only when the caller gave neither: a given
+                    # num_parameters is priced by weight_format, as before
+                    weight_bytes = weights.size.served_bytes
     return ModelArchitecture(
         layers=tuple(layers),
         num_attention_heads=heads,
@@ -149,6 +169,7 @@ def architecture_from_hf_config(
         max_position_embeddings=cfg.opt_int("max_position_embeddings"),
         moe=_moe(cfg),
         name=name,
+        weights_unknown=unknown,
     )
 
 

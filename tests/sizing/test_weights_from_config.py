@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.sizing.errors import SizingError
-from service.sizing.hf_config import checkpoint_weights
+from service.sizing.hf_config import architecture_from_hf_config, checkpoint_weights
+from service.sizing.kv import kv_bytes_per_token
 from service.sizing.param_count import TensorClass
 from service.sizing.weight_format import LinearStorage, Storage, matches
 
@@ -141,6 +142,11 @@ def test_configs_without_the_geometry_are_refused_by_name(name: str, field: str)
     with pytest.raises(SizingError) as caught:
         checkpoint_weights(load(name))
     assert caught.value.field == field
+    # The cache is still sized; the reason waits for the answers that need weights.
+    arch = architecture_from_hf_config(load(name))
+    assert arch.num_parameters is None
+    assert arch.weights_unknown is not None
+    assert arch.weights_unknown[0] == field
 
 
 def test_deepseek_v3_main_model_and_mtp_module_match_the_readme() -> None:
@@ -450,7 +456,29 @@ def test_ignore_entries_match_the_way_each_quantizer_reads_them(
 
 
 # ---------------------------------------------------------------------------------------------
-# what a config that lacks a number gets
+# what the architecture gets, and what a config that lacks a number gets
+
+
+def test_architecture_takes_the_served_weights_from_the_config() -> None:
+    config = load("deepseek-ai--DeepSeek-V3")
+    weights = checkpoint_weights(config)
+    arch = architecture_from_hf_config(config)
+    assert arch.num_parameters == weights.parameters.served_total
+    assert arch.weight_bytes == weights.size.served_bytes
+    assert arch.weights_unknown is None
+
+
+def test_explicit_weights_win() -> None:
+    config = load("meta-llama--Meta-Llama-3.1-8B")
+    derived = checkpoint_weights(config)
+    given_bytes = architecture_from_hf_config(config, weight_bytes=1000)
+    assert (given_bytes.weight_bytes, given_bytes.num_parameters) == (
+        1000,
+        derived.parameters.served_total,
+    )
+    # A given parameter count is priced by the weight format, not by derived bytes.
+    given_count = architecture_from_hf_config(config, num_parameters=7)
+    assert (given_count.num_parameters, given_count.weight_bytes) == (7, None)
 
 
 @pytest.mark.parametrize(
@@ -478,6 +506,11 @@ def test_a_missing_number_is_named_not_guessed(name: str, drop: str, field: str)
     with pytest.raises(SizingError) as caught:
         checkpoint_weights(config)
     assert caught.value.field == field
+    arch = architecture_from_hf_config(config)
+    assert arch.weights_unknown is not None
+    assert arch.weights_unknown[0] == field
+    assert (arch.num_parameters, arch.weight_bytes) == (None, None)
+    assert kv_bytes_per_token(arch, "auto") > 0
 
 
 def test_unknown_quantization_method_is_named() -> None:
