@@ -19,6 +19,10 @@ from .errors import SizingError, UnknownLayerKind
 # DeepSeek-VL2 `language_config`).
 NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
 
+# No published model comes near this many layers; a config claiming more is refused rather than
+# unrolled one layer at a time.
+MAX_LAYERS: Final = 4096
+
 
 class ConfigView:
     """One JSON object of a config, with the dotted path it sits at."""
@@ -63,6 +67,13 @@ class ConfigView:
             return default
         also = f" (also looked for {', '.join(keys[1:])})" if len(keys) > 1 else ""
         raise SizingError(self.where(keys[0]), f"is required and missing{also}")
+
+    def layer_count(self, key: str, default: int | None = None) -> int:
+        """A number of layers (or MTP layers, or ViT blocks), at most MAX_LAYERS."""
+        n = self.get_int(key, default=default, minimum=0 if default == 0 else 1)
+        if n > MAX_LAYERS:
+            raise SizingError(self.where(key), f"{n} layers: kvplan reads at most {MAX_LAYERS}")
+        return n
 
     def get_float(self, key: str, default: float | None = None) -> float:
         value = self.lm.get(key)
@@ -148,4 +159,4 @@ class HFConfig(ConfigView):
         return ConfigView(self.top)
 
 
-__all__ = ["NESTED_LM_KEYS", "ConfigView", "HFConfig"]
+__all__ = ["MAX_LAYERS", "NESTED_LM_KEYS", "ConfigView", "HFConfig"]

@@ -293,17 +293,14 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
     return _attention_layers(cfg, heads)
 
 
-# No published model comes near this; a config claiming more is refused rather than unrolled.
-MAX_LAYERS: Final = 4096
-
-
 def _num_layers(cfg: _Cfg) -> int:
     # transformers FalconConfig/GPT-2 attribute_map: n_layer is num_hidden_layers.
-    n = cfg.first_int(("num_hidden_layers", "n_layer"))
-    if n > MAX_LAYERS:
-        key = "num_hidden_layers" if cfg.has("num_hidden_layers") else "n_layer"
-        raise SizingError(cfg.where(key), f"{n} layers: kvplan reads at most {MAX_LAYERS}")
-    return n
+    key = (
+        "n_layer"
+        if cfg.has("n_layer") and not cfg.has("num_hidden_layers")
+        else "num_hidden_layers"
+    )
+    return cfg.layer_count(key)
 
 
 def _head_dim(cfg: _Cfg, heads: int) -> int:

@@ -26,7 +26,7 @@ from typing import Any, Final
 from .config_view import HFConfig
 from .dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from .errors import SizingError
-from .param_count import ParameterCount, Tensor, TensorClass, TensorRole
+from .tensors import ParameterCount, Tensor, TensorClass, TensorRole
 from .units import cdiv
 
 # ---------------------------------------------------------------------------------------------
