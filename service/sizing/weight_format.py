@@ -297,10 +297,11 @@ class LinearStorage:
                 return packed + out * groups * s + 16 + zero + extra
             case Storage.AWQ:
                 # AutoAWQ WQLinear_GEMM: qweight int32 [in, out x bits / 32], qzeros int32
-                # [in / group, out x bits / 32], scales fp16 [in / group, out].
+                # [in / group, out x bits / 32] (with zero_point), scales fp16 [in / group, out].
                 groups = cdiv(inp, self.group_size)
                 cols = cdiv(out * self.bits, 32)
-                return inp * cols * 4 + groups * cols * 4 + groups * out * 2
+                zero = groups * cols * 4 if self.zero_points else 0
+                return inp * cols * 4 + zero + groups * out * 2
             case Storage.GPTQ:
                 # AutoGPTQ / GPTQModel QuantLinear: qweight int32 [in x bits / 32, out], qzeros
                 # int32 [in / group, out x bits / 32], scales fp16 [in / group, out] and g_idx
@@ -528,8 +529,18 @@ def quantization_plan(cfg: HFConfig, dtype: str) -> QuantPlan:
     method = _method(q, where)
     if method is None:
         return QuantPlan(method=dtype)
-    if method in ("fp8", "fbgemm_fp8"):
+    if method == "fp8":
         return _fp8_plan(q, where)
+    if method == "fbgemm_fp8":
+        # transformers FbgemmFp8Config: e4m3 values with a float32 weight_scale per output row,
+        # modules_to_not_convert kept.
+        ignore = _str_list(q, "modules_to_not_convert", where)
+        return QuantPlan(
+            method="fbgemm fp8 (per-channel scales)",
+            default=LinearStorage(Storage.FP8_CHANNEL),
+            scope=_DECODER,
+            ignore=ModuleSet.of(ignore),
+        )
     if method == "mxfp4":
         # transformers Mxfp4HfQuantizer (gpt-oss): only the experts' gate_up_proj / down_proj
         # are MXFP4; attention, router, embeddings and lm_head stay in the model dtype.
@@ -600,10 +611,14 @@ def _awq_gptq_plan(q: Mapping[str, Any], where: str, method: str) -> QuantPlan:
     awq = method.startswith("awq")
     if awq and q.get("version", "gemm") not in ("gemm", "GEMM", "gemv_fast", "GEMV_FAST"):
         raise SizingError(f"{where}.version", f"no storage rules for AWQ {q.get('version')!r}")
-    storage = LinearStorage(Storage.AWQ if awq else Storage.GPTQ, bits=bits, group_size=group)
-    if not group:
-        # one group spanning the whole input (GPTQ group_size -1)
-        storage = LinearStorage(storage.storage, bits=bits, group_size=1 << 62)
+    # group_size -1 (GPTQ): one group spanning the whole input
+    storage = LinearStorage(
+        Storage.AWQ if awq else Storage.GPTQ,
+        bits=bits,
+        group_size=group or 1 << 62,
+        # AutoAWQ zero_point false: symmetric, no qzeros (AutoGPTQ writes qzeros either way)
+        zero_points=not awq or q.get("zero_point", True) is not False,
+    )
     scope = set(_DECODER)
     if q.get("lm_head") is True:
         scope.add(TensorClass.LM_HEAD)
@@ -693,6 +708,14 @@ def _compressed_plan(q: Mapping[str, Any], where: str, dtype: str) -> QuantPlan:
     # `ignore` keeps modules in the model dtype. Scales are stored in the model dtype
     # (compressed_tensors initialize_module_for_quantization), FP4 scales in FP8.
     scale_bytes = MODEL_DTYPE_BYTES[dtype]
+    fmt = q.get("format", "")
+    sparsity = q.get("sparsity_config")
+    sparse_format = sparsity.get("format") if isinstance(sparsity, Mapping) else None
+    if (isinstance(fmt, str) and "24" in fmt) or sparse_format not in (None, "dense"):
+        # 2:4-sparse layouts (marlin-24, sparse-24-bitmask) store half the values plus masks
+        raise SizingError(
+            f"{where}.sparsity_config", "sparse compressed-tensors checkpoints are not priced"
+        )
     groups = q.get("config_groups")
     if not isinstance(groups, Mapping) or not groups:
         raise SizingError(f"{where}.config_groups", "no weight quantization scheme found")
@@ -714,10 +737,7 @@ def _compressed_plan(q: Mapping[str, Any], where: str, dtype: str) -> QuantPlan:
         made.append(_Group(storage, ModuleSet.of(targets), "Linear" in targets))
     if not made:
         raise SizingError(f"{where}.config_groups", "no group quantizes weights")
-    fmt = q.get("format", "")
-    method = (
-        f"compressed-tensors {fmt}".strip() if q.get("quant_method") != "modelopt" else "modelopt"
-    )
+    method = "modelopt" if q.get("quant_method") == "modelopt" else f"compressed-tensors {fmt}"
     ignore = ModuleSet.of(_str_list(q, "ignore", where))
     return QuantPlan(method=method, groups=tuple(made), ignore=ignore)
 

@@ -312,7 +312,7 @@ def test_mtp_layers_are_in_the_checkpoint_but_not_served() -> None:
         # AutoAWQ GEMM, group 128: qweight [4096, 512] + qzeros [32, 512] int32, scales [32, 4096]
         # fp16
         (
-            LinearStorage(Storage.AWQ, bits=4, group_size=128),
+            LinearStorage(Storage.AWQ, bits=4, group_size=128, zero_points=True),
             (4096, 4096),
             4096 * 512 * 4 + 32 * 512 * 4 + 32 * 4096 * 2,
         ),
@@ -423,6 +423,146 @@ def test_modelopt_mixed_precision_per_layer() -> None:
     assert size.of(TensorClass.LM_HEAD) == nvfp4(248_320, 5120)
     counts = checkpoint_weights(load("nvidia--Qwen3.6-27B-NVFP4")).parameters
     assert size.of(TensorClass.MTP) == 2 * counts.of(TensorClass.MTP)
+
+
+# Quantization sections below are written the way each quantizer writes them into config.json
+# (keys from the quantizer's config class), on the Llama-3.1-8B shapes: per layer q and o are
+# 4096 x 4096, k and v 1024 x 4096, gate/up 14336 x 4096, down 4096 x 14336.
+LLAMA_ATTENTION_SHAPES = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096)]
+
+
+def llama_with(quantization: dict[str, Any]) -> dict[str, Any]:
+    return {**load("meta-llama--Meta-Llama-3.1-8B"), "quantization_config": quantization}
+
+
+def test_awq_gemm_with_zero_points() -> None:
+    # AutoAWQ config: bits 4, group_size 128, zero_point true, version gemm.
+    config = llama_with(
+        {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
+    )
+    size = checkpoint_weights(config).size
+
+    def awq(out: int, inp: int) -> int:
+        # qweight [in, out / 8] + qzeros [in / 128, out / 8] int32, scales [in / 128, out] fp16
+        return inp * out // 8 * 4 + inp // 128 * out // 8 * 4 + inp // 128 * out * 2
+
+    assert size.of(TensorClass.ATTENTION) == 32 * sum(awq(o, i) for o, i in LLAMA_ATTENTION_SHAPES)
+    # 32 x (2 x 8,716,288 + 2 x 2,179,072)
+    assert size.of(TensorClass.ATTENTION) == 697_303_040
+    # lm_head and embeddings stay bf16
+    assert size.of(TensorClass.LM_HEAD) == 2 * 128_256 * 4096
+
+
+def test_gptq_lm_head_flag_quantizes_the_head_too() -> None:
+    # AutoGPTQ / GPTQModel config: bits 4, group_size 128, desc_act true, lm_head true.
+    config = llama_with(
+        {
+            "bits": 4,
+            "group_size": 128,
+            "desc_act": True,
+            "sym": True,
+            "lm_head": True,
+            "quant_method": "gptq",
+        }
+    )
+    size = checkpoint_weights(config).size
+    # lm_head 128256 x 4096: qweight [512, 128256] + qzeros [32, 16032] int32, scales
+    # [32, 128256] fp16, g_idx [4096] int32
+    head = 512 * 128_256 * 4 + 32 * 16_032 * 4 + 32 * 128_256 * 2 + 4096 * 4
+    assert size.of(TensorClass.LM_HEAD) == head == 272_945_152
+
+
+def test_compressed_tensors_w4a16_packs_every_linear_but_the_ignored_head() -> None:
+    # llm-compressor W4A16: one group targeting Linear, int 4-bit symmetric, strategy group 128,
+    # format pack-quantized, ignore lm_head.
+    config = llama_with(
+        {
+            "config_groups": {
+                "group_0": {
+                    "input_activations": None,
+                    "output_activations": None,
+                    "targets": ["Linear"],
+                    "weights": {
+                        "dynamic": False,
+                        "group_size": 128,
+                        "num_bits": 4,
+                        "strategy": "group",
+                        "symmetric": True,
+                        "type": "int",
+                    },
+                }
+            },
+            "format": "pack-quantized",
+            "ignore": ["lm_head"],
+            "kv_cache_scheme": None,
+            "quant_method": "compressed-tensors",
+            "quantization_status": "compressed",
+        }
+    )
+    size = checkpoint_weights(config).size
+    linear = 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14_336)  # 6,979,321,856
+    # weight_packed: 4 bits each; weight_scale: one bf16 per 128; weight_shape: 7 x 32 x 16 B
+    packed = linear // 2 + linear // 128 * 2 + 7 * 32 * 16
+    unquantized = 2 * (2 * 128_256 * 4096 + 65 * 4096)  # embeddings, lm_head, norms in bf16
+    assert size.total_bytes == packed + unquantized == 5_700_595_200
+
+
+@pytest.mark.parametrize(("kind", "strategy"), [("int", "channel"), ("float", "channel")])
+def test_compressed_tensors_eight_bit_channel_scales(kind: str, strategy: str) -> None:
+    # llm-compressor W8A8 (int, dynamic per-token activations) and FP8_DYNAMIC (float): 8-bit
+    # weights with one bf16 scale per output row.
+    config = llama_with(
+        {
+            "config_groups": {
+                "group_0": {
+                    "input_activations": {
+                        "dynamic": True,
+                        "num_bits": 8,
+                        "strategy": "token",
+                        "symmetric": True,
+                        "type": kind,
+                    },
+                    "targets": ["Linear"],
+                    "weights": {
+                        "dynamic": False,
+                        "num_bits": 8,
+                        "strategy": strategy,
+                        "symmetric": True,
+                        "type": kind,
+                    },
+                }
+            },
+            "format": "int-quantized" if kind == "int" else "float-quantized",
+            "ignore": ["lm_head"],
+            "quant_method": "compressed-tensors",
+        }
+    )
+    size = checkpoint_weights(config).size
+    rows = 4096 + 1024 + 1024 + 4096
+    assert size.of(TensorClass.ATTENTION) == 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + rows * 2)
+
+
+def test_sparse_compressed_tensors_are_refused_by_name() -> None:
+    config = llama_with(
+        {
+            "config_groups": {
+                "group_0": {
+                    "targets": ["Linear"],
+                    "weights": {
+                        "num_bits": 4,
+                        "type": "int",
+                        "strategy": "group",
+                        "group_size": 128,
+                    },
+                }
+            },
+            "format": "marlin-24",
+            "quant_method": "compressed-tensors",
+        }
+    )
+    with pytest.raises(SizingError) as caught:
+        checkpoint_weights(config)
+    assert caught.value.field == "quantization_config.sparsity_config"
 
 
 def test_bitsandbytes_skip_modules_keep_the_vision_backbone_fp16() -> None:
