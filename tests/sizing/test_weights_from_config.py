@@ -290,6 +290,52 @@ def test_mtp_layers_are_in_the_checkpoint_but_not_served() -> None:
     assert counts.total - counts.served_total == counts.of(TensorClass.MTP)
 
 
+def test_gemma4_global_layers_share_k_and_v() -> None:
+    # transformers Gemma4TextAttention: sliding layers have 8 KV heads of 256 with q/k/v/o;
+    # global layers (layer 5, every sixth) have 2 KV heads of global_head_dim 512 and, with
+    # attention_k_eq_v, no v_proj. Every layer also runs 128 experts (gate_up 2 x 704) beside
+    # its dense MLP of 2112.
+    tensors = checkpoint_weights(load("google--gemma-4-26B-A4B")).parameters.tensors
+    shapes = {t.name.removeprefix("model.language_model.layers."): t.shape for t in tensors}
+    assert shapes["0.self_attn.q_proj.weight"] == (16 * 256, 2816)
+    assert shapes["0.self_attn.v_proj.weight"] == (8 * 256, 2816)
+    assert shapes["5.self_attn.q_proj.weight"] == (16 * 512, 2816)
+    assert shapes["5.self_attn.k_proj.weight"] == (2 * 512, 2816)
+    assert "5.self_attn.v_proj.weight" not in shapes
+    assert shapes["5.experts.gate_up_proj.weight"] == (2 * 704, 2816)
+    assert shapes["5.mlp.gate_proj.weight"] == (2112, 2816)
+
+
+def test_qwen3_vision_tower_blocks_and_merger() -> None:
+    # transformers Qwen3VLVisionModel (Qwen3.5-35B-A3B vision_config: hidden 1152, 27 blocks,
+    # intermediate 4304, patch 16, temporal patch 2, 2304 positions, merge 2, out 2048, no
+    # deepstack mergers).
+    tensors = checkpoint_weights(load("Qwen--Qwen3.5-35B-A3B")).parameters.tensors
+    shapes = {t.name.removeprefix("model.visual."): t.shape for t in tensors}
+    assert shapes["patch_embed.proj.weight"] == (1152, 3, 2, 16, 16)
+    assert shapes["pos_embed.weight"] == (2304, 1152)
+    assert shapes["blocks.26.attn.qkv.weight"] == (3 * 1152, 1152)
+    assert shapes["blocks.26.mlp.linear_fc1.weight"] == (4304, 1152)
+    assert "blocks.27.attn.qkv.weight" not in shapes
+    # the merger takes 2 x 2 patches (4608) to the text hidden size
+    assert shapes["merger.linear_fc1.weight"] == (4608, 4608)
+    assert shapes["merger.linear_fc2.weight"] == (2048, 4608)
+
+
+def test_gemma4_vision_tower_and_embedder() -> None:
+    # transformers Gemma4VisionModel (hidden 1152, 16 heads of 72, intermediate 4304, patch 16,
+    # 10240 positions per axis, standardize) and Gemma4MultimodalEmbedder (1152 -> 2816).
+    tensors = checkpoint_weights(load("google--gemma-4-26B-A4B")).parameters.tensors
+    shapes = {t.name.removeprefix("model."): t.shape for t in tensors}
+    tower = "vision_tower."
+    assert shapes[tower + "patch_embedder.input_proj.weight"] == (1152, 3 * 16 * 16)
+    assert shapes[tower + "patch_embedder.position_embedding_table"] == (2, 10_240, 1152)
+    assert shapes[tower + "encoder.layers.0.self_attn.q_norm.weight"] == (72,)
+    assert shapes[tower + "encoder.layers.0.mlp.gate_proj.linear.weight"] == (4304, 1152)
+    assert shapes[tower + "std_scale"] == (1152,)
+    assert shapes["embed_vision.embedding_projection.weight"] == (2816, 1152)
+
+
 # ---------------------------------------------------------------------------------------------
 # storage of one quantized (out x in) weight, by hand
 
