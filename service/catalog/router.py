@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from .. import conditional
-from ..deps import SessionDep, WriteSessionDep
+from ..deps import SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..formats import csv_text
-from ..security import AdminRoute, bearer_scheme
+from ..security import READ, READ_KEY_PARAMETER, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import answers, service
 from .models import GpuRow, ModelRow
@@ -42,14 +42,20 @@ gpus_router = APIRouter(prefix="/v1/gpus", tags=["gpus"], route_class=AdminRoute
 
 # Documents the bearer scheme on write operations (AdminRoute does the checking).
 WRITE = [Depends(bearer_scheme)]
+# Reads: the read key where one is configured, and no misspelt query parameter.
+READS: dict[str, Any] = {
+    "dependencies": [*READ, Depends(refuse_misspelt_parameters)],
+    "openapi_extra": READ_OPENAPI,
+}
 
 # ---------------------------------------------------------------------------------------------
 # OpenAPI documentation of answers
 
 # Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 _PROBLEMS: dict[int, str] = {
-    401: "No `Authorization: Bearer` header, or not an admin token. Checked before the body "
-    "is read, so it takes precedence over any problem with the body.",
+    401: "A write without an admin token (`Authorization: Bearer`), checked before the body "
+    "is read, so it takes precedence over any problem with the body; or, where "
+    "KVPLAN_READ_KEYS is set, a read without a read key.",
     404: "No entry with this slug; `suggestions` lists the closest slugs that exist.",
     409: "An entry with this slug already exists (slugs are unique).",
     412: "`If-Match` names a stale revision: someone changed the entry since you read it. "
@@ -83,6 +89,7 @@ def _responses(
 
 
 _READ_ONE = _responses(
+    401,
     404,
     ok={
         200: {"description": "The entry.", "headers": {"ETag": _ETAG_HEADER}},
@@ -150,7 +157,9 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
     """The relative URL of the next page, with the same filters; also sent as a Link header."""
     if next_cursor is None:
         return None
-    params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
+    # A read key never travels in a link: the client adds its own again.
+    dropped = {"cursor", READ_KEY_PARAMETER}
+    params = [(k, v) for k, v in request.query_params.multi_items() if k not in dropped]
     url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
     response.headers["Link"] = f'<{url}>; rel="next"'
     return url
@@ -178,7 +187,8 @@ def _read_one(
     operation_id="listGpus",
     summary="List GPUs",
     response_model=GpuPage,
-    responses=_responses(422, ok=_LISTED_CSV),
+    responses=_responses(401, 422, ok=_LISTED_CSV),
+    **READS,
 )
 def list_gpus(
     *,
@@ -270,6 +280,7 @@ def create_gpu(
     summary="One GPU",
     response_model=GpuRead,
     responses=_READ_ONE,
+    **READS,
 )
 def get_gpu(
     *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
@@ -347,7 +358,8 @@ def delete_gpu(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = 
     operation_id="listModels",
     summary="List models",
     response_model=ModelPage,
-    responses=_responses(422, ok=_LISTED),
+    responses=_responses(401, 422, ok=_LISTED),
+    **READS,
 )
 def list_models(
     *,
@@ -467,6 +479,7 @@ def import_model(
     summary="One model",
     response_model=ModelRead,
     responses=_READ_ONE,
+    **READS,
 )
 def get_model(
     *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None

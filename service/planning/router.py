@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
-from ..deps import CatalogDep, MetricsDep, SettingsDep
+from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..security import READ, READ_OPENAPI, reads_are_open
 from . import service
 from .cache import AnswerCache
 from .schemas import (
@@ -26,10 +27,11 @@ from .schemas import (
 )
 from .service import CapacityQuestion, PlanQuestion
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[*READ, Depends(refuse_misspelt_parameters)])
 
 # Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "KVPLAN_READ_KEYS is set and no read key was presented"},
     404: {"description": "Unknown model or GPU slug"},
     406: {"description": "Unsupported Accept"},
     422: {"description": "Invalid input; `field` names it"},
@@ -52,6 +54,12 @@ def _answers(request: Request) -> AnswerCache:
 def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
     """The CapacityAnswer fields of a detail: GET's body and every CSV row."""
     return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
+
+
+def _cache_control(request: Request, max_age: int) -> str:
+    """Shared caches may keep an answer only while reads need no key."""
+    scope = "public" if reads_are_open(request) else "private"
+    return f"{scope}, max-age={max_age}"
 
 
 def _respond(
@@ -85,9 +93,11 @@ def _respond(
     description="One model on one GPU type with one layout. Small and cacheable: `ETag` changes "
     "when the catalog or the answer does; `If-None-Match` gets a 304. Add `format=csv` for a "
     "CSV row, or `field=max_num_seqs` for the bare number (Google Sheets `IMPORTDATA`, Excel "
-    "`WEBSERVICE`).",
+    "`WEBSERVICE`). Parameters it does not know are ignored (a cache-busting `_=123`), except a "
+    "near-miss of one it knows, which is a 422 naming it.",
     response_model=CapacityAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    openapi_extra=READ_OPENAPI,
 )
 def get_capacity(
     request: Request,
@@ -111,7 +121,7 @@ def get_capacity(
         csv_rows=[data],
         value=data.get(query.field) if query.field else None,
         token=catalog.token,
-        cache_control=f"public, max-age={settings.capacity_max_age_seconds}",
+        cache_control=_cache_control(request, settings.capacity_max_age_seconds),
     )
 
 
@@ -125,6 +135,7 @@ def get_capacity(
     "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation.",
     response_model=CapacityDetail,
     responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+    openapi_extra=READ_OPENAPI,
 )
 def post_capacity(
     request: Request, body: CapacityRequest, catalog: CatalogDep, metrics: MetricsDep
@@ -179,6 +190,7 @@ def _plan_response(
     "the explanation; engine flags to paste. `Accept: text/csv` gives one row per option.",
     response_model=PlanAnswer,
     responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+    openapi_extra=READ_OPENAPI,
 )
 def post_plan(
     request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
@@ -197,9 +209,11 @@ def post_plan(
     summary="The plan as a GET, for spreadsheets (catalog models and GPUs)",
     description="The POST /v1/plans questions as query parameters. `format=csv` gives one row "
     "per option; `field=total_gpus` (or gpu, replicas, cost_per_hour_usd, ...) gives the "
-    "recommendation's value as text/plain.",
+    "recommendation's value as text/plain. Parameters it does not know are ignored, except a "
+    "near-miss of one it knows (422).",
     response_model=PlanAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    openapi_extra=READ_OPENAPI,
 )
 def get_plan(
     request: Request,
@@ -216,5 +230,5 @@ def get_plan(
         fmt=fmt,
         field=query.field,
         token=catalog.token,
-        cache=f"public, max-age={settings.capacity_max_age_seconds}",
+        cache=_cache_control(request, settings.capacity_max_age_seconds),
     )

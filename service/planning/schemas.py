@@ -23,6 +23,10 @@ KV_CACHE_DTYPE_DOC = (
 )
 ResponseFormat = Literal["json", "csv", "text"]
 FORMAT_DOC = "json (default), csv, or text (with `field`); overrides Accept."
+# Query models ignore parameters they do not declare (a spreadsheet's cache-busting `_=123`,
+# KEDA's `api_key`); deps.refuse_misspelt_parameters still refuses a near-miss of a declared one.
+# JSON bodies stay strict: `extra="forbid"`.
+QUERY_CONFIG = ConfigDict(extra="ignore")
 MODEL_REF_DOC = "A slug, an inline spec, or {hf_config: {...}}."
 CapacityField = Literal[
     "max_num_seqs",
@@ -239,7 +243,7 @@ class _InlineTarget(EngineFields):
 class CapacityQuery(CapacityFields, _CatalogTarget):
     """GET /v1/capacity: one model, one GPU, one layout."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: CapacityField | None = Field(
@@ -396,7 +400,7 @@ class PlanRequestBody(PlanFields):
 class PlanQuery(PlanFields):
     """GET /v1/plans: the same questions as query parameters (catalog models and GPUs only)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     model: str = Field(..., max_length=100, description="Model slug.")
     gpus: str | None = Field(
