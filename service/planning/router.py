@@ -1,7 +1,8 @@
 """Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans.
 
 Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity` or
-`service.plan`), and renders the answer as JSON, CSV or one value; GET /v1/capacity also caches.
+`service.plan`), and renders the answer as JSON, a CSV or TSV table, or one value; GET
+/v1/capacity also caches.
 """
 
 from __future__ import annotations
@@ -12,18 +13,31 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
-from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..formats import (
+    MEDIA_TYPES,
+    etag_for,
+    etag_matches,
+    gib_twins,
+    negotiate,
+    render_table,
+    single_value,
+)
 from ..security import READ, READ_OPENAPI, reads_are_open
 from . import service
 from .cache import AnswerCache
 from .schemas import (
+    CAPACITY_HEADLINE,
+    OPTION_GIB_COLUMNS,
+    PLAN_HEADLINE,
     CapacityAnswer,
     CapacityDetail,
     CapacityQuery,
     CapacityRequest,
     PlanAnswer,
+    PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    plan_table_columns,
 )
 from .service import CapacityQuestion, PlanQuestion
 
@@ -37,10 +51,11 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     422: {"description": "Invalid input; `field` names it"},
     503: {"description": "Database unreachable"},
 }
-ALT_FORMATS: dict[str, Any] = {
-    "text/csv": {"schema": {"type": "string"}},
-    "text/plain": {"schema": {"type": "string"}},
-}
+_TEXT = {"schema": {"type": "string"}}
+TABLES: dict[str, Any] = {"text/csv": _TEXT, "text/tab-separated-values": _TEXT}
+ALT_FORMATS: dict[str, Any] = {**TABLES, "text/plain": _TEXT}
+# Answers that are tables get these GiB twins of their byte columns (formats.gib_twins).
+_CAPACITY_GIB = ("gpu_memory_bytes", "kv_bytes_per_sequence", "kv_pool_bytes")
 
 
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
@@ -67,22 +82,23 @@ def _respond(
     *,
     fmt: str,
     json_body: dict[str, Any],
-    csv_rows: list[dict[str, Any]],
+    table: list[dict[str, Any]],
+    columns: list[str] | None = None,
     value: Any,
     token: str,
     cache_control: str,
 ) -> Response:
-    if fmt == "csv":
-        body, media = csv_text(csv_rows).encode(), "text/csv; charset=utf-8"
+    if fmt in ("csv", "tsv"):
+        body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns).encode()
     elif fmt == "text":
-        body, media = single_value(value).encode(), "text/plain; charset=utf-8"
+        body = single_value(value).encode()
     else:
-        body, media = json.dumps(json_body, separators=(",", ":")).encode(), "application/json"
+        body = json.dumps(json_body, separators=(",", ":")).encode()
     etag = etag_for(token, body)
     headers = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept"}
     if etag_matches(request, etag):
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type=media, headers=headers)
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers=headers)
 
 
 @router.get(
@@ -91,10 +107,12 @@ def _respond(
     operation_id="getCapacity",
     summary="max_num_seqs for one deployment (for autoscalers and spreadsheets)",
     description="One model on one GPU type with one layout. Small and cacheable: `ETag` changes "
-    "when the catalog or the answer does; `If-None-Match` gets a 304. Add `format=csv` for a "
-    "CSV row, or `field=max_num_seqs` for the bare number (Google Sheets `IMPORTDATA`, Excel "
-    "`WEBSERVICE`). Parameters it does not know are ignored (a cache-busting `_=123`), except a "
-    "near-miss of one it knows, which is a 422 naming it.",
+    "when the catalog or the answer does; `If-None-Match` gets a 304. `format=csv` or `tsv` "
+    "(or `Accept: text/csv`, `text/tab-separated-values`) gives a header row and one row "
+    "(bytes columns with a `_gib` twin); `format=text` the bare `max_num_seqs`, "
+    "`field=<name>` another bare value (Google Sheets `IMPORTDATA`, Excel `WEBSERVICE`). "
+    "Parameters it does not know are ignored (a cache-busting `_=123`), except a near-miss of "
+    "one it knows, which is a 422 naming it.",
     response_model=CapacityAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
     openapi_extra=READ_OPENAPI,
@@ -118,8 +136,8 @@ def get_capacity(
         request,
         fmt=fmt,
         json_body=data,
-        csv_rows=[data],
-        value=data.get(query.field) if query.field else None,
+        table=[gib_twins(data, _CAPACITY_GIB)],
+        value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control=_cache_control(request, settings.capacity_max_age_seconds),
     )
@@ -132,9 +150,10 @@ def get_capacity(
     summary="Capacity with the explanation; model and GPU may be inline",
     description="The GET fields as a JSON body. `model` may be a catalog slug, an inline spec "
     "or `{hf_config: {...}}` (a config.json as it is); `gpu` a slug or `{memory_bytes: N}`; "
-    "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation.",
+    "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation; "
+    "`Accept: text/csv` (or TSV) gives the GET's table row, `text/plain` `max_num_seqs`.",
     response_model=CapacityDetail,
-    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
     openapi_extra=READ_OPENAPI,
 )
 def post_capacity(
@@ -147,32 +166,39 @@ def post_capacity(
         request,
         fmt=fmt,
         json_body=detail.model_dump(mode="json"),
-        csv_rows=[_answer_row(detail)],
-        value=None,
+        table=[gib_twins(_answer_row(detail), _CAPACITY_GIB)],
+        value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
     )
 
 
+def option_row(option: PlanOptionOut) -> dict[str, Any]:
+    """One plan option as a flat table row: flags per engine, warnings joined, GiB twins."""
+    data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
+    data = gib_twins(data, OPTION_GIB_COLUMNS)
+    for engine in ("vllm", "sglang"):
+        data[f"{engine}_flags"] = option.engine_flags.get(engine, "")
+    data["warnings"] = " | ".join(option.warnings)
+    return data
+
+
 def _plan_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
     options = ([answer.recommendation] if answer.recommendation else []) + answer.alternatives
-    rows = []
-    for rank, option in enumerate(options, start=1):
-        data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
-        rows.append({"rank": rank, **data, "vllm_flags": option.engine_flags.get("vllm", "")})
-    return rows
+    return [{"rank": rank, **option_row(o)} for rank, o in enumerate(options, start=1)]
 
 
 def _plan_response(
     request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
 ) -> Response:
     best = answer.recommendation
-    value = getattr(best, field) if (best is not None and field is not None) else None
+    value = getattr(best, field or PLAN_HEADLINE) if best is not None else None
     return _respond(
         request,
         fmt=fmt,
         json_body=answer.model_dump(mode="json"),
-        csv_rows=_plan_rows(answer),
+        table=_plan_rows(answer),
+        columns=plan_table_columns(ranked=True),
         value=value,
         token=token,
         cache_control=cache,
@@ -187,9 +213,10 @@ def _plan_response(
     description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
     "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
     "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
-    "the explanation; engine flags to paste. `Accept: text/csv` gives one row per option.",
+    "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
+    "option, `text/plain` the recommendation's `total_gpus`.",
     response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
     openapi_extra=READ_OPENAPI,
 )
 def post_plan(
@@ -207,10 +234,11 @@ def post_plan(
     tags=["plans"],
     operation_id="getPlan",
     summary="The plan as a GET, for spreadsheets (catalog models and GPUs)",
-    description="The POST /v1/plans questions as query parameters. `format=csv` gives one row "
-    "per option; `field=total_gpus` (or gpu, replicas, cost_per_hour_usd, ...) gives the "
-    "recommendation's value as text/plain. Parameters it does not know are ignored, except a "
-    "near-miss of one it knows (422).",
+    description="The POST /v1/plans questions as query parameters (`gpus` comma-separated). "
+    "`format=csv` or `tsv` gives one row per option; `format=text` the recommendation's "
+    "`total_gpus`, `field=gpu` (or replicas, cost_per_hour_usd, ...) another of its values "
+    "as text/plain. Parameters it does not know are ignored, except a near-miss of one it "
+    "knows (422).",
     response_model=PlanAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
     openapi_extra=READ_OPENAPI,

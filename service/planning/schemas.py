@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 
@@ -21,8 +22,11 @@ KV_CACHE_DTYPE_DOC = (
     "(`bf16`), `float16` (`fp16`), `float32`, `fp8` (= `fp8_e4m3`), `fp8_e5m2`, or `fp8_ds_mla` "
     "(DeepSeek's packed sparse-MLA rows, vLLM only). Recurrent state keeps its own dtype."
 )
-ResponseFormat = Literal["json", "csv", "text"]
-FORMAT_DOC = "json (default), csv, or text (with `field`); overrides Accept."
+ResponseFormat = Literal["json", "csv", "tsv", "text"]
+FORMAT_DOC = (
+    "`json` (default), `csv` or `tsv` (a header row, then one flat row per answer), or `text` "
+    "(one bare value: `field`, or the headline number without it); overrides Accept."
+)
 # Query models ignore parameters they do not declare (a spreadsheet's cache-busting `_=123`,
 # KEDA's `api_key`); deps.refuse_misspelt_parameters still refuses a near-miss of a declared one.
 # JSON bodies stay strict: `extra="forbid"`.
@@ -247,7 +251,9 @@ class CapacityQuery(CapacityFields, _CatalogTarget):
 
     format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: CapacityField | None = Field(
-        None, description="Answer with this one value as text/plain (spreadsheets)."
+        None,
+        description="Answer with this one value as text/plain (spreadsheets). `format=text` "
+        "without it answers `max_num_seqs`.",
     )
 
 
@@ -406,9 +412,13 @@ class PlanQuery(PlanFields):
     gpus: str | None = Field(
         None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
     )
+    # The POST default is true; a GET (a spreadsheet cell, a dashboard) rarely reads it.
+    explain: bool = Field(False, description="Explain the recommendation step by step (JSON).")
     format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: PlanField | None = Field(
-        None, description="Answer with this one value of the recommendation as text/plain."
+        None,
+        description="Answer with this one value of the recommendation as text/plain. "
+        "`format=text` without it answers `total_gpus`.",
     )
 
 
@@ -454,3 +464,34 @@ class PlanAnswer(BaseModel):
     warnings: list[str]
     explanation: dict[str, Any] | None = None
     catalog_version: int
+
+
+# ---------------------------------------------------------------------------------------------
+# tables: the single-value headlines, the columns of plan tables
+
+# What `format=text` answers without `field`: the number each question is asked for.
+CAPACITY_HEADLINE: CapacityField = "max_num_seqs"
+PLAN_HEADLINE: PlanField = "total_gpus"
+
+# A plan option's byte columns that get a GiB twin in tables (formats.gib_twins).
+OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
+_ROW_ONLY = ("engine_flags", "warnings")
+
+
+def _option_columns() -> list[str]:
+    columns: list[str] = []
+    for name in PlanOptionOut.model_fields:
+        if name in _ROW_ONLY:
+            continue
+        columns.append(name)
+        if name in OPTION_GIB_COLUMNS:
+            columns.append(gib_name(name))
+    return [*columns, "vllm_flags", "sglang_flags", "warnings"]
+
+
+OPTION_COLUMNS = tuple(_option_columns())
+
+
+def plan_table_columns(*, ranked: bool) -> list[str]:
+    """A plan table's columns: `rank`, then the options of one plan."""
+    return ["rank", *OPTION_COLUMNS]

@@ -81,7 +81,7 @@ class PlanQuestion:
     @classmethod
     def from_query(cls, query: PlanQuery) -> PlanQuestion:
         slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
-        return cls(query.model, slugs or None, query)
+        return cls(query.model, slugs or None, query, explain=query.explain)
 
     @classmethod
     def from_body(cls, body: PlanRequestBody) -> PlanQuestion:
