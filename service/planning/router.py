@@ -1,34 +1,44 @@
 """Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans.
 
-Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity` or
-`service.plan`), and renders the answer as JSON, a CSV or TSV table, or one value; GET
-/v1/capacity also caches.
+Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity`,
+`service.plan`, or `service.plan_scenarios` for a table of questions), and renders the answer as
+JSON, a CSV or TSV table, or one value; GET /v1/capacity also caches.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
+from ..errors import InvalidRequest
 from ..formats import (
     MEDIA_TYPES,
+    TableFormat,
     etag_for,
     etag_matches,
     gib_twins,
     negotiate,
+    parse_table,
     render_table,
     single_value,
+    table_kind,
 )
-from ..security import READ, READ_OPENAPI, reads_are_open
+from ..security import READ, READ_OPENAPI, check_read_key, reads_are_open
 from . import service
 from .cache import AnswerCache
 from .schemas import (
     CAPACITY_HEADLINE,
+    MAX_SCENARIO_BYTES,
+    MAX_SCENARIOS,
     OPTION_GIB_COLUMNS,
     PLAN_HEADLINE,
+    PLAN_TABLE_EXAMPLE,
     CapacityAnswer,
     CapacityDetail,
     CapacityQuery,
@@ -39,7 +49,7 @@ from .schemas import (
     PlanRequestBody,
     plan_table_columns,
 )
-from .service import CapacityQuestion, PlanQuestion
+from .service import CapacityQuestion, PlanQuestion, ScenarioOutcome
 
 router = APIRouter(prefix="/v1", dependencies=[*READ, Depends(refuse_misspelt_parameters)])
 
@@ -205,20 +215,83 @@ def _plan_response(
     )
 
 
-@router.post(
-    "/plans",
-    tags=["plans"],
-    operation_id="createPlan",
-    summary="The three sizing questions -> the cheapest GPU plan",
-    description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
-    "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
-    "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
-    "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
-    "option, `text/plain` the recommendation's `total_gpus`.",
-    response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
-    openapi_extra=READ_OPENAPI,
+def _scenario_row(number: int, outcome: ScenarioOutcome) -> dict[str, Any]:
+    """One answer row of a table of questions: the question's key facts, the plan, or why not."""
+    row: dict[str, Any] = {"row": number, **outcome.asked}
+    answer = outcome.answer
+    if answer is not None:
+        row.update(
+            model=answer.model,
+            max_model_len=answer.max_model_len,
+            peak_concurrency=answer.peak_concurrency,
+            kv_cache_dtype=answer.kv_cache_dtype,
+            engine=answer.engine,
+        )
+        if answer.recommendation is not None:
+            row.update(option_row(answer.recommendation))
+    row["status"] = outcome.status
+    row["error"] = outcome.error
+    return row
+
+
+async def _plan_table(request: Request, fmt: TableFormat) -> Response:
+    """POST /v1/plans with a CSV or TSV body: one plan per row, each row answered on its own."""
+    check_read_key(request)
+    raw = await request.body()
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise InvalidRequest(
+            f"the table is {len(raw)} bytes; at most {MAX_SCENARIO_BYTES} per request",
+            field="body",
+        )
+    try:
+        text = raw.decode("utf-8-sig")  # Excel writes a byte-order mark before UTF-8 CSV
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest("the table is not UTF-8 text", field="body") from exc
+    header, rows = parse_table(text, fmt)
+    # The answer is a table like the question, unless Accept names a kind of table first.
+    accepted = (table_kind(media) for media in request.headers.get("accept", "").split(","))
+    answer_fmt: TableFormat = next((kind for kind in accepted if kind is not None), fmt)
+    catalog = request.app.state.catalog.get()
+    metrics = request.app.state.metrics
+    outcomes = await run_in_threadpool(service.plan_scenarios, header, rows, catalog, metrics)
+    table = [_scenario_row(number, o) for number, o in enumerate(outcomes, start=1)]
+    body = render_table(table, answer_fmt, plan_table_columns(ranked=False, header=header))
+    return Response(
+        body,
+        media_type=MEDIA_TYPES[answer_fmt],
+        headers={"Cache-Control": "no-store", "Vary": "Accept"},
+    )
+
+
+class PlanRoute(APIRoute):
+    """POST /v1/plans: a CSV or TSV body is a table of questions; anything else is the JSON
+    question FastAPI validates as declared."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def dispatch(request: Request) -> Response:
+            kind = table_kind(request.headers.get("content-type"))
+            if request.method == "POST" and kind is not None:
+                return await _plan_table(request, kind)
+            return await handler(request)
+
+        return dispatch
+
+
+_TABLE_BODY_DOC = (
+    "A table of questions (`text/csv`, or `text/tab-separated-values`): a header row naming "
+    "the columns as the JSON fields are named (`model`, `max_model_len`, `peak_concurrency`, "
+    "`kv_cache_dtype`, `gpus`, `engine`, `gpu_memory_utilization`, ...), then one question per "
+    "row. An empty cell is the field's default; list fields (`gpus`, `max_attention_window`) "
+    "take their items `;`-separated; an optional `scenario` column is a label copied to the "
+    f"answer. At most {MAX_SCENARIOS} rows. The answer is a table in the same format, row for "
+    "row: `row`, the question's key facts, the recommendation's columns, `status` (`ok`, "
+    "`infeasible`, `error`) and `error`, the message of a row that cannot be answered (the "
+    "other rows are answered all the same)."
 )
+
+
 def post_plan(
     request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
 ) -> Response:
@@ -227,6 +300,36 @@ def post_plan(
     return _plan_response(
         request, answer, fmt=fmt, field=None, token=catalog.token, cache="no-store"
     )
+
+
+router.add_api_route(
+    "/plans",
+    post_plan,
+    methods=["POST"],
+    tags=["plans"],
+    operation_id="createPlan",
+    summary="The three sizing questions -> the cheapest GPU plan (or a table of them)",
+    description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
+    "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
+    "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
+    "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
+    "option, `text/plain` the recommendation's `total_gpus`.\n\n" + _TABLE_BODY_DOC,
+    response_model=PlanAnswer,
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
+    route_class_override=PlanRoute,
+    openapi_extra={
+        **READ_OPENAPI,
+        "requestBody": {
+            "content": {
+                media: {"schema": {"type": "string"}, "example": example}
+                for media, example in (
+                    ("text/csv", PLAN_TABLE_EXAMPLE),
+                    ("text/tab-separated-values", PLAN_TABLE_EXAMPLE.replace(",", "\t")),
+                )
+            }
+        },
+    },
+)
 
 
 @router.get(

@@ -8,6 +8,8 @@ name the answers and the sizing core use for the pool.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -467,7 +469,7 @@ class PlanAnswer(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# tables: the single-value headlines, the columns of plan tables
+# tables: the single-value headlines, the columns of plan tables, a table of questions
 
 # What `format=text` answers without `field`: the number each question is asked for.
 CAPACITY_HEADLINE: CapacityField = "max_num_seqs"
@@ -490,8 +492,37 @@ def _option_columns() -> list[str]:
 
 
 OPTION_COLUMNS = tuple(_option_columns())
+# The question's key facts, first in each answer row of a table of questions.
+SCENARIO_FACTS = ("model", "max_model_len", "peak_concurrency", "kv_cache_dtype", "engine")
+SCENARIO_LABEL = "scenario"
+MAX_SCENARIOS = 500
+MAX_SCENARIO_BYTES = 1 << 20
+# Cells of these fields hold a list, its items separated by `;` (or `,` in a quoted cell).
+LIST_COLUMNS = frozenset({"gpus", "max_attention_window"})
+PLAN_TABLE_EXAMPLE = (
+    "scenario,model,max_model_len,peak_concurrency,kv_cache_dtype,gpus\n"
+    "chat,llama-3.1-70b,32768,64,fp8,\n"
+    "long context,qwen3.5-27b,131072,200,fp8,h100-sxm-80gb;h200-141gb\n"
+)
 
 
-def plan_table_columns(*, ranked: bool) -> list[str]:
-    """A plan table's columns: `rank`, then the options of one plan."""
-    return ["rank", *OPTION_COLUMNS]
+def plan_table_columns(*, ranked: bool, header: Sequence[str] = ()) -> list[str]:
+    """A plan table's columns: `rank` and the options of one plan, or one row per question."""
+    if ranked:
+        return ["rank", *OPTION_COLUMNS]
+    label = [SCENARIO_LABEL] if SCENARIO_LABEL in header else []
+    return ["row", *label, *SCENARIO_FACTS, *OPTION_COLUMNS, "status", "error"]
+
+
+def plan_body_from_row(cells: Mapping[str, str | None]) -> PlanRequestBody:
+    """One row of a table of questions as the JSON body it stands for (empty = default)."""
+    values: dict[str, Any] = {}
+    for name, cell in cells.items():
+        text = (cell or "").strip()
+        if name == SCENARIO_LABEL or not text:
+            continue
+        if name in LIST_COLUMNS:
+            values[name] = [item.strip() for item in re.split(r"[;,]", text) if item.strip()]
+        else:
+            values[name] = text
+    return PlanRequestBody.model_validate(values)

@@ -66,6 +66,11 @@ def test_the_sizing_posts_need_a_key_too(keyed: TestClient) -> None:
     problem(keyed.post("/v1/capacity", json=BASE), 401)
     ok = keyed.post("/v1/plans", json=question, headers={"X-API-KEY": READ_KEY})
     assert ok.status_code == 200, ok.text
+    table = "model,max_model_len,peak_concurrency\nllama-3.1-8b,8192,50\n"
+    csv_headers = {"Content-Type": "text/csv"}
+    problem(keyed.post("/v1/plans", content=table, headers=csv_headers), 401)
+    ok = keyed.post("/v1/plans", content=table, params={"api_key": READ_KEY}, headers=csv_headers)
+    assert ok.status_code == 200, ok.text
 
 
 @pytest.mark.parametrize(
