@@ -16,6 +16,7 @@ from .health.router import router as health_router
 from .metrics import Metrics
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
+from .security import install_key_redaction
 from .settings import Settings
 
 DESCRIPTION = """
@@ -43,6 +44,7 @@ TAGS = [
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
+    install_key_redaction()  # an `api_key` in a URL never reaches the access log
     database = database or Database(create_db_engine(settings))
     metrics = Metrics()
 

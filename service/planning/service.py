@@ -1,18 +1,24 @@
 """The planning use cases: one capacity question and one plan question, each answered whole.
 
 GET and POST /v1/capacity and `kvplan capacity` call `capacity`; GET and POST /v1/plans and
-`kvplan plan` call `plan`. The routers around them only negotiate, cache and render; no HTTP
-here.
+`kvplan plan` call `plan`; a table of plan questions (POST /v1/plans with a CSV body) calls
+`plan_scenarios`, which answers each row with `plan`. The routers around them only negotiate,
+cache and render; no HTTP here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import difflib
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..catalog.snapshot import CatalogSnapshot
+from ..errors import InvalidRequest, Problem
 from ..metrics import Metrics
 from ..sizing import (
     Capacity,
@@ -32,6 +38,9 @@ from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
 from .schemas import (
+    MAX_SCENARIOS,
+    SCENARIO_FACTS,
+    SCENARIO_LABEL,
     CapacityDetail,
     CapacityFields,
     CapacityQuery,
@@ -47,6 +56,7 @@ from .schemas import (
     PlanQuery,
     PlanRequestBody,
     RejectedOut,
+    plan_body_from_row,
 )
 
 
@@ -81,7 +91,7 @@ class PlanQuestion:
     @classmethod
     def from_query(cls, query: PlanQuery) -> PlanQuestion:
         slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
-        return cls(query.model, slugs or None, query)
+        return cls(query.model, slugs or None, query, explain=query.explain)
 
     @classmethod
     def from_body(cls, body: PlanRequestBody) -> PlanQuestion:
@@ -353,3 +363,99 @@ def _plan_answer(
         explanation=explanation,
         catalog_version=catalog_version,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioOutcome:
+    """One row of a table of questions: what it asked, and its plan or why there is none."""
+
+    asked: Mapping[str, str]
+    answer: PlanAnswer | None
+    status: str  # ok, infeasible, error
+    error: str | None = None
+
+
+def _table_columns(header: Sequence[str]) -> None:
+    """A table of questions names its columns as the JSON body names its fields."""
+    known = {*PlanRequestBody.model_fields, SCENARIO_LABEL}
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InvalidRequest(f"column {name!r} appears twice", field=name)
+        seen.add(name)
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise InvalidRequest(
+                f"column {name!r} is not a field of a plan question{hint}",
+                field=name,
+                suggestions=close,
+            )
+
+
+def _why_infeasible(answer: PlanAnswer) -> str:
+    """The most common reason the candidates were turned down, with one example."""
+    if not answer.rejected:
+        return "no candidate GPU"
+    code, _ = Counter(r.code for r in answer.rejected).most_common(1)[0]
+    first = next(r for r in answer.rejected if r.code == code)
+    where = (
+        first.gpu
+        if first.tensor_parallel_size is None
+        else (f"{first.gpu} at tensor_parallel_size {first.tensor_parallel_size}")
+    )
+    return f"no GPU and layout fits ({code}), e.g. {where}: {first.reason}"
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'row'}: {error['msg']}"
+            for error in exc.errors()
+        )
+    if isinstance(exc, SizingError):
+        return f"{exc.field}: {exc.reason}"
+    if isinstance(exc, Problem):
+        closest = exc.extra.get("suggestions")
+        hint = f" (closest: {', '.join(closest)})" if closest else ""
+        return f"{exc.field}: {exc.detail}{hint}" if exc.field else exc.detail + hint
+    raise exc
+
+
+def plan_scenarios(
+    header: Sequence[str],
+    rows: Sequence[Mapping[str, str | None]],
+    catalog: CatalogSnapshot,
+    metrics: Metrics | None = None,
+) -> list[ScenarioOutcome]:
+    """A table of plan questions, each row answered on its own: a row that cannot be answered
+    gets its message and never stops the others. A header that is not a plan question's fields,
+    or more than MAX_SCENARIOS rows, is refused whole."""
+    _table_columns(header)
+    if len(rows) > MAX_SCENARIOS:
+        raise InvalidRequest(
+            f"the table has {len(rows)} rows; at most {MAX_SCENARIOS} per request", field="body"
+        )
+    outcomes = []
+    for cells in rows:
+        asked = {
+            name: (cells.get(name) or "").strip()
+            for name in (SCENARIO_LABEL, *SCENARIO_FACTS)
+            if cells.get(name)
+        }
+        extra = cells.get("")  # csv.DictReader's restkey: more cells than the header names
+        if extra:
+            error = f"the row has more cells than the header names ({len(header)})"
+            outcomes.append(ScenarioOutcome(asked, None, "error", error))
+            continue
+        try:
+            body = plan_body_from_row({k: v for k, v in cells.items() if k})
+            answer = plan(PlanQuestion(body.model, body.gpus, body), catalog, metrics)
+        except (ValidationError, SizingError, Problem) as exc:
+            outcomes.append(ScenarioOutcome(asked, None, "error", _message(exc)))
+            continue
+        if answer.recommendation is None:
+            outcomes.append(ScenarioOutcome(asked, answer, "infeasible", _why_infeasible(answer)))
+        else:
+            outcomes.append(ScenarioOutcome(asked, answer, "ok"))
+    return outcomes
