@@ -11,10 +11,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from .. import exposition
 from ..deps import CatalogDep, MetricsDep, SettingsDep
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from . import service
 from .cache import AnswerCache
+from .exposition import capacity_exposition
 from .schemas import (
     CapacityAnswer,
     CapacityDetail,
@@ -35,6 +37,11 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     422: {"description": "Invalid input; `field` names it"},
     503: {"description": "Database unreachable"},
 }
+FIT_PROBLEMS = (
+    "Invalid input (`field` names it), or a layout that does not fit: type "
+    "`/problems/weights-do-not-fit` (no memory left for a KV cache) or "
+    "`/problems/sequence-does-not-fit` (one sequence of max_model_len does not fit)"
+)
 ALT_FORMATS: dict[str, Any] = {
     "text/csv": {"schema": {"type": "string"}},
     "text/plain": {"schema": {"type": "string"}},
@@ -68,6 +75,8 @@ def _respond(
         body, media = csv_text(csv_rows).encode(), "text/csv; charset=utf-8"
     elif fmt == "text":
         body, media = single_value(value).encode(), "text/plain; charset=utf-8"
+    elif fmt == "prometheus":
+        body, media = capacity_exposition(json_body), exposition.CONTENT_TYPE
     else:
         body, media = json.dumps(json_body, separators=(",", ":")).encode(), "application/json"
     etag = etag_for(token, body)
@@ -85,9 +94,17 @@ def _respond(
     description="One model on one GPU type with one layout. Small and cacheable: `ETag` changes "
     "when the catalog or the answer does; `If-None-Match` gets a 304. Add `format=csv` for a "
     "CSV row, or `field=max_num_seqs` for the bare number (Google Sheets `IMPORTDATA`, Excel "
-    "`WEBSERVICE`).",
+    "`WEBSERVICE`). For KEDA's `metrics-api` scaler the number is the top-level "
+    "`max_num_seqs` (`valueLocation: max_num_seqs`; with `peak_concurrency`, "
+    "`replicas_for_peak_concurrency`), or with `format=prometheus` the gauge "
+    "`kvplan_capacity_max_num_seqs`. A layout that does not fit is a 422, never a 200 with 0.",
     response_model=CapacityAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    responses={
+        **PROBLEMS,
+        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}},
+        304: {"description": "Not modified"},
+        422: {"description": FIT_PROBLEMS},
+    },
 )
 def get_capacity(
     request: Request,
@@ -96,12 +113,14 @@ def get_capacity(
     settings: SettingsDep,
     metrics: MetricsDep,
 ) -> Response:
-    fmt = negotiate(request, query.format, query.field)
+    prometheus = query.format == "prometheus"
+    fmt = "prometheus" if prometheus else negotiate(request, query.format, query.field)
     key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
     detail = _answers(request).get(key)
     if detail is None:
         detail = service.capacity(CapacityQuestion.from_query(query), catalog)
         _answers(request).put(key, detail)
+    service.require_fit(detail)
     metrics.capacity_requests.labels("GET", fmt).inc()
     data = _answer_row(detail)
     return _respond(

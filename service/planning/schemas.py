@@ -23,6 +23,12 @@ KV_CACHE_DTYPE_DOC = (
 )
 ResponseFormat = Literal["json", "csv", "text"]
 FORMAT_DOC = "json (default), csv, or text (with `field`); overrides Accept."
+# GET /v1/capacity also answers Prometheus's text format (KEDA metrics-api `format: prometheus`).
+CapacityFormat = Literal[ResponseFormat, "prometheus"]
+CAPACITY_FORMAT_DOC = (
+    FORMAT_DOC + " `prometheus`: one gauge per figure, `kvplan_capacity_<field>`, in Prometheus's "
+    "text format (`text/plain; version=0.0.4`)."
+)
 MODEL_REF_DOC = "A slug, an inline spec, or {hf_config: {...}}."
 CapacityField = Literal[
     "max_num_seqs",
@@ -241,7 +247,7 @@ class CapacityQuery(CapacityFields, _CatalogTarget):
 
     model_config = ConfigDict(extra="forbid")
 
-    format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
+    format: CapacityFormat | None = Field(None, description=CAPACITY_FORMAT_DOC)
     field: CapacityField | None = Field(
         None, description="Answer with this one value as text/plain (spreadsheets)."
     )
