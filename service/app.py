@@ -10,6 +10,7 @@ from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
+from .deployments.metrics import DeploymentGauges
 from .deployments.router import router as deployments_router
 from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.catalog = catalog
     # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
     app.state.capacity_answers = AnswerCache()
+    metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)
