@@ -357,7 +357,8 @@ def get_deployment_capacity(
         body, media = csv_text([data]).encode(), "text/csv; charset=utf-8"
     elif fmt == "text":
         body, media = (
-            single_value(data.get(field) if field else None).encode(),
+            # the headline number unless `field` names another
+            single_value(data.get(field or "max_num_seqs")).encode(),
             "text/plain; charset=utf-8",
         )
     else:

@@ -162,6 +162,9 @@ def test_the_scaled_object_targets_the_workload_in_its_namespace(chart: Any) -> 
     for trigger in so["spec"]["triggers"]:
         assert all(isinstance(v, str) for v in trigger["metadata"].values()), trigger
     assert r.all("TriggerAuthentication") == []
+    target = f"Deployment {PROFILE['namespace']}/{PROFILE['workload']}"
+    assert f'KEDA scales {target} from profile "{PROFILE["name"]}"' in r.notes
+    assert f"{FULLNAME}.{NAMESPACE}.svc:8000/v1/deployments/<profile>/capacity" in r.notes
 
 
 def test_the_metrics_api_trigger_reads_a_number_from_the_profile(
