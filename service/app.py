@@ -10,6 +10,8 @@ from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
+from .deployments.metrics import DeploymentGauges
+from .deployments.router import router as deployments_router
 from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
@@ -27,6 +29,8 @@ turns three questions (max context, peak concurrency, KV-cache precision) into a
   Small, cacheable (`Cache-Control`, `ETag`), also as CSV or a single value.
 * `POST /v1/plans` searches every GPU and tensor-parallel layout for the cheapest plan.
 * `/v1/models` and `/v1/gpus` are the catalog; reads are open, writes need an admin token.
+* `/v1/deployments` stores deployment profiles; `/v1/deployments/{name}/capacity` sizes one for
+  KEDA (`metrics-api`, JSON or `format=prometheus`), and `/metrics` exports their gauges.
 
 Bytes are integers. GiB is 2^30 bytes, GB is 10^9; every field name says which.
 Every error is an RFC 9457 problem (`application/problem+json`).
@@ -37,6 +41,10 @@ TAGS = [
     {"name": "plans", "description": "The three sizing questions -> the cheapest plan."},
     {"name": "models", "description": "The model catalog: architectures with their sources."},
     {"name": "gpus", "description": "The GPU catalog: memory as the runtime reports it, prices."},
+    {
+        "name": "deployments",
+        "description": "Stored deployment profiles and their capacity, for autoscalers.",
+    },
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
 
@@ -71,6 +79,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.catalog = catalog
     # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
     app.state.capacity_answers = AnswerCache()
+    metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)
@@ -79,4 +88,5 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(planning_router)
     app.include_router(models_router)
     app.include_router(gpus_router)
+    app.include_router(deployments_router)
     return app

@@ -32,6 +32,13 @@ OPERATION_IDS = {
     ("put", "/v1/gpus/{slug}"): "replaceGpu",
     ("patch", "/v1/gpus/{slug}"): "patchGpu",
     ("delete", "/v1/gpus/{slug}"): "deleteGpu",
+    ("get", "/v1/deployments"): "listDeployments",
+    ("post", "/v1/deployments"): "createDeployment",
+    ("get", "/v1/deployments/{name}"): "getDeployment",
+    ("put", "/v1/deployments/{name}"): "replaceDeployment",
+    ("patch", "/v1/deployments/{name}"): "patchDeployment",
+    ("delete", "/v1/deployments/{name}"): "deleteDeployment",
+    ("get", "/v1/deployments/{name}/capacity"): "getDeploymentCapacity",
 }
 
 
