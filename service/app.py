@@ -14,6 +14,7 @@ from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .settings import Settings
@@ -36,6 +37,7 @@ TAGS = [
     {"name": "plans", "description": "The three sizing questions -> the cheapest plan."},
     {"name": "models", "description": "The model catalog: architectures with their sources."},
     {"name": "gpus", "description": "The GPU catalog: memory as the runtime reports it, prices."},
+    {"name": "pictures", "description": "A capacity drawn: memory budget, capacity by context."},
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
 
@@ -77,4 +79,5 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(planning_router)
     app.include_router(models_router)
     app.include_router(gpus_router)
+    app.include_router(pictures_router)
     return app
