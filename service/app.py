@@ -18,6 +18,7 @@ from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .settings import Settings
+from .web.router import router as web_router
 
 DESCRIPTION = """
 **How many requests fit?** kvplan sizes the KV cache of an LLM deployment to the byte and
@@ -80,4 +81,5 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(models_router)
     app.include_router(gpus_router)
     app.include_router(pictures_router)
+    app.include_router(web_router)
     return app
