@@ -23,7 +23,8 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import ADMIN
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "backstage.md"
+REPO = Path(__file__).resolve().parents[2]
+GUIDE = REPO / "docs" / "backstage.md"
 # `safeForwardHeaders` of the proxy plugin: forwarded both ways with no configuration.
 SAFE = {
     "cache-control",
@@ -63,10 +64,10 @@ class Route:
         )
 
 
-def routes() -> list[Route]:
-    """Every `/kvplan` route the guide's YAML blocks configure, in the order given."""
+def routes(document: Path = GUIDE) -> list[Route]:
+    """Every `/kvplan` route a document's YAML blocks configure, in the order given."""
     out = []
-    for block in re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(), flags=re.S):
+    for block in re.findall(r"```yaml\n(.*?)```", document.read_text(), flags=re.S):
         config = yaml.safe_load(block)
         route = (config.get("proxy") or {}).get("endpoints", {}).get("/kvplan")
         if route is None:
@@ -97,6 +98,13 @@ def test_the_guide_gives_the_two_routes() -> None:
     assert {"authorization", "if-none-match", "if-match", "etag"} <= FULL.allowed
     assert READ_ONLY.credentials == "require"
     assert "authorization" not in READ_ONLY.allowed
+
+
+def test_the_readme_gives_the_guides_full_route() -> None:
+    (readme,) = routes(REPO / "README.md")
+    assert readme.credentials == FULL.credentials
+    assert readme.allowed == FULL.allowed
+    assert readme.target == FULL.target
 
 
 @pytest.mark.parametrize("route", [FULL, READ_ONLY], ids=["full", "read-only"])
