@@ -129,12 +129,13 @@ def _picture(
 def _question(
     question: CapacityQuestion, fields: CapacityFields, **changes: Any
 ) -> CapacityQuestion:
+    """The same question at another context length; only its headline figures are drawn."""
     return CapacityQuestion(
         question.model,
         question.gpu,
         fields.model_copy(update=changes),
         gpu_memory_bytes=question.gpu_memory_bytes,
-        explain=question.explain,
+        explain=False,
     )
 
 
