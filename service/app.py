@@ -17,6 +17,7 @@ from .metrics import Metrics
 from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
+from .security import install_key_redaction
 from .settings import Settings
 from .web.router import router as web_router
 
@@ -46,6 +47,7 @@ TAGS = [
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
+    install_key_redaction()  # an `api_key` in a URL never reaches the access log
     database = database or Database(create_db_engine(settings))
     metrics = Metrics()
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .calibration import compare, engine_options, load_cases, logged_pool_bytes
+from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
 from .sizing import (
     EngineOptions,
@@ -25,6 +26,7 @@ from .sizing import (
     planner,
 )
 from .sizing.engines import activation, vllm
+from .sizing.performance import ERROR_BAND, FITTED
 from .sizing.planner import PlanRequest, plan
 from .sizing.units import GiB
 
@@ -186,12 +188,46 @@ def _fields(options: EngineOptions) -> dict[str, Any]:
     return {name: getattr(options, name) for name in options.__slots__}
 
 
+def bench_performance() -> None:
+    """The performance model's calibration points, the fit, and the held-back error."""
+    report = run_fit()
+    print("## Performance model: published measurements, the fit, the held-back error\n")
+    print(
+        "| point | engine | model | GPU | tp | batch | in/out | metric | measured | "
+        "predicted | error | fit/held |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for e in report.errors:
+        p = e.point
+        print(
+            f"| {p.id} | {p.engine} | {p.model} | {p.gpu} | {p.tensor_parallel_size} | "
+            f"{p.batch} | {p.input_tokens}/{p.output_tokens} | {p.metric.value} | "
+            f"{p.measured:,.1f} | {e.predicted:,.1f} | {e.error:+.1%} | "
+            f"{'held back' if e.held_back else 'fit'} |"
+        )
+    sources = sorted({e.point.source for e in report.errors})
+    print(f"\n{len(report.errors)} points from {len(sources)} sources:")
+    for source in sources:
+        count = sum(1 for e in report.errors if e.point.source == source)
+        print(f"- {count} from {source}")
+    held = report.held_back
+    print(
+        f"\nFitted on {len(report.fitted_on)} points: {report.efficiency}\n"
+        f"Shipped (service/sizing/performance.py FITTED): {FITTED}"
+        f"{'' if report.efficiency == FITTED else '  <- differs: re-run the fit'}\n"
+        f"Held back {len(held)} points: {report.within(0.25):.0%} within +/-25% "
+        f"(target 70%), median |error| {report.median_abs_error:.1%}, error band (80th "
+        f"percentile of |error|) {report.error_band:.0%} (shipped ERROR_BAND {ERROR_BAND:.0%})\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
     bench_speed(args.repeat)
     bench_calibration()
+    bench_performance()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
-"""Request dependencies: the catalog snapshot, a database session, settings, metrics."""
+"""Request dependencies: the catalog snapshot, a database session, settings, metrics, and the
+check of query parameter names."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from .catalog.snapshot import CatalogSnapshot
+from .errors import InvalidRequest
 from .metrics import Metrics
+from .security import READ_KEY_PARAMETER
 from .settings import Settings
 
 
@@ -53,3 +60,55 @@ SessionDep = Annotated[Session, Depends(get_session)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+
+
+# ---------------------------------------------------------------------------------------------
+# query parameters nobody declared
+
+# Sent by callers kvplan answers, never declared by a route: the read key (security.py).
+_UNDECLARED_KNOWN = frozenset({READ_KEY_PARAMETER})
+# How close an unknown name must be to a declared one to be taken for a misspelling of it
+# (difflib's ratio: `max_model_length` against `max_model_len` is 0.90, `_` and `nocache` 0).
+_MISSPELT_CUTOFF = 0.8
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters a route declares, a query model's fields included (kept on the
+    route after the first request)."""
+    known: frozenset[str] | None = getattr(route, "_kvplan_query_names", None)
+    if known is not None:
+        return known
+    names: set[str] = set()
+    pending: list[Dependant] = [route.dependant]
+    while pending:
+        current = pending.pop()
+        pending.extend(current.dependencies)
+        for field in current.query_params:
+            annotation = field.field_info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                names.update(info.alias or name for name, info in annotation.model_fields.items())
+            else:
+                names.add(field.alias)
+    known = frozenset(names)
+    setattr(route, "_kvplan_query_names", known)  # noqa: B010
+    return known
+
+
+def refuse_misspelt_parameters(request: Request) -> None:
+    """Unknown query parameters are ignored (a spreadsheet's cache-busting `_=123`, KEDA's
+    `api_key`), except one so close to a declared name that it is surely a misspelling of it:
+    that is a 422 naming it, since ignoring it would answer a question nobody asked."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    declared = _query_names(route)
+    for name in request.query_params:
+        if name in declared or name in _UNDECLARED_KNOWN:
+            continue
+        close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=_MISSPELT_CUTOFF)
+        if close:
+            raise InvalidRequest(
+                f"{name}: not a parameter of this request; did you mean {close[0]}?",
+                field=name,
+                suggestions=close,
+            )

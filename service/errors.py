@@ -25,6 +25,7 @@ PROBLEM_TYPES: dict[str, str] = {
     "unknown-layer-kind": "The model has a layer kind kvplan does not size; it is never guessed.",
     "invalid-dtype": "A dtype or weight format kvplan does not know; the detail lists them.",
     "invalid-parallelism": "The tensor/pipeline layout does not divide the model.",
+    "log-not-recognised": "No line of the engine log is one kvplan reads; the detail lists them.",
     "not-found": "No such resource; `suggestions` lists the closest slugs.",
     "conflict": "A resource with that slug already exists.",
     "unauthorized": "Writes need `Authorization: Bearer <admin token>`.",

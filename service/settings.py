@@ -29,6 +29,11 @@ class Settings(BaseSettings):
         default=SecretStr(""),
         description="Comma-separated bearer tokens allowed to write the catalog. Empty: no writes.",
     )
+    read_keys: SecretStr = Field(
+        default=SecretStr(""),
+        description="Comma-separated keys every read must present (X-API-KEY header, `api_key` "
+        "query parameter, or Authorization: Bearer; admin tokens pass too). Empty: reads open.",
+    )
     catalog_ttl_seconds: float = Field(
         default=2.0,
         ge=0,
@@ -47,6 +52,11 @@ class Settings(BaseSettings):
     def admin_token_list(self) -> tuple[str, ...]:
         tokens = self.admin_tokens.get_secret_value().split(",")
         return tuple(t.strip() for t in tokens if t.strip())
+
+    @cached_property
+    def read_key_list(self) -> tuple[str, ...]:
+        keys = self.read_keys.get_secret_value().split(",")
+        return tuple(k.strip() for k in keys if k.strip())
 
     @property
     def is_sqlite(self) -> bool:

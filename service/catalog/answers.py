@@ -1,4 +1,4 @@
-"""Catalog rows as answers: the JSON entries (`GpuRead`, `ModelRead`) and the GPU CSV rows."""
+"""Catalog rows as answers: the JSON entries (`GpuRead`, `ModelRead`) and the table rows."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from ..formats import gib_twins
 from ..sizing import SizingError, architecture_from_dict
 from ..sizing.kv import kv_bytes_per_token
 from .models import GpuRow, ModelRow
@@ -50,7 +51,7 @@ def model_read(row: ModelRow) -> ModelRead:
     )
 
 
-# The GPU list as spreadsheet columns: scalars only, memory also in GiB (2^30 B).
+# The lists as spreadsheet columns: scalars only; bytes also in GiB (2^30 B), as formats.py says.
 _GPU_CSV_FIELDS = (
     "slug",
     "name",
@@ -67,9 +68,36 @@ _GPU_CSV_FIELDS = (
     "price_usd_per_hour",
     "price_date",
 )
+_GPU_GIB = ("memory_bytes",)
+GPU_CSV_COLUMNS = tuple(gib_twins(dict.fromkeys(_GPU_CSV_FIELDS, 0), _GPU_GIB))
 
 
 def gpu_csv_row(row: GpuRow) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(row, name) for name in _GPU_CSV_FIELDS}
-    values["memory_gib"] = round(row.memory_bytes / 2**30, 2)
-    return values
+    return gib_twins(values, _GPU_GIB)
+
+
+_MODEL_CSV_FIELDS = (
+    "slug",
+    "name",
+    "hf_id",
+    "family",
+    "num_layers",
+    "layer_kinds",
+    "kv_bytes_per_token_bf16",
+    "max_position_embeddings",
+    "num_parameters",
+    "weight_bytes",
+    "origin",
+    "revision",
+)
+_MODEL_GIB = ("weight_bytes",)
+MODEL_CSV_COLUMNS = tuple(gib_twins(dict.fromkeys(_MODEL_CSV_FIELDS, 0), _MODEL_GIB))
+
+
+def model_csv_row(row: ModelRow) -> dict[str, Any]:
+    """A model as one table row: the layer kinds `;`-separated, the weights also in GiB."""
+    read = model_read(row)
+    values: dict[str, Any] = {name: getattr(read, name) for name in _MODEL_CSV_FIELDS}
+    values["layer_kinds"] = ";".join(read.layer_kinds)
+    return gib_twins(values, _MODEL_GIB)

@@ -7,6 +7,7 @@ snapshot); reads are open; writes pass `AdminRoute`'s token check before their b
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -14,9 +15,10 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from .. import conditional
-from ..deps import SessionDep, WriteSessionDep
-from ..formats import csv_text
-from ..security import AdminRoute, bearer_scheme
+from ..deps import SessionDep, WriteSessionDep, refuse_misspelt_parameters
+from ..errors import InvalidRequest
+from ..formats import MEDIA_TYPES, negotiate, render_table, single_value
+from ..security import READ, READ_KEY_PARAMETER, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import answers, service
 from .models import GpuRow, ModelRow
@@ -42,14 +44,21 @@ gpus_router = APIRouter(prefix="/v1/gpus", tags=["gpus"], route_class=AdminRoute
 
 # Documents the bearer scheme on write operations (AdminRoute does the checking).
 WRITE = [Depends(bearer_scheme)]
+# Reads: the read key where one is configured, and no misspelt query parameter.
+READS: dict[str, Any] = {
+    "dependencies": [*READ, Depends(refuse_misspelt_parameters)],
+    "openapi_extra": READ_OPENAPI,
+}
 
 # ---------------------------------------------------------------------------------------------
 # OpenAPI documentation of answers
 
 # Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 _PROBLEMS: dict[int, str] = {
-    401: "No `Authorization: Bearer` header, or not an admin token. Checked before the body "
-    "is read, so it takes precedence over any problem with the body.",
+    401: "A write without an admin token (`Authorization: Bearer`), checked before the body "
+    "is read, so it takes precedence over any problem with the body; or, where "
+    "KVPLAN_READ_KEYS is set, a read without a read key.",
+    406: "`Accept` names no format the list has (JSON, CSV, TSV, plain text).",
     404: "No entry with this slug; `suggestions` lists the closest slugs that exist.",
     409: "An entry with this slug already exists (slugs are unique).",
     412: "`If-Match` names a stale revision: someone changed the entry since you read it. "
@@ -83,20 +92,32 @@ def _responses(
 
 
 _READ_ONE = _responses(
+    401,
     404,
     ok={
         200: {"description": "The entry.", "headers": {"ETag": _ETAG_HEADER}},
         304: {"description": "`If-None-Match` names the current revision: unchanged, no body."},
     },
 )
-_LISTED = {200: {"description": "One page.", "headers": {"Link": _LINK_HEADER}}}
-_LISTED_CSV = {
-    200: {
-        "description": "One page; with `format=csv`, one CSV row per GPU.",
-        "headers": {"Link": _LINK_HEADER},
-        "content": {"text/csv": {"schema": {"type": "string"}}},
+_TEXT = {"schema": {"type": "string"}}
+
+
+def _listed(what: str) -> dict[int, dict[str, Any]]:
+    return {
+        200: {
+            "description": f"One page of {what} (JSON); with `format=csv` or `tsv` (or `Accept: "
+            "text/csv`, `text/tab-separated-values`) every match as one table, not paged; with "
+            f"`format=text` how many {what} match.",
+            "headers": {"Link": _LINK_HEADER},
+            "content": {
+                "text/csv": _TEXT,
+                "text/tab-separated-values": _TEXT,
+                "text/plain": _TEXT,
+            },
+        }
     }
-}
+
+
 _CREATED = {
     201: {
         "description": "Created.",
@@ -134,6 +155,16 @@ Cursor = Annotated[
         description="Where to continue: the `next_cursor` of the previous page (opaque).",
     ),
 ]
+# Tables are not paged: every match, up to this many (more is a 422 asking for filters).
+MAX_TABLE_ROWS = 10_000
+ListFormat = Annotated[
+    Literal["json", "csv", "tsv", "text"] | None,
+    Query(
+        description="`json` (default: one page), `csv` or `tsv` (every match in one table, not "
+        f"paged, at most {MAX_TABLE_ROWS} rows; `limit` and `cursor` apply to JSON pages "
+        "only), or `text` (how many match, one bare number). Overrides Accept."
+    ),
+]
 
 
 def _entity_headers(response: Response, revision: int, location: str | None = None) -> None:
@@ -150,7 +181,9 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
     """The relative URL of the next page, with the same filters; also sent as a Link header."""
     if next_cursor is None:
         return None
-    params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
+    # A read key never travels in a link: the client adds its own again.
+    dropped = {"cursor", READ_KEY_PARAMETER}
+    params = [(k, v) for k, v in request.query_params.multi_items() if k not in dropped]
     url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
     response.headers["Link"] = f'<{url}>; rel="next"'
     return url
@@ -169,6 +202,28 @@ def _read_one(
     return None
 
 
+def _table(
+    fmt: str,
+    rows: Sequence[GpuRow] | Sequence[ModelRow],
+    more: str | None,
+    *,
+    columns: Sequence[str],
+    to_row: Callable[[Any], dict[str, Any]],
+) -> Response:
+    """Every match as one CSV/TSV table, or how many match as text; never a page."""
+    if more is not None:
+        raise InvalidRequest(
+            f"more than {MAX_TABLE_ROWS} entries match: narrow the list with its filters",
+            field="format",
+        )
+    if fmt == "text":
+        body = single_value(len(rows))
+    else:
+        table = [to_row(row) for row in rows]
+        body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns)
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers={"Vary": "Accept"})
+
+
 # ---------------------------------------------------------------------------------------------
 # GPUs
 
@@ -178,7 +233,8 @@ def _read_one(
     operation_id="listGpus",
     summary="List GPUs",
     response_model=GpuPage,
-    responses=_responses(422, ok=_LISTED_CSV),
+    responses=_responses(401, 406, 422, ok=_listed("GPUs")),
+    **READS,
 )
 def list_gpus(
     *,
@@ -213,31 +269,29 @@ def list_gpus(
     fp8_support: Annotated[
         bool | None, Query(description="Only GPUs with (true) or without (false) native FP8.")
     ] = None,
-    format: Annotated[
-        Literal["json", "csv"],
-        Query(
-            description="`csv`: one row per GPU (memory in bytes and GiB, prices), for "
-            "spreadsheets (`IMPORTDATA`); the next page is in the `Link` header."
-        ),
-    ] = "json",
+    format: ListFormat = None,
 ) -> GpuPage | Response:
-    """GPUs in slug order, one page at a time; follow `next` (or the `Link` header)."""
+    """GPUs in slug order, one page at a time; follow `next` (or the `Link` header).
+
+    As a table (`format=csv` or `tsv`): every matching GPU, one row each, memory in bytes and
+    GiB, prices in US dollars per hour; for spreadsheets (`IMPORTDATA`, Power Query).
+    """
+    fmt = negotiate(request, format, None)
+    table = fmt != "json"
     rows, next_cursor = service.list_gpus(
         session,
-        limit=limit,
-        cursor=cursor,
+        limit=MAX_TABLE_ROWS if table else limit,
+        cursor=None if table else cursor,
         vendor=vendor,
         min_memory_bytes=min_memory_bytes,
         max_price_usd_per_hour=max_price_usd_per_hour,
         fp8_support=fp8_support,
     )
-    next_url = _next_url(request, response, next_cursor)
-    if format == "csv":
-        return Response(
-            csv_text([answers.gpu_csv_row(row) for row in rows]),
-            media_type="text/csv; charset=utf-8",
-            headers={k: v for k, v in response.headers.items() if k.lower() == "link"},
+    if table:
+        return _table(
+            fmt, rows, next_cursor, columns=answers.GPU_CSV_COLUMNS, to_row=answers.gpu_csv_row
         )
+    next_url = _next_url(request, response, next_cursor)
     return GpuPage(
         items=[answers.gpu_read(row) for row in rows],
         limit=limit,
@@ -270,6 +324,7 @@ def create_gpu(
     summary="One GPU",
     response_model=GpuRead,
     responses=_READ_ONE,
+    **READS,
 )
 def get_gpu(
     *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
@@ -347,7 +402,8 @@ def delete_gpu(*, slug: SlugPath, session: WriteSessionDep, if_match: IfMatch = 
     operation_id="listModels",
     summary="List models",
     response_model=ModelPage,
-    responses=_responses(422, ok=_LISTED),
+    responses=_responses(401, 406, 422, ok=_listed("models")),
+    **READS,
 )
 def list_models(
     *,
@@ -386,22 +442,30 @@ def list_models(
         int | None,
         Query(ge=0, le=MAX_PARAMETERS, description="Only models with at most this many."),
     ] = None,
-) -> ModelPage:
+    format: ListFormat = None,
+) -> ModelPage | Response:
     """Models in slug order, one page at a time; follow `next` (or the `Link` header).
 
     Models whose parameter count is unknown are left out when `min_parameters` or
-    `max_parameters` is given.
+    `max_parameters` is given. As a table (`format=csv` or `tsv`): every matching model, one
+    row each (layer kinds `;`-separated, KV bytes per token at bf16, weights in bytes and GiB).
     """
+    fmt = negotiate(request, format, None)
+    table = fmt != "json"
     rows, next_cursor = service.list_models(
         session,
-        limit=limit,
-        cursor=cursor,
+        limit=MAX_TABLE_ROWS if table else limit,
+        cursor=None if table else cursor,
         family=family,
         layer_kind=layer_kind,
         q=q,
         min_parameters=min_parameters,
         max_parameters=max_parameters,
     )
+    if table:
+        return _table(
+            fmt, rows, next_cursor, columns=answers.MODEL_CSV_COLUMNS, to_row=answers.model_csv_row
+        )
     return ModelPage(
         items=[answers.model_read(row) for row in rows],
         limit=limit,
@@ -467,6 +531,7 @@ def import_model(
     summary="One model",
     response_model=ModelRead,
     responses=_READ_ONE,
+    **READS,
 )
 def get_model(
     *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None

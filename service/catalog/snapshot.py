@@ -29,6 +29,11 @@ from .models import GpuRow, ModelRow
 
 log = logging.getLogger("kvplan.catalog")
 
+# Half the gap between the closest two catalog totals that belong to different engine defaults
+# (A100-80GB 79.15 GiB, H100 SXM 79.21 GiB): 30 MiB, so a GPU given by bytes is never taken
+# for its neighbour.
+GPU_MEMORY_MATCH_BYTES = 30 * 2**20
+
 
 @dataclass(frozen=True, slots=True)
 class ModelEntry:
@@ -75,6 +80,23 @@ class CatalogSnapshot:
                 suggestions=closest(slug, list(self.models)),
             )
         return entry
+
+    def gpu_by_memory(self, memory_bytes: int) -> GpuEntry | None:
+        """The catalog GPU whose runtime-reported total these bytes are, if one is.
+
+        Totals are recorded from printed GiB figures (two decimals), so a match allows
+        GPU_MEMORY_MATCH_BYTES either way: enough for 79.19 vs 79.21 GiB (one H100 printed by
+        two releases), too little to take an A100-80GB (79.15 GiB) for an H100 (79.21 GiB).
+        The nearest wins; GPUs of one total (two H100 80GB boards) share their engine defaults.
+        """
+        nearest = min(
+            self.gpus.values(),
+            key=lambda entry: (abs(entry.gpu.memory_bytes - memory_bytes), entry.slug),
+            default=None,
+        )
+        if nearest is None or abs(nearest.gpu.memory_bytes - memory_bytes) > GPU_MEMORY_MATCH_BYTES:
+            return None
+        return nearest
 
     def gpu(self, slug: str) -> GpuEntry:
         entry = self.gpus.get(slug)

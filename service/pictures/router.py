@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field
 
 from ..catalog.snapshot import CatalogSnapshot
 from ..conditional import etag_for, etag_matches
-from ..deps import CatalogDep, SettingsDep
+from ..deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
 from ..errors import NotAcceptable
 from ..planning import service
 from ..planning.schemas import (
@@ -27,13 +27,20 @@ from ..planning.schemas import (
     CapacityRequest,
 )
 from ..planning.service import CapacityQuestion
+from ..security import READ, READ_OPENAPI
 from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
 from .png import render_png
 from .scene import Scene
 from .svg import render_svg
 
-router = APIRouter(prefix="/v1/pictures", tags=["pictures"])
+# The capacity's own guards: a read key where KVPLAN_READ_KEYS is set, and a near-miss of a
+# parameter name refused (any other unknown parameter is ignored, as a sheet's `&_=2`).
+router = APIRouter(
+    prefix="/v1/pictures",
+    tags=["pictures"],
+    dependencies=[*READ, Depends(refuse_misspelt_parameters)],
+)
 
 PictureFormat = Literal["svg", "png"]
 MEDIA = {"svg": "image/svg+xml", "png": "image/png"}
@@ -43,6 +50,7 @@ PICTURE_FORMAT_DOC = (
 )
 
 PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "A read key is needed (KVPLAN_READ_KEYS) and none was given"},
     404: {"description": "Unknown model or GPU slug"},
     406: {"description": "Accept names neither image/svg+xml nor image/png"},
     422: {"description": "Invalid input; `field` names it"},
@@ -237,6 +245,7 @@ POST_DOC = (
     summary="Picture: one GPU's memory budget (SVG or PNG)",
     description=MEMORY_DOC + GET_DOC,
     response_class=Response,
+    openapi_extra=READ_OPENAPI,
     responses={**PROBLEMS, **CACHED_IMAGES},
 )
 def get_memory_budget(
@@ -254,6 +263,7 @@ def get_memory_budget(
     summary="Picture: one GPU's memory budget for an inline model or GPU",
     description=MEMORY_DOC + POST_DOC,
     response_class=Response,
+    openapi_extra=READ_OPENAPI,
     responses={**PROBLEMS, **IMAGES},
 )
 def post_memory_budget(
@@ -268,6 +278,7 @@ def post_memory_budget(
     summary="Picture: sequences that fit against context length (SVG or PNG)",
     description=CONTEXT_DOC + GET_DOC,
     response_class=Response,
+    openapi_extra=READ_OPENAPI,
     responses={**PROBLEMS, **CACHED_IMAGES},
 )
 def get_capacity_by_context(
@@ -287,6 +298,7 @@ def get_capacity_by_context(
     summary="Picture: sequences against context for an inline model or GPU",
     description=CONTEXT_DOC + POST_DOC,
     response_class=Response,
+    openapi_extra=READ_OPENAPI,
     responses={**PROBLEMS, **IMAGES},
 )
 def post_capacity_by_context(

@@ -1,44 +1,71 @@
 """Sizing endpoints: /v1/capacity (autoscalers, sheets) and /v1/plans.
 
-Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity` or
-`service.plan`), and renders the answer as JSON, CSV or one value; GET /v1/capacity also caches.
+Thin: each endpoint negotiates the format, calls one planning use case (`service.capacity`,
+`service.plan`, or `service.plan_scenarios` for a table of questions), and renders the answer as
+JSON, a CSV or TSV table, or one value; GET /v1/capacity also caches.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
-from ..deps import CatalogDep, MetricsDep, SettingsDep
-from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
+from ..errors import InvalidRequest
+from ..formats import (
+    MEDIA_TYPES,
+    TableFormat,
+    etag_for,
+    etag_matches,
+    gib_twins,
+    negotiate,
+    parse_table,
+    render_table,
+    single_value,
+    table_kind,
+)
+from ..security import READ, READ_OPENAPI, check_read_key, reads_are_open
 from . import service
 from .cache import AnswerCache
 from .schemas import (
+    CAPACITY_HEADLINE,
+    MAX_SCENARIO_BYTES,
+    MAX_SCENARIOS,
+    OPTION_GIB_COLUMNS,
+    PLAN_HEADLINE,
+    PLAN_TABLE_EXAMPLE,
     CapacityAnswer,
     CapacityDetail,
     CapacityQuery,
     CapacityRequest,
     PlanAnswer,
+    PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    plan_table_columns,
 )
-from .service import CapacityQuestion, PlanQuestion
+from .service import CapacityQuestion, PlanQuestion, ScenarioOutcome
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[*READ, Depends(refuse_misspelt_parameters)])
 
 # Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
 PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "KVPLAN_READ_KEYS is set and no read key was presented"},
     404: {"description": "Unknown model or GPU slug"},
     406: {"description": "Unsupported Accept"},
     422: {"description": "Invalid input; `field` names it"},
     503: {"description": "Database unreachable"},
 }
-ALT_FORMATS: dict[str, Any] = {
-    "text/csv": {"schema": {"type": "string"}},
-    "text/plain": {"schema": {"type": "string"}},
-}
+_TEXT = {"schema": {"type": "string"}}
+TABLES: dict[str, Any] = {"text/csv": _TEXT, "text/tab-separated-values": _TEXT}
+ALT_FORMATS: dict[str, Any] = {**TABLES, "text/plain": _TEXT}
+# Answers that are tables get these GiB twins of their byte columns (formats.gib_twins).
+_CAPACITY_GIB = ("gpu_memory_bytes", "kv_bytes_per_sequence", "kv_pool_bytes")
 
 
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
@@ -54,27 +81,34 @@ def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
     return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
 
 
+def _cache_control(request: Request, max_age: int) -> str:
+    """Shared caches may keep an answer only while reads need no key."""
+    scope = "public" if reads_are_open(request) else "private"
+    return f"{scope}, max-age={max_age}"
+
+
 def _respond(
     request: Request,
     *,
     fmt: str,
     json_body: dict[str, Any],
-    csv_rows: list[dict[str, Any]],
+    table: list[dict[str, Any]],
+    columns: list[str] | None = None,
     value: Any,
     token: str,
     cache_control: str,
 ) -> Response:
-    if fmt == "csv":
-        body, media = csv_text(csv_rows).encode(), "text/csv; charset=utf-8"
+    if fmt in ("csv", "tsv"):
+        body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns).encode()
     elif fmt == "text":
-        body, media = single_value(value).encode(), "text/plain; charset=utf-8"
+        body = single_value(value).encode()
     else:
-        body, media = json.dumps(json_body, separators=(",", ":")).encode(), "application/json"
+        body = json.dumps(json_body, separators=(",", ":")).encode()
     etag = etag_for(token, body)
     headers = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept"}
     if etag_matches(request, etag):
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type=media, headers=headers)
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers=headers)
 
 
 @router.get(
@@ -83,11 +117,15 @@ def _respond(
     operation_id="getCapacity",
     summary="max_num_seqs for one deployment (for autoscalers and spreadsheets)",
     description="One model on one GPU type with one layout. Small and cacheable: `ETag` changes "
-    "when the catalog or the answer does; `If-None-Match` gets a 304. Add `format=csv` for a "
-    "CSV row, or `field=max_num_seqs` for the bare number (Google Sheets `IMPORTDATA`, Excel "
-    "`WEBSERVICE`).",
+    "when the catalog or the answer does; `If-None-Match` gets a 304. `format=csv` or `tsv` "
+    "(or `Accept: text/csv`, `text/tab-separated-values`) gives a header row and one row "
+    "(bytes columns with a `_gib` twin); `format=text` the bare `max_num_seqs`, "
+    "`field=<name>` another bare value (Google Sheets `IMPORTDATA`, Excel `WEBSERVICE`). "
+    "Parameters it does not know are ignored (a cache-busting `_=123`), except a near-miss of "
+    "one it knows, which is a 422 naming it.",
     response_model=CapacityAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    openapi_extra=READ_OPENAPI,
 )
 def get_capacity(
     request: Request,
@@ -108,10 +146,10 @@ def get_capacity(
         request,
         fmt=fmt,
         json_body=data,
-        csv_rows=[data],
-        value=data.get(query.field) if query.field else None,
+        table=[gib_twins(data, _CAPACITY_GIB)],
+        value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
-        cache_control=f"public, max-age={settings.capacity_max_age_seconds}",
+        cache_control=_cache_control(request, settings.capacity_max_age_seconds),
     )
 
 
@@ -122,9 +160,11 @@ def get_capacity(
     summary="Capacity with the explanation; model and GPU may be inline",
     description="The GET fields as a JSON body. `model` may be a catalog slug, an inline spec "
     "or `{hf_config: {...}}` (a config.json as it is); `gpu` a slug or `{memory_bytes: N}`; "
-    "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation.",
+    "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation; "
+    "`Accept: text/csv` (or TSV) gives the GET's table row, `text/plain` `max_num_seqs`.",
     response_model=CapacityDetail,
-    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
+    openapi_extra=READ_OPENAPI,
 )
 def post_capacity(
     request: Request, body: CapacityRequest, catalog: CatalogDep, metrics: MetricsDep
@@ -136,50 +176,122 @@ def post_capacity(
         request,
         fmt=fmt,
         json_body=detail.model_dump(mode="json"),
-        csv_rows=[_answer_row(detail)],
-        value=None,
+        table=[gib_twins(_answer_row(detail), _CAPACITY_GIB)],
+        value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
     )
 
 
+def option_row(option: PlanOptionOut) -> dict[str, Any]:
+    """One plan option as a flat table row: flags per engine, warnings joined, GiB twins."""
+    data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
+    data = gib_twins(data, OPTION_GIB_COLUMNS)
+    for engine in ("vllm", "sglang"):
+        data[f"{engine}_flags"] = option.engine_flags.get(engine, "")
+    data["warnings"] = " | ".join(option.warnings)
+    return data
+
+
 def _plan_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
     options = ([answer.recommendation] if answer.recommendation else []) + answer.alternatives
-    rows = []
-    for rank, option in enumerate(options, start=1):
-        data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
-        rows.append({"rank": rank, **data, "vllm_flags": option.engine_flags.get("vllm", "")})
-    return rows
+    return [{"rank": rank, **option_row(o)} for rank, o in enumerate(options, start=1)]
 
 
 def _plan_response(
     request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
 ) -> Response:
     best = answer.recommendation
-    value = getattr(best, field) if (best is not None and field is not None) else None
+    value = getattr(best, field or PLAN_HEADLINE) if best is not None else None
     return _respond(
         request,
         fmt=fmt,
         json_body=answer.model_dump(mode="json"),
-        csv_rows=_plan_rows(answer),
+        table=_plan_rows(answer),
+        columns=plan_table_columns(ranked=True),
         value=value,
         token=token,
         cache_control=cache,
     )
 
 
-@router.post(
-    "/plans",
-    tags=["plans"],
-    operation_id="createPlan",
-    summary="The three sizing questions -> the cheapest GPU plan",
-    description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
-    "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
-    "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
-    "the explanation; engine flags to paste. `Accept: text/csv` gives one row per option.",
-    response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+def _scenario_row(number: int, outcome: ScenarioOutcome) -> dict[str, Any]:
+    """One answer row of a table of questions: the question's key facts, the plan, or why not."""
+    row: dict[str, Any] = {"row": number, **outcome.asked}
+    answer = outcome.answer
+    if answer is not None:
+        row.update(
+            model=answer.model,
+            max_model_len=answer.max_model_len,
+            peak_concurrency=answer.peak_concurrency,
+            kv_cache_dtype=answer.kv_cache_dtype,
+            engine=answer.engine,
+        )
+        if answer.recommendation is not None:
+            row.update(option_row(answer.recommendation))
+    row["status"] = outcome.status
+    row["error"] = outcome.error
+    return row
+
+
+async def _plan_table(request: Request, fmt: TableFormat) -> Response:
+    """POST /v1/plans with a CSV or TSV body: one plan per row, each row answered on its own."""
+    check_read_key(request)
+    raw = await request.body()
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise InvalidRequest(
+            f"the table is {len(raw)} bytes; at most {MAX_SCENARIO_BYTES} per request",
+            field="body",
+        )
+    try:
+        text = raw.decode("utf-8-sig")  # Excel writes a byte-order mark before UTF-8 CSV
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest("the table is not UTF-8 text", field="body") from exc
+    header, rows = parse_table(text, fmt)
+    # The answer is a table like the question, unless Accept names a kind of table first.
+    accepted = (table_kind(media) for media in request.headers.get("accept", "").split(","))
+    answer_fmt: TableFormat = next((kind for kind in accepted if kind is not None), fmt)
+    catalog = request.app.state.catalog.get()
+    metrics = request.app.state.metrics
+    outcomes = await run_in_threadpool(service.plan_scenarios, header, rows, catalog, metrics)
+    table = [_scenario_row(number, o) for number, o in enumerate(outcomes, start=1)]
+    body = render_table(table, answer_fmt, plan_table_columns(ranked=False, header=header))
+    return Response(
+        body,
+        media_type=MEDIA_TYPES[answer_fmt],
+        headers={"Cache-Control": "no-store", "Vary": "Accept"},
+    )
+
+
+class PlanRoute(APIRoute):
+    """POST /v1/plans: a CSV or TSV body is a table of questions; anything else is the JSON
+    question FastAPI validates as declared."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def dispatch(request: Request) -> Response:
+            kind = table_kind(request.headers.get("content-type"))
+            if request.method == "POST" and kind is not None:
+                return await _plan_table(request, kind)
+            return await handler(request)
+
+        return dispatch
+
+
+_TABLE_BODY_DOC = (
+    "A table of questions (`text/csv`, or `text/tab-separated-values`): a header row naming "
+    "the columns as the JSON fields are named (`model`, `max_model_len`, `peak_concurrency`, "
+    "`kv_cache_dtype`, `gpus`, `engine`, `gpu_memory_utilization`, ...), then one question per "
+    "row. An empty cell is the field's default; list fields (`gpus`, `max_attention_window`) "
+    "take their items `;`-separated; an optional `scenario` column is a label copied to the "
+    f"answer. At most {MAX_SCENARIOS} rows. The answer is a table in the same format, row for "
+    "row: `row`, the question's key facts, the recommendation's columns, `status` (`ok`, "
+    "`infeasible`, `error`) and `error`, the message of a row that cannot be answered (the "
+    "other rows are answered all the same)."
 )
+
+
 def post_plan(
     request: Request, body: PlanRequestBody, catalog: CatalogDep, metrics: MetricsDep
 ) -> Response:
@@ -190,16 +302,49 @@ def post_plan(
     )
 
 
+router.add_api_route(
+    "/plans",
+    post_plan,
+    methods=["POST"],
+    tags=["plans"],
+    operation_id="createPlan",
+    summary="The three sizing questions -> the cheapest GPU plan (or a table of them)",
+    description="Max context, peak concurrency and KV precision (plus options) -> the cheapest "
+    "feasible plan over every catalog GPU (or the ones given) x every tensor-parallel size a "
+    "node holds x replicas; ranked alternatives; every rejected candidate with its reason; "
+    "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
+    "option, `text/plain` the recommendation's `total_gpus`.\n\n" + _TABLE_BODY_DOC,
+    response_model=PlanAnswer,
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
+    route_class_override=PlanRoute,
+    openapi_extra={
+        **READ_OPENAPI,
+        "requestBody": {
+            "content": {
+                media: {"schema": {"type": "string"}, "example": example}
+                for media, example in (
+                    ("text/csv", PLAN_TABLE_EXAMPLE),
+                    ("text/tab-separated-values", PLAN_TABLE_EXAMPLE.replace(",", "\t")),
+                )
+            }
+        },
+    },
+)
+
+
 @router.get(
     "/plans",
     tags=["plans"],
     operation_id="getPlan",
     summary="The plan as a GET, for spreadsheets (catalog models and GPUs)",
-    description="The POST /v1/plans questions as query parameters. `format=csv` gives one row "
-    "per option; `field=total_gpus` (or gpu, replicas, cost_per_hour_usd, ...) gives the "
-    "recommendation's value as text/plain.",
+    description="The POST /v1/plans questions as query parameters (`gpus` comma-separated). "
+    "`format=csv` or `tsv` gives one row per option; `format=text` the recommendation's "
+    "`total_gpus`, `field=gpu` (or replicas, cost_per_hour_usd, ...) another of its values "
+    "as text/plain. Parameters it does not know are ignored, except a near-miss of one it "
+    "knows (422).",
     response_model=PlanAnswer,
     responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    openapi_extra=READ_OPENAPI,
 )
 def get_plan(
     request: Request,
@@ -216,5 +361,5 @@ def get_plan(
         fmt=fmt,
         field=query.field,
         token=catalog.token,
-        cache=f"public, max-age={settings.capacity_max_age_seconds}",
+        cache=_cache_control(request, settings.capacity_max_age_seconds),
     )

@@ -8,10 +8,13 @@ name the answers and the sizing core use for the pool.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 
@@ -21,8 +24,15 @@ KV_CACHE_DTYPE_DOC = (
     "(`bf16`), `float16` (`fp16`), `float32`, `fp8` (= `fp8_e4m3`), `fp8_e5m2`, or `fp8_ds_mla` "
     "(DeepSeek's packed sparse-MLA rows, vLLM only). Recurrent state keeps its own dtype."
 )
-ResponseFormat = Literal["json", "csv", "text"]
-FORMAT_DOC = "json (default), csv, or text (with `field`); overrides Accept."
+ResponseFormat = Literal["json", "csv", "tsv", "text"]
+FORMAT_DOC = (
+    "`json` (default), `csv` or `tsv` (a header row, then one flat row per answer), or `text` "
+    "(one bare value: `field`, or the headline number without it); overrides Accept."
+)
+# Query models ignore parameters they do not declare (a spreadsheet's cache-busting `_=123`,
+# KEDA's `api_key`); deps.refuse_misspelt_parameters still refuses a near-miss of a declared one.
+# JSON bodies stay strict: `extra="forbid"`.
+QUERY_CONFIG = ConfigDict(extra="ignore")
 MODEL_REF_DOC = "A slug, an inline spec, or {hf_config: {...}}."
 CapacityField = Literal[
     "max_num_seqs",
@@ -239,11 +249,13 @@ class _InlineTarget(EngineFields):
 class CapacityQuery(CapacityFields, _CatalogTarget):
     """GET /v1/capacity: one model, one GPU, one layout."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: CapacityField | None = Field(
-        None, description="Answer with this one value as text/plain (spreadsheets)."
+        None,
+        description="Answer with this one value as text/plain (spreadsheets). `format=text` "
+        "without it answers `max_num_seqs`.",
     )
 
 
@@ -292,6 +304,12 @@ class CapacityAnswer(BaseModel):
     model: str
     gpu: str
     gpu_memory_bytes: int
+    gpu_recognised_as: str | None = Field(
+        None,
+        description="For a GPU given by its bytes alone: the catalog GPU whose runtime-reported "
+        "total those bytes are (its engine defaults were used), or null when none is (defaults "
+        "for an unnamed GPU of that size were assumed; the warnings say which).",
+    )
     engine: EngineName
     engine_version: str | None
     max_model_len: int
@@ -396,15 +414,19 @@ class PlanRequestBody(PlanFields):
 class PlanQuery(PlanFields):
     """GET /v1/plans: the same questions as query parameters (catalog models and GPUs only)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = QUERY_CONFIG
 
     model: str = Field(..., max_length=100, description="Model slug.")
     gpus: str | None = Field(
         None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
     )
+    # The POST default is true; a GET (a spreadsheet cell, a dashboard) rarely reads it.
+    explain: bool = Field(False, description="Explain the recommendation step by step (JSON).")
     format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
     field: PlanField | None = Field(
-        None, description="Answer with this one value of the recommendation as text/plain."
+        None,
+        description="Answer with this one value of the recommendation as text/plain. "
+        "`format=text` without it answers `total_gpus`.",
     )
 
 
@@ -450,3 +472,63 @@ class PlanAnswer(BaseModel):
     warnings: list[str]
     explanation: dict[str, Any] | None = None
     catalog_version: int
+
+
+# ---------------------------------------------------------------------------------------------
+# tables: the single-value headlines, the columns of plan tables, a table of questions
+
+# What `format=text` answers without `field`: the number each question is asked for.
+CAPACITY_HEADLINE: CapacityField = "max_num_seqs"
+PLAN_HEADLINE: PlanField = "total_gpus"
+
+# A plan option's byte columns that get a GiB twin in tables (formats.gib_twins).
+OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
+_ROW_ONLY = ("engine_flags", "warnings")
+
+
+def _option_columns() -> list[str]:
+    columns: list[str] = []
+    for name in PlanOptionOut.model_fields:
+        if name in _ROW_ONLY:
+            continue
+        columns.append(name)
+        if name in OPTION_GIB_COLUMNS:
+            columns.append(gib_name(name))
+    return [*columns, "vllm_flags", "sglang_flags", "warnings"]
+
+
+OPTION_COLUMNS = tuple(_option_columns())
+# The question's key facts, first in each answer row of a table of questions.
+SCENARIO_FACTS = ("model", "max_model_len", "peak_concurrency", "kv_cache_dtype", "engine")
+SCENARIO_LABEL = "scenario"
+MAX_SCENARIOS = 500
+MAX_SCENARIO_BYTES = 1 << 20
+# Cells of these fields hold a list, its items separated by `;` (or `,` in a quoted cell).
+LIST_COLUMNS = frozenset({"gpus", "max_attention_window"})
+PLAN_TABLE_EXAMPLE = (
+    "scenario,model,max_model_len,peak_concurrency,kv_cache_dtype,gpus\n"
+    "chat,llama-3.1-70b,32768,64,fp8,\n"
+    "long context,qwen3.5-27b,131072,200,fp8,h100-sxm-80gb;h200-141gb\n"
+)
+
+
+def plan_table_columns(*, ranked: bool, header: Sequence[str] = ()) -> list[str]:
+    """A plan table's columns: `rank` and the options of one plan, or one row per question."""
+    if ranked:
+        return ["rank", *OPTION_COLUMNS]
+    label = [SCENARIO_LABEL] if SCENARIO_LABEL in header else []
+    return ["row", *label, *SCENARIO_FACTS, *OPTION_COLUMNS, "status", "error"]
+
+
+def plan_body_from_row(cells: Mapping[str, str | None]) -> PlanRequestBody:
+    """One row of a table of questions as the JSON body it stands for (empty = default)."""
+    values: dict[str, Any] = {}
+    for name, cell in cells.items():
+        text = (cell or "").strip()
+        if name == SCENARIO_LABEL or not text:
+            continue
+        if name in LIST_COLUMNS:
+            values[name] = [item.strip() for item in re.split(r"[;,]", text) if item.strip()]
+        else:
+            values[name] = text
+    return PlanRequestBody.model_validate(values)

@@ -1,18 +1,24 @@
 """The planning use cases: one capacity question and one plan question, each answered whole.
 
 GET and POST /v1/capacity and `kvplan capacity` call `capacity`; GET and POST /v1/plans and
-`kvplan plan` call `plan`. The routers around them only negotiate, cache and render; no HTTP
-here.
+`kvplan plan` call `plan`; a table of plan questions (POST /v1/plans with a CSV body) calls
+`plan_scenarios`, which answers each row with `plan`. The routers around them only negotiate,
+cache and render; no HTTP here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import difflib
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..catalog.snapshot import CatalogSnapshot
+from ..errors import InvalidRequest, Problem
 from ..metrics import Metrics
 from ..sizing import (
     Capacity,
@@ -32,6 +38,9 @@ from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
 from .schemas import (
+    MAX_SCENARIOS,
+    SCENARIO_FACTS,
+    SCENARIO_LABEL,
     CapacityDetail,
     CapacityFields,
     CapacityQuery,
@@ -47,6 +56,7 @@ from .schemas import (
     PlanQuery,
     PlanRequestBody,
     RejectedOut,
+    plan_body_from_row,
 )
 
 
@@ -81,7 +91,7 @@ class PlanQuestion:
     @classmethod
     def from_query(cls, query: PlanQuery) -> PlanQuestion:
         slugs = [s.strip() for s in (query.gpus or "").split(",") if s.strip()]
-        return cls(query.model, slugs or None, query)
+        return cls(query.model, slugs or None, query, explain=query.explain)
 
     @classmethod
     def from_body(cls, body: PlanRequestBody) -> PlanQuestion:
@@ -92,6 +102,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout: the pool, the blocks and max_num_seqs."""
     label, arch = _resolve_model(question.model, catalog)
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
     result = compute_capacity(
         arch,
@@ -102,13 +113,19 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         ),
         engine_options(fields),
     )
-    return _capacity_detail(
+    detail = _capacity_detail(
         result,
         label,
         gpu,
         catalog.version,
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
+    )
+    if recognised is None:
+        return detail
+    slug, note = recognised
+    return detail.model_copy(
+        update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
     )
 
 
@@ -164,9 +181,12 @@ def _resolve_gpu(
         if memory_bytes is None:
             raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
         ref = InlineGpu(memory_bytes=memory_bytes)
+    # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
+    # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
+    known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
     return Gpu(
         memory_bytes=ref.memory_bytes,
-        name=ref.name,
+        name=known.name if known is not None else ref.name,
         slug=ref.name or f"{ref.memory_bytes}B",
         price_usd_per_hour=ref.price_usd_per_hour,
         max_gpus_per_node=ref.max_gpus_per_node,
@@ -248,6 +268,25 @@ def _capacity_detail(
     )
 
 
+def _recognised_gpu(
+    ref: GpuRef | None, gpu: Gpu, catalog: CatalogSnapshot
+) -> tuple[str | None, str] | None:
+    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so."""
+    if isinstance(ref, str) or (ref is not None and ref.name):
+        return None
+    known = catalog.gpu_by_memory(gpu.memory_bytes)
+    if known is not None:
+        return known.slug, (
+            f"gpu: {gpu.memory_bytes:,} B is the runtime-reported total of {known.slug} "
+            f"({known.name}); that GPU's engine defaults apply"
+        )
+    return None, (
+        f"gpu: no catalog GPU reports {gpu.memory_bytes:,} B; the engine defaults of an "
+        "unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
+        "Blackwell kernels); name the GPU (gpu=<slug>, or an inline name) to use its own"
+    )
+
+
 def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[Gpu]:
     """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
     if refs is None:
@@ -324,3 +363,99 @@ def _plan_answer(
         explanation=explanation,
         catalog_version=catalog_version,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioOutcome:
+    """One row of a table of questions: what it asked, and its plan or why there is none."""
+
+    asked: Mapping[str, str]
+    answer: PlanAnswer | None
+    status: str  # ok, infeasible, error
+    error: str | None = None
+
+
+def _table_columns(header: Sequence[str]) -> None:
+    """A table of questions names its columns as the JSON body names its fields."""
+    known = {*PlanRequestBody.model_fields, SCENARIO_LABEL}
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InvalidRequest(f"column {name!r} appears twice", field=name)
+        seen.add(name)
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise InvalidRequest(
+                f"column {name!r} is not a field of a plan question{hint}",
+                field=name,
+                suggestions=close,
+            )
+
+
+def _why_infeasible(answer: PlanAnswer) -> str:
+    """The most common reason the candidates were turned down, with one example."""
+    if not answer.rejected:
+        return "no candidate GPU"
+    code, _ = Counter(r.code for r in answer.rejected).most_common(1)[0]
+    first = next(r for r in answer.rejected if r.code == code)
+    where = (
+        first.gpu
+        if first.tensor_parallel_size is None
+        else (f"{first.gpu} at tensor_parallel_size {first.tensor_parallel_size}")
+    )
+    return f"no GPU and layout fits ({code}), e.g. {where}: {first.reason}"
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'row'}: {error['msg']}"
+            for error in exc.errors()
+        )
+    if isinstance(exc, SizingError):
+        return f"{exc.field}: {exc.reason}"
+    if isinstance(exc, Problem):
+        closest = exc.extra.get("suggestions")
+        hint = f" (closest: {', '.join(closest)})" if closest else ""
+        return f"{exc.field}: {exc.detail}{hint}" if exc.field else exc.detail + hint
+    raise exc
+
+
+def plan_scenarios(
+    header: Sequence[str],
+    rows: Sequence[Mapping[str, str | None]],
+    catalog: CatalogSnapshot,
+    metrics: Metrics | None = None,
+) -> list[ScenarioOutcome]:
+    """A table of plan questions, each row answered on its own: a row that cannot be answered
+    gets its message and never stops the others. A header that is not a plan question's fields,
+    or more than MAX_SCENARIOS rows, is refused whole."""
+    _table_columns(header)
+    if len(rows) > MAX_SCENARIOS:
+        raise InvalidRequest(
+            f"the table has {len(rows)} rows; at most {MAX_SCENARIOS} per request", field="body"
+        )
+    outcomes = []
+    for cells in rows:
+        asked = {
+            name: (cells.get(name) or "").strip()
+            for name in (SCENARIO_LABEL, *SCENARIO_FACTS)
+            if cells.get(name)
+        }
+        extra = cells.get("")  # csv.DictReader's restkey: more cells than the header names
+        if extra:
+            error = f"the row has more cells than the header names ({len(header)})"
+            outcomes.append(ScenarioOutcome(asked, None, "error", error))
+            continue
+        try:
+            body = plan_body_from_row({k: v for k, v in cells.items() if k})
+            answer = plan(PlanQuestion(body.model, body.gpus, body), catalog, metrics)
+        except (ValidationError, SizingError, Problem) as exc:
+            outcomes.append(ScenarioOutcome(asked, None, "error", _message(exc)))
+            continue
+        if answer.recommendation is None:
+            outcomes.append(ScenarioOutcome(asked, answer, "infeasible", _why_infeasible(answer)))
+        else:
+            outcomes.append(ScenarioOutcome(asked, answer, "ok"))
+    return outcomes

@@ -215,6 +215,9 @@ class ModelArchitecture:
     max_position_embeddings: int | None = None
     moe: MixtureOfExperts | None = None
     name: str = field(default="", compare=False)
+    # When the weights were to come from a config.json and could not: the (field, reason) of
+    # the SizingError that stopped the count, for the answer that needs the weights to name.
+    weights_unknown: tuple[str, str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -339,4 +342,5 @@ class ModelArchitecture:
             max_position_embeddings=self.max_position_embeddings,
             moe=self.moe,
             name=self.name,
+            weights_unknown=self.weights_unknown,
         )

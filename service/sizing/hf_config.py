@@ -8,12 +8,15 @@ type raises `UnknownLayerKind`. Nothing unknown is ever sized as full attention.
 
 Deliberately not counted: DeepSeek/GLM/Nemotron multi-token-prediction layers
 (`num_nextn_predict_layers`, `mtp_*`), which vLLM only loads as a speculative draft.
+
+The weights come from the same file: `checkpoint_weights` lists every tensor by class
+(`param_count`) and prices it as the checkpoint's quantization stores it (`weight_format`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .architecture import (
@@ -29,13 +32,12 @@ from .architecture import (
     NoCache,
     SlidingWindowAttention,
 )
+from .config_view import NESTED_LM_KEYS
+from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
-
-# Keys under which multimodal configs nest the language model (transformers `sub_configs`:
-# Gemma3Config/Llama4Config/Qwen3_5Config/Gemma4Config use `text_config`; InternVL `llm_config`;
-# DeepSeek-VL2 `language_config`).
-NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
+from .param_count import ParameterCount, count_parameters
+from .weight_format import CheckpointSize, checkpoint_size, detect_weight_format, model_dtype
 
 _FULL = "full_attention"
 _SLIDING = "sliding_attention"
@@ -117,95 +119,6 @@ _UNSUPPORTED_KEYS: Final[dict[str, str]] = {
 }
 
 
-class _Cfg:
-    """The language-model part of a config, plus the top level it may be nested in."""
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        if not isinstance(config, Mapping):
-            raise SizingError("config", "must be a JSON object (the parsed config.json)")
-        self.top: Mapping[str, Any] = config
-        self.lm: Mapping[str, Any] = config
-        self.prefix = ""
-        for key in NESTED_LM_KEYS:
-            sub = config.get(key)
-            if sub is None:
-                continue
-            if not isinstance(sub, Mapping):
-                raise SizingError(key, "must be an object")
-            self.lm, self.prefix = sub, f"{key}."
-            break
-        model_type = self.lm.get("model_type") or config.get("model_type") or ""
-        if not isinstance(model_type, str):
-            raise SizingError(self.where("model_type"), "must be a string")
-        self.model_type: str = model_type
-
-    def where(self, key: str) -> str:
-        return f"{self.prefix}{key}"
-
-    def has(self, key: str) -> bool:
-        return self.lm.get(key) is not None
-
-    def raw(self, key: str) -> Any:
-        return self.lm.get(key)
-
-    def check_int(self, key: str, value: Any, minimum: int = 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SizingError(self.where(key), f"must be an integer, got {value!r}")
-        if value < minimum:
-            raise SizingError(self.where(key), f"must be >= {minimum}, got {value}")
-        return value
-
-    def get_int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
-        value = self.lm.get(key)
-        if value is None:
-            if default is None:
-                raise SizingError(self.where(key), "is required and missing from the config")
-            return default
-        return self.check_int(key, value, minimum)
-
-    def opt_int(self, key: str, minimum: int = 1) -> int | None:
-        value = self.lm.get(key)
-        return None if value is None else self.check_int(key, value, minimum)
-
-    def first_int(self, keys: Sequence[str], default: int | None = None) -> int:
-        for key in keys:
-            if self.has(key):
-                return self.get_int(key)
-        if default is not None:
-            return default
-        also = f" (also looked for {', '.join(keys[1:])})" if len(keys) > 1 else ""
-        raise SizingError(self.where(keys[0]), f"is required and missing{also}")
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.lm.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise SizingError(self.where(key), f"must be true or false, got {value!r}")
-        return value
-
-    def str_list(self, key: str) -> list[str] | None:
-        value = self.lm.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise SizingError(self.where(key), "must be a list")
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
-                raise UnknownLayerKind(
-                    self.where(f"{key}[{index}]"), f"must be a layer type name, got {item!r}"
-                )
-        return list(value)
-
-    def top_or_lm(self, key: str) -> tuple[str, Any] | None:
-        """`(field, value)` from the LM config, else the top level (dtype lives at the top)."""
-        if self.lm.get(key) is not None:
-            return self.where(key), self.lm[key]
-        if self.top.get(key) is not None:
-            return key, self.top[key]
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
 # public API
 
@@ -217,12 +130,32 @@ def architecture_from_hf_config(
     num_parameters: int | None = None,
     weight_bytes: int | None = None,
 ) -> ModelArchitecture:
-    """Turn a Hub `config.json` (as a dict) into the layer schedule kvplan sizes."""
+    """Turn a Hub `config.json` (as a dict) into the layer schedule kvplan sizes.
+
+    The weights come from the config too (`checkpoint_weights`: what the engine loads, MTP
+    layers left out) unless the caller gives them; an explicit `num_parameters` or
+    `weight_bytes` wins. A config the count cannot read still sizes the cache: the reason is
+    kept in `weights_unknown` for the answers that need the weights.
+    """
     cfg = _Cfg(config)
     _reject_unsupported(cfg)
     heads = _num_attention_heads(cfg)
-    layers = _layers(cfg, heads)
-    dtype = _model_dtype(cfg)
+    mixers = _mixers(cfg, heads)
+    layers = _share_kv(cfg, mixers)
+    dtype = model_dtype(cfg)
+    unknown: tuple[str, str] | None = None
+    if num_parameters is None or weight_bytes is None:
+        try:
+            weights = _weights(config, cfg, mixers)
+        except SizingError as exc:
+            unknown = (exc.field, exc.reason)
+        else:
+            if num_parameters is None:
+                num_parameters = weights.parameters.served_total
+                if weight_bytes is None:
+                    # the derived bytes only when the caller gave neither: a given
+                    # num_parameters is priced by weight_format, as before
+                    weight_bytes = weights.size.served_bytes
     return ModelArchitecture(
         layers=tuple(layers),
         num_attention_heads=heads,
@@ -237,24 +170,37 @@ def architecture_from_hf_config(
         max_position_embeddings=cfg.opt_int("max_position_embeddings"),
         moe=_moe(cfg),
         name=name,
+        weights_unknown=unknown,
     )
 
 
-def detect_weight_format(config: Mapping[str, Any]) -> str:
-    """The storage format of the checkpoint's (bulk of) weights, a `dtypes.WEIGHT_FORMAT_BITS` key.
+@dataclass(frozen=True, slots=True)
+class CheckpointWeights:
+    """A config's weights: every tensor by class, and the bytes as the checkpoint stores them.
 
-    From `quantization_config` (config.json), `compression_config` (older compressed-tensors) or
-    `quantization` (modelopt `hf_quant_config.json`); without one, the model dtype. Mixed
-    checkpoints report the format of their MLP / expert weights, which hold most parameters.
+    `parameters.total` / `size.total_bytes` are the whole checkpoint (what
+    model.safetensors.index.json's total_size counts); `served_total` / `served_bytes` leave out
+    the tensors engines do not load for serving (MTP layers, Falcon's duplicate lm_head).
+    """
+
+    parameters: ParameterCount
+    size: CheckpointSize
+
+
+def checkpoint_weights(config: Mapping[str, Any]) -> CheckpointWeights:
+    """The parameter count and checkpoint bytes a `config.json` describes.
+
+    Raises `SizingError` naming the field the count needs and the config lacks, or the model
+    type / tower / quantization scheme kvplan has no rules for.
     """
     cfg = _Cfg(config)
-    found = _quantization_section(cfg)
-    if found is not None:
-        where, section = found
-        fmt = _format_from_quantization(section, where)
-        if fmt is not None:
-            return fmt
-    return _model_dtype(cfg)
+    _reject_unsupported(cfg)
+    return _weights(config, cfg, _mixers(cfg, _num_attention_heads(cfg)))
+
+
+def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:
+    count = count_parameters(cfg, mixers)
+    return CheckpointWeights(count, checkpoint_size(config, count))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,20 +245,6 @@ def _num_attention_heads(cfg: _Cfg) -> int:
     )
 
 
-def _model_dtype(cfg: _Cfg) -> str:
-    # transformers >= 4.56 writes `dtype`, older `torch_dtype`; multimodal configs may carry it
-    # only at the top level. Missing -> bfloat16 (gpt-oss ships none).
-    for key in ("torch_dtype", "dtype"):
-        found = cfg.top_or_lm(key)
-        if found is None:
-            continue
-        where, value = found
-        if not isinstance(value, str):
-            raise SizingError(where, f"must be a dtype name, got {value!r}")
-        return normalize_model_dtype(value, where)
-    return "bfloat16"
-
-
 def _state_dtype(cfg: _Cfg) -> str | None:
     # Qwen3.5/3.6 text_config `mamba_ssm_dtype`; Nemotron-3 `mamba_ssm_cache_dtype`.
     for key in ("mamba_ssm_dtype", "mamba_ssm_cache_dtype"):
@@ -345,6 +277,12 @@ def _hidden_size(cfg: _Cfg) -> int | None:
 
 
 def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
+    return _share_kv(cfg, _mixers(cfg, heads))
+
+
+def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
+    """Each layer's own geometry, before layers that reuse another layer's K/V are dropped
+    (the parameter count still needs their projections)."""
     if cfg.has("kv_lora_rank"):
         return _mla_layers(cfg)
     if cfg.model_type == "nemotron_h" or cfg.has("hybrid_override_pattern"):
@@ -358,7 +296,12 @@ def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
 
 def _num_layers(cfg: _Cfg) -> int:
     # transformers FalconConfig/GPT-2 attribute_map: n_layer is num_hidden_layers.
-    return cfg.first_int(("num_hidden_layers", "n_layer"))
+    key = (
+        "n_layer"
+        if cfg.has("n_layer") and not cfg.has("num_hidden_layers")
+        else "num_hidden_layers"
+    )
+    return cfg.layer_count(key)
 
 
 def _head_dim(cfg: _Cfg, heads: int) -> int:
@@ -527,15 +470,18 @@ def _attention_layers(cfg: _Cfg, heads: int) -> list[Layer]:
             made[kind] = _attention_geometry(cfg, heads, kind, index)
         return made[kind]
 
-    layers = [layer_for(i, kind) for i, kind in enumerate(kinds)]
+    return [layer_for(i, kind) for i, kind in enumerate(kinds)]
+
+
+def _share_kv(cfg: _Cfg, mixers: list[Layer]) -> list[Layer]:
     shared = cfg.opt_int("num_kv_shared_layers", minimum=0) or 0
-    first_shared = n - shared
-    if shared and first_shared > 0:
-        # transformers Gemma4TextAttention (and Gemma 3n): layers >= num_hidden_layers -
-        # num_kv_shared_layers reuse an earlier layer's K/V; vLLM gives layers with a
-        # kv_sharing_target_layer_name no cache of their own.
-        layers[first_shared:] = [NoCache()] * shared
-    return layers
+    first_shared = len(mixers) - shared
+    if not shared or first_shared <= 0:
+        return mixers
+    # transformers Gemma4TextAttention (and Gemma 3n): layers >= num_hidden_layers -
+    # num_kv_shared_layers reuse an earlier layer's K/V; vLLM gives layers with a
+    # kv_sharing_target_layer_name no cache of their own.
+    return mixers[:first_shared] + [NoCache()] * shared
 
 
 def _attention_geometry(cfg: _Cfg, heads: int, kind: str, index: int) -> Layer:
@@ -851,170 +797,10 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# weight format
-
-
-def _quantization_section(cfg: _Cfg) -> tuple[str, Mapping[str, Any]] | None:
-    # config.json `quantization_config`; compressed-tensors before 0.7 `compression_config`;
-    # modelopt hf_quant_config.json `{"producer": ..., "quantization": {...}}`.
-    for key in ("quantization_config", "compression_config"):
-        found = cfg.top_or_lm(key)
-        if found is None:
-            continue
-        where, section = found
-        if not isinstance(section, Mapping):
-            raise SizingError(where, "must be an object")
-        return where, section
-    modelopt = cfg.top.get("quantization")
-    if isinstance(modelopt, Mapping) and "quant_algo" in modelopt:
-        return "quantization", modelopt
-    return None
-
-
-_MLP_HINTS: Final = ("mlp", "expert", "ffn", "moe", "feed_forward")
-
-
-def _is_mlp(name: str) -> bool:
-    lowered = name.lower()
-    return lowered == "linear" or any(hint in lowered for hint in _MLP_HINTS)
-
-
-def _format_from_algo(algo: str, where: str) -> str:
-    # NVIDIA modelopt / TensorRT-LLM QuantAlgo names (FP8, NVFP4, W4A16_NVFP4, MXFP8, W4A8_AWQ,
-    # W8A8_SQ_PER_CHANNEL, ...): the weight format is what the name says of the weights.
-    name = algo.upper()
-    if "NVFP4" in name or name == "FP4":
-        return "nvfp4"
-    if "MXFP4" in name:
-        return "mxfp4"
-    if "AWQ" in name:
-        return "awq"
-    if "FP8" in name:
-        return "fp8"
-    if name.startswith(("W8A", "INT8")):
-        return "int8"
-    if name.startswith(("W4A", "INT4")):
-        return "int4"
-    raise SizingError(where, f"unknown quantization algorithm {algo!r}")
-
-
-def _kv_cache_only(q: Mapping[str, Any]) -> bool:
-    """Only the KV cache is quantized (modelopt kv_cache_quant_algo / compressed-tensors
-    kv_cache_scheme): the weights stay in the model dtype."""
-    return q.get("kv_cache_scheme") is not None or q.get("kv_cache_quant_algo") is not None
-
-
-def _most_common(values: Sequence[str]) -> str:
-    return Counter(values).most_common(1)[0][0]
-
-
-def _format_from_quantization(q: Mapping[str, Any], where: str) -> str | None:
-    algo = q.get("quant_algo")
-    if isinstance(algo, str) and algo:
-        if algo.upper() != "MIXED_PRECISION":
-            return _format_from_algo(algo, f"{where}.quant_algo")
-        return _mixed_precision_format(q, where)
-    method = q.get("quant_method")
-    if method is None and isinstance(q.get("config_groups"), Mapping):
-        method = "compressed-tensors"
-    if method is None and ("load_in_4bit" in q or "load_in_8bit" in q):
-        method = "bitsandbytes"
-    if method is None and _kv_cache_only(q):
-        return None
-    if not isinstance(method, str):
-        raise SizingError(f"{where}.quant_method", f"missing or not a string: {method!r}")
-    method = method.lower()
-    if method in ("fp8", "fbgemm_fp8", "ptpc_fp8"):
-        return "fp8"
-    if method in ("mxfp4", "modelopt_mxfp4"):
-        return "mxfp4"
-    if method in ("modelopt_fp4", "nvfp4"):
-        return "nvfp4"
-    if method in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
-        # AutoAWQ `w_bit`/`bits`, AutoGPTQ `bits`; 4 bits is what the awq/gptq formats price.
-        bits = q.get("bits", q.get("w_bit", 4))
-        if bits == 8:
-            return "int8"
-        if bits != 4:
-            raise SizingError(f"{where}.bits", f"{bits!r}-bit {method} weights are not priced")
-        return "awq" if method.startswith("awq") else "gptq"
-    if method == "bitsandbytes":
-        if q.get("load_in_4bit") is True:
-            return "int4"
-        if q.get("load_in_8bit") is True:
-            return "int8"
-        raise SizingError(f"{where}.load_in_4bit", "bitsandbytes config loads neither 4 nor 8 bit")
-    if method in ("compressed-tensors", "modelopt"):
-        return _compressed_tensors_format(q, where)
-    raise SizingError(f"{where}.quant_method", f"unknown quantization method {method!r}")
-
-
-def _mixed_precision_format(q: Mapping[str, Any], where: str) -> str | None:
-    # modelopt MIXED_PRECISION: DeepSeek-V4-NVFP4 names moe_quant_algo; Qwen3.6-27B-NVFP4 lists
-    # quantized_layers (FP8 on linear-attention projections, W4A16_NVFP4 on the MLP). Report the
-    # MLP/expert format, which covers most parameters; pass weight_bytes for the exact figure.
-    moe_algo = q.get("moe_quant_algo")
-    if isinstance(moe_algo, str) and moe_algo:
-        return _format_from_algo(moe_algo, f"{where}.moe_quant_algo")
-    layers = q.get("quantized_layers")
-    if isinstance(layers, Mapping) and layers:
-        algos: list[tuple[str, str]] = []
-        for module, spec in layers.items():
-            algo = spec.get("quant_algo") if isinstance(spec, Mapping) else None
-            if isinstance(algo, str):
-                algos.append((str(module), algo))
-        if algos:
-            mlp = [a for m, a in algos if _is_mlp(m)] or [a for _, a in algos]
-            return _format_from_algo(_most_common(mlp), f"{where}.quantized_layers")
-    return _compressed_tensors_format(q, where)
-
-
-def _scheme_format(weights: Mapping[str, Any], where: str) -> str:
-    # compressed-tensors QuantizationArgs: type float/int, num_bits, group_size.
-    bits, kind, group = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
-    if kind == "float" and bits == 8:
-        return "fp8"
-    if kind == "float" and bits == 4 and group == 16:
-        return "nvfp4"  # NVFP4: E2M1 with one FP8 scale per 16
-    if kind == "float" and bits == 4 and group == 32:
-        return "mxfp4"  # MXFP4: E2M1 with one E8M0 scale per 32
-    if kind == "int" and bits == 8:
-        return "int8"
-    if kind == "int" and bits == 4:
-        return "int4"
-    raise SizingError(where, f"unpriced weight scheme {kind!r} {bits!r}-bit group {group!r}")
-
-
-def _compressed_tensors_format(q: Mapping[str, Any], where: str) -> str | None:
-    groups = q.get("config_groups")
-    if isinstance(groups, Mapping) and groups:
-        scored: list[tuple[int, str]] = []
-        for name, group in groups.items():
-            if not isinstance(group, Mapping) or not isinstance(group.get("weights"), Mapping):
-                continue
-            fmt = _scheme_format(group["weights"], f"{where}.config_groups.{name}.weights")
-            targets = group.get("targets") or []
-            score = sum(1 for t in targets if isinstance(t, str) and _is_mlp(t))
-            scored.append((score, fmt))
-        if scored:
-            best = max(score for score, _ in scored)
-            return _most_common([fmt for score, fmt in scored if score == best])
-    # compressed-tensors CompressionFormat names, when no groups are listed.
-    formats = {
-        "float-quantized": "fp8",
-        "naive-quantized": None,
-        "int-quantized": "int8",
-        "pack-quantized": "int4",
-        "nvfp4-pack-quantized": "nvfp4",
-        "mxfp4-pack-quantized": "mxfp4",
-    }
-    fmt_name = q.get("format")
-    if isinstance(fmt_name, str) and formats.get(fmt_name):
-        return formats[fmt_name]
-    if _kv_cache_only(q):
-        return None
-    raise SizingError(f"{where}.config_groups", "no weight quantization scheme found")
-
-
-__all__ = ["architecture_from_hf_config", "detect_weight_format"]
+__all__ = [
+    "NESTED_LM_KEYS",
+    "CheckpointWeights",
+    "architecture_from_hf_config",
+    "checkpoint_weights",
+    "detect_weight_format",
+]

@@ -82,3 +82,25 @@ def test_engine_options_carry_every_flag_under_its_own_name(engine: str) -> None
     for name, value in flags.items():
         expected = tuple(value) if isinstance(value, list) else value
         assert getattr(options, name) == expected, name
+
+
+# GET /v1/plans answers the POST question from query parameters: no field may be POST-only.
+# The GET adds only how to answer (`format`, `field`).
+GET_ONLY = {"format", "field"}
+
+
+def test_every_plan_body_field_is_a_get_parameter_and_back(spec: dict[str, Any]) -> None:
+    body = _body_fields(spec, "PlanRequestBody")
+    query = _query_parameters(spec, "/v1/plans")
+    assert body - query == set()
+    assert query - body == GET_ONLY
+
+
+def test_every_capacity_body_field_is_a_get_parameter_but_the_inline_ones(
+    spec: dict[str, Any],
+) -> None:
+    # GET names the GPU by slug or by its memory alone; the explanation is POST's alone
+    body = _body_fields(spec, "CapacityRequest")
+    query = _query_parameters(spec, "/v1/capacity")
+    assert body - query == {"explain"}
+    assert query - body == GET_ONLY | {"gpu_memory_bytes"}

@@ -1,0 +1,74 @@
+"""Published speed measurements (performance_points.json) and the fit of the performance model.
+
+The points carry their sources in the file; the models and GPUs are the shipped catalog's, with
+each GPU's link bandwidth from service/sizing/performance.py `LINK_GB_S`. `make bench` prints
+the table; tests/calibration/test_performance_fit.py checks the fit against `FITTED`.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from ..catalog.seed import load_seed
+from ..sizing import ModelArchitecture, architecture_from_dict
+from ..sizing.performance import LINK_GB_S, GpuPerformance
+from ..sizing.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
+
+
+def load_document() -> dict[str, Any]:
+    text = (
+        resources.files("service.calibration")
+        .joinpath("performance_points.json")
+        .read_text("utf-8")
+    )
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+def load_points() -> list[MeasuredPoint]:
+    document = load_document()
+    sources = document["sources"]
+    return [
+        MeasuredPoint(
+            id=p["id"],
+            model=p["model"],
+            gpu=p["gpu"],
+            engine=p["engine"],
+            tensor_parallel_size=p["tensor_parallel_size"],
+            batch=p["batch"],
+            input_tokens=p["input_tokens"],
+            output_tokens=p["output_tokens"],
+            weight_format=p["weight_format"],
+            kv_cache_dtype=p["kv_cache_dtype"],
+            metric=Metric(p["metric"]),
+            measured=float(p["measured"]),
+            source=sources[p["source"]]["cite"],
+        )
+        for p in document["points"]
+    ]
+
+
+def catalog_models() -> dict[str, ModelArchitecture]:
+    return {m["slug"]: architecture_from_dict(m["architecture"]) for m in load_seed("models.json")}
+
+
+def catalog_gpus() -> dict[str, GpuPerformance]:
+    """Every catalog GPU with a bandwidth and a BF16 figure, as the performance model sees it."""
+    return {
+        g["slug"]: GpuPerformance(
+            memory_bandwidth_tb_s=g["memory_bandwidth_tb_s"],
+            dense_bf16_tflops=g["dense_bf16_tflops"],
+            dense_fp8_tflops=g.get("dense_fp8_tflops"),
+            interconnect_gb_s=LINK_GB_S.get(g["slug"]),
+            name=g["name"],
+        )
+        for g in load_seed("gpus.json")
+        if g.get("memory_bandwidth_tb_s") and g.get("dense_bf16_tflops")
+    }
+
+
+def run_fit() -> FitReport:
+    """Fit on the shipped points, models and GPUs (what `make bench` prints)."""
+    return fit_report(load_points(), catalog_models(), catalog_gpus())

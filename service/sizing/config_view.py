@@ -1,0 +1,162 @@
+"""Typed reads of a parsed Hugging Face `config.json`, each failure naming the config key.
+
+`HFConfig` is the language-model part of a config (nested under `text_config`, `llm_config` or
+`language_config` in multimodal configs) plus the top level it may be nested in; `ConfigView` is
+any other object inside it (a `vision_config`). Every read that fails raises
+`SizingError(field, reason)` with the key as the config spells it, prefixed by where it sits
+(`text_config.intermediate_size`), so the HTTP layer can answer 422 naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from .errors import SizingError, UnknownLayerKind
+
+# Keys under which multimodal configs nest the language model (transformers `sub_configs`:
+# Gemma3Config/Llama4Config/Qwen3_5Config/Gemma4Config use `text_config`; InternVL `llm_config`;
+# DeepSeek-VL2 `language_config`).
+NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
+
+# No published model comes near this many layers; a config claiming more is refused rather than
+# unrolled one layer at a time.
+MAX_LAYERS: Final = 4096
+
+
+class ConfigView:
+    """One JSON object of a config, with the dotted path it sits at."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.lm: Mapping[str, Any] = data
+        self.prefix = prefix
+
+    def where(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def has(self, key: str) -> bool:
+        return self.lm.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        return self.lm.get(key)
+
+    def check_int(self, key: str, value: Any, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SizingError(self.where(key), f"must be an integer, got {value!r}")
+        if value < minimum:
+            raise SizingError(self.where(key), f"must be >= {minimum}, got {value}")
+        return value
+
+    def get_int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self.lm.get(key)
+        if value is None:
+            if default is None:
+                raise SizingError(self.where(key), "is required and missing from the config")
+            return default
+        return self.check_int(key, value, minimum)
+
+    def opt_int(self, key: str, minimum: int = 1) -> int | None:
+        value = self.lm.get(key)
+        return None if value is None else self.check_int(key, value, minimum)
+
+    def first_int(self, keys: Sequence[str], default: int | None = None) -> int:
+        for key in keys:
+            if self.has(key):
+                return self.get_int(key)
+        if default is not None:
+            return default
+        also = f" (also looked for {', '.join(keys[1:])})" if len(keys) > 1 else ""
+        raise SizingError(self.where(keys[0]), f"is required and missing{also}")
+
+    def layer_count(self, key: str, default: int | None = None) -> int:
+        """A number of layers (or MTP layers, or ViT blocks), at most MAX_LAYERS."""
+        n = self.get_int(key, default=default, minimum=0 if default == 0 else 1)
+        if n > MAX_LAYERS:
+            raise SizingError(self.where(key), f"{n} layers: kvplan reads at most {MAX_LAYERS}")
+        return n
+
+    def get_float(self, key: str, default: float | None = None) -> float:
+        value = self.lm.get(key)
+        if value is None:
+            if default is None:
+                raise SizingError(self.where(key), "is required and missing from the config")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SizingError(self.where(key), f"must be a number, got {value!r}")
+        return float(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.lm.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise SizingError(self.where(key), f"must be true or false, got {value!r}")
+        return value
+
+    def str_list(self, key: str) -> list[str] | None:
+        value = self.lm.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise SizingError(self.where(key), "must be a list")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise UnknownLayerKind(
+                    self.where(f"{key}[{index}]"), f"must be a layer type name, got {item!r}"
+                )
+        return list(value)
+
+    def int_list(self, key: str, minimum: int = 0) -> list[int] | None:
+        value = self.lm.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise SizingError(self.where(key), "must be a list of integers")
+        return [self.check_int(f"{key}[{i}]", item, minimum) for i, item in enumerate(value)]
+
+    def sub(self, key: str) -> ConfigView | None:
+        """The object under `key` (a `vision_config`), or None when absent or null."""
+        value = self.lm.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise SizingError(self.where(key), "must be an object")
+        return ConfigView(value, f"{self.where(key)}.")
+
+
+class HFConfig(ConfigView):
+    """The language-model part of a config, plus the top level it may be nested in."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        if not isinstance(config, Mapping):
+            raise SizingError("config", "must be a JSON object (the parsed config.json)")
+        super().__init__(config)
+        self.top: Mapping[str, Any] = config
+        for key in NESTED_LM_KEYS:
+            sub = config.get(key)
+            if sub is None:
+                continue
+            if not isinstance(sub, Mapping):
+                raise SizingError(key, "must be an object")
+            self.lm, self.prefix = sub, f"{key}."
+            break
+        model_type = self.lm.get("model_type") or config.get("model_type") or ""
+        if not isinstance(model_type, str):
+            raise SizingError(self.where("model_type"), "must be a string")
+        self.model_type: str = model_type
+        top_type = config.get("model_type") or model_type
+        self.top_model_type: str = top_type if isinstance(top_type, str) else model_type
+
+    def top_or_lm(self, key: str) -> tuple[str, Any] | None:
+        """`(field, value)` from the LM config, else the top level (dtype lives at the top)."""
+        if self.lm.get(key) is not None:
+            return self.where(key), self.lm[key]
+        if self.top.get(key) is not None:
+            return key, self.top[key]
+        return None
+
+    def top_view(self) -> ConfigView:
+        return ConfigView(self.top)
+
+
+__all__ = ["MAX_LAYERS", "NESTED_LM_KEYS", "ConfigView", "HFConfig"]
