@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / ".artifacts" / "web"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+READ_KEY = "page-key"
 # Llama-3.1-8B's config.json, as Hugging Face publishes it (the fields kvplan reads).
 LLAMA_CONFIG = {
     "_name_or_path": "meta-llama/Llama-3.1-8B",
@@ -57,12 +59,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def base_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def _serving(database_url: str, log: Path, **settings: str) -> Iterator[str]:
     """kvplan served on a loopback port, as `kvplan serve` runs it (uvicorn, the app factory)."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {**os.environ, "DATABASE_URL": database_url, "KVPLAN_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DATABASE_URL": database_url, "KVPLAN_LOG_LEVEL": "WARNING", **settings}
     command = [sys.executable, "-m", "uvicorn", "tests.web.server:create", "--factory"]
     with log.open("wb") as out:
         server = subprocess.Popen(
@@ -77,7 +78,7 @@ def base_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(f"{url}readyz", timeout=1).status_code == 200:
+                if httpx.get(f"{url}healthz", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -88,6 +89,21 @@ def base_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def base_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("server") / "uvicorn.log"
+    with _serving(database_url, log) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def keyed_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same, with reads that need the key `page-key` (KVPLAN_READ_KEYS)."""
+    log = tmp_path_factory.mktemp("keyed-server") / "uvicorn.log"
+    with _serving(database_url, log, KVPLAN_READ_KEYS=READ_KEY) as url:
+        yield url
 
 
 @pytest.fixture
@@ -298,3 +314,30 @@ def test_a_refused_question_shows_the_problem(browser: WebDriver, base_url: str)
     errors = _errors(browser)
     assert len(errors) == 1
     assert "422" in errors[0]["message"]
+
+
+def test_where_reads_need_a_key_the_page_asks_for_it(browser: WebDriver, keyed_url: str) -> None:
+    browser.get(keyed_url)
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "problem").is_displayed())
+    assert browser.find_element(By.ID, "key-box").get_attribute("open") is not None
+    assert "read key" in browser.find_element(By.ID, "problem").text
+    # the catalog loads once the key is typed (the change event on leaving the field)
+    _type(browser, "api-key", READ_KEY)
+    browser.find_element(By.ID, "max-model-len").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-catalog") == "loaded"
+    )
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    _ask(browser, context="8192", peak="16", dtype="fp8", gpu="h100-sxm-80gb")
+    assert browser.find_element(By.ID, "result").get_attribute("data-state") == "ready"
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script(
+            "return [...document.images].every(i => i.complete && i.naturalWidth > 0)"
+        )
+    )
+    for image in browser.find_elements(By.CSS_SELECTOR, ".picture img"):
+        assert f"api_key={READ_KEY}" in (image.get_attribute("src") or "")
+    # the only errors logged are the browser's notes of the two 401s before the key was typed
+    errors = _errors(browser)
+    assert errors
+    assert all("401" in entry["message"] for entry in errors), errors

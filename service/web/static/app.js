@@ -15,10 +15,20 @@ class Problem extends Error {
   }
 }
 
+// The read key a person typed, where kvplan asks for one (KVPLAN_READ_KEYS): sent as the
+// X-API-KEY header, and as `api_key` in the pictures' URLs (an <img> sends no header).
+function readKey() {
+  return $("api-key").value.trim();
+}
+
+function keyed(headers) {
+  return readKey() ? { ...headers, "X-API-KEY": readKey() } : headers;
+}
+
 async function api(path, options = {}) {
   const response = await fetch(path, {
     ...options,
-    headers: { Accept: "application/json", ...(options.headers || {}) },
+    headers: keyed({ Accept: "application/json", ...(options.headers || {}) }),
   });
   const type = response.headers.get("content-type") || "";
   const body = type.includes("json") ? await response.json() : { detail: await response.text() };
@@ -54,6 +64,7 @@ function bytes(value) {
 }
 
 async function loadCatalog() {
+  $("problem").hidden = true;
   const [models, gpus] = await Promise.all([
     listAll("v1/models?limit=500"),
     listAll("v1/gpus?limit=500"),
@@ -67,6 +78,7 @@ async function loadCatalog() {
     modelSelect.append(option(model.slug, `${model.name} (${model.slug}${context})`));
   }
   const gpuSelect = $("gpu");
+  gpuSelect.replaceChildren(option("", "any GPU in the catalog (the cheapest plan)"));
   for (const gpu of gpus) {
     const price = gpu.price_usd_per_hour == null ? "" : `, $${gpu.price_usd_per_hour}/h`;
     gpuSelect.append(option(gpu.slug, `${gpu.name}: ${bytes(gpu.memory_bytes)}${price}`));
@@ -164,6 +176,7 @@ function pictureQuestion(body, best) {
 function pictureImage(kind, capacity, alt) {
   const image = document.createElement("img");
   const query = new URLSearchParams({ ...capacity, format: "svg" });
+  if (readKey()) query.set("api_key", readKey());
   image.src = `v1/pictures/${kind}?${query}`;
   image.alt = alt;
   image.width = 760;
@@ -175,7 +188,7 @@ function pictureImage(kind, capacity, alt) {
 async function pictureInline(kind, capacity) {
   const response = await fetch(`v1/pictures/${kind}`, {
     method: "POST",
-    headers: { Accept: "image/svg+xml", "Content-Type": "application/json" },
+    headers: keyed({ Accept: "image/svg+xml", "Content-Type": "application/json" }),
     body: JSON.stringify(capacity),
   });
   if (!response.ok) throw new Problem(await response.json(), response.status);
@@ -289,6 +302,7 @@ function showExplanation(explanation) {
 }
 
 function showProblem(problem) {
+  if (problem.status === 401) $("key-box").open = true;
   const box = $("problem");
   box.textContent = problem.field ? `${problem.field}: ${problem.message}` : problem.message;
   box.dataset.field = problem.field || "";
@@ -344,5 +358,6 @@ document.addEventListener("DOMContentLoaded", () => {
     radio.addEventListener("change", showSource);
   }
   $("question").addEventListener("submit", plan);
-  loadCatalog().catch((error) => showProblem(error));
+  $("api-key").addEventListener("change", () => loadCatalog().catch(showProblem));
+  loadCatalog().catch(showProblem);
 });
