@@ -16,10 +16,12 @@ from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .security import install_key_redaction
 from .settings import Settings
+from .web.router import router as web_router
 
 DESCRIPTION = """
 **How many requests fit?** kvplan sizes the KV cache of an LLM deployment to the byte and
@@ -45,6 +47,7 @@ TAGS = [
         "name": "deployments",
         "description": "Stored deployment profiles and their capacity, for autoscalers.",
     },
+    {"name": "pictures", "description": "A capacity drawn: memory budget, capacity by context."},
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
 
@@ -89,4 +92,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(models_router)
     app.include_router(gpus_router)
     app.include_router(deployments_router)
+    app.include_router(pictures_router)
+    app.include_router(web_router)
     return app
