@@ -81,6 +81,32 @@ class MemoryBudget:
         return self.describe()
 
 
+def given_pool_budget(
+    *, total_bytes: int, weights_per_gpu: int, pool_bytes: int, fraction_name: str, note: str
+) -> MemoryBudget:
+    """A pool the caller already knows replaces the engine's budget, whatever the engine.
+
+    vLLM's --kv-cache-memory-bytes (PR #21489: available KV memory is that value, the
+    utilization ignored; ../shared/design/engine-memory.md section 1.2), or the pool an
+    engine's log reports: no fraction and no profiled peak stand between it and the blocks.
+    """
+    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
+    given_line = BudgetLine("kv_cache_memory", pool_bytes, note)
+    return MemoryBudget(
+        total_bytes=total_bytes,
+        fraction=None,
+        fraction_name=fraction_name,
+        requested_bytes=pool_bytes,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=0,
+        non_torch_bytes=0,
+        cudagraph_bytes=0,
+        pool_bytes=pool_bytes,
+        pool_given=True,
+        describe=lambda: (total_line, given_line),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CacheGroup:
     """Layers that share one block table (vLLM KV-cache group) on one GPU."""

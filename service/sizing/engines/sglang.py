@@ -35,7 +35,7 @@ from ..errors import SizingError
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
 from . import calibration as cal
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
+from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport, given_pool_budget
 
 
 def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> float:
@@ -66,21 +66,13 @@ def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> 
 def sglang_budget(
     *, total_bytes: int, weights_per_gpu: int, tensor_parallel_size: int, options: EngineOptions
 ) -> MemoryBudget:
-    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        return MemoryBudget(
+        return given_pool_budget(
             total_bytes=total_bytes,
-            fraction=None,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
             fraction_name="mem_fraction_static",
-            requested_bytes=pool,
-            weights_bytes=weights_per_gpu,
-            activation_bytes=0,
-            non_torch_bytes=0,
-            cudagraph_bytes=0,
-            pool_bytes=pool,
-            pool_given=True,
-            describe=lambda: (total_line, BudgetLine("kv_cache_memory", pool, "given")),
+            note="given",
         )
     fraction = options.mem_fraction_static or default_mem_fraction_static(
         total_bytes, tensor_parallel_size
@@ -93,7 +85,7 @@ def sglang_budget(
     # rest_memory = free after loading - free_at_start x (1 - mem_fraction_static)
     pool = free_at_start - loaded - reserved
     lines = (
-        total_line,
+        BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
         BudgetLine("startup", -startup, "CUDA context and NCCL before SGLang reads free memory"),
         BudgetLine("weights", -loaded, "model weights on this GPU, with loading slack"),
         BudgetLine(

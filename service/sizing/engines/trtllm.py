@@ -35,7 +35,7 @@ from ..errors import SizingError
 from ..kv import token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
+from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport, given_pool_budget
 
 
 def trtllm_budget(
@@ -48,19 +48,12 @@ def trtllm_budget(
 ) -> MemoryBudget:
     """`state_bytes`: Mamba state a hybrid allocates before the warm-up (part of the peak)."""
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        return MemoryBudget(
-            total_bytes,
-            None,
-            "free_gpu_memory_fraction",
-            0,
-            weights_per_gpu,
-            0,
-            0,
-            0,
-            pool,
-            True,
-            lambda: (BudgetLine("kv_cache_memory", pool, "given"),),
+        return given_pool_budget(
+            total_bytes=total_bytes,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
+            fraction_name="free_gpu_memory_fraction",
+            note="given",
         )
     fraction = options.free_gpu_memory_fraction or calibration.TRTLLM_DEFAULT_FREE_FRACTION
     peak = weights_per_gpu + activation_bytes + calibration.TRTLLM_NON_TORCH + state_bytes
@@ -87,17 +80,17 @@ def trtllm_budget(
         BudgetLine("kv_cache_memory", pool, f"free_gpu_memory_fraction {fraction} x free"),
     )
     return MemoryBudget(
-        total_bytes,
-        fraction,
-        "free_gpu_memory_fraction",
-        free,
-        weights_per_gpu,
-        activation_bytes,
-        calibration.TRTLLM_NON_TORCH,
-        0,
-        pool,
-        False,
-        lambda: lines,
+        total_bytes=total_bytes,
+        fraction=fraction,
+        fraction_name="free_gpu_memory_fraction",
+        requested_bytes=free,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=activation_bytes,
+        non_torch_bytes=calibration.TRTLLM_NON_TORCH,
+        cudagraph_bytes=0,
+        pool_bytes=pool,
+        pool_given=False,
+        describe=lambda: lines,
     )
 
 

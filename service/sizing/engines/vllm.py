@@ -31,7 +31,15 @@ from ..kv import state_bytes_per_sequence, token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration as cal
 from .activation import forward_bytes_per_token, sampler_bytes
-from .common import BudgetLine, CacheGroup, CacheLayout, EngineOptions, MemoryBudget, PoolReport
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    EngineOptions,
+    MemoryBudget,
+    PoolReport,
+    given_pool_budget,
+)
 
 Version = tuple[int, int, int]
 
@@ -459,23 +467,15 @@ def vllm_budget(
     max_num_seqs: int,
 ) -> MemoryBudget:
     util = options.gpu_memory_utilization or behaviour.default_utilization
-    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        given = BudgetLine("kv_cache_memory", pool, "given (--kv-cache-memory-bytes or a log)")
-        return MemoryBudget(
+        return given_pool_budget(
             total_bytes=total_bytes,
-            fraction=None,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
             fraction_name="gpu_memory_utilization",
-            requested_bytes=pool,
-            weights_bytes=weights_per_gpu,
-            activation_bytes=0,
-            non_torch_bytes=0,
-            cudagraph_bytes=0,
-            pool_bytes=pool,
-            pool_given=True,
-            describe=lambda: (total_line, given),
+            note="given (--kv-cache-memory-bytes or a log)",
         )
+    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     requested = requested_memory(behaviour, total_bytes, util)
     # Profile run: one forward pass over max_num_batched_tokens tokens, then the sampler on
     # min(max_num_seqs, max_num_batched_tokens) rows; the measured peak is the larger one.
