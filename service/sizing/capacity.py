@@ -54,7 +54,7 @@ from .kv import (
 )
 from .parallel import check_tensor_parallel, pipeline_stages
 from .units import cdiv
-from .weights import weight_bytes_total
+from .weights import weight_bytes_per_gpu, weight_bytes_total
 
 MAX_CONTEXT_TOKENS = 10_000_000
 
@@ -206,8 +206,9 @@ def compute_capacity(
     tp = parallel.tensor_parallel_size
     sequence = sequence_breakdown(arch, workload.kv_cache_dtype, m, 1, engine.mamba_ssm_cache_dtype)
     weights_total = weight_bytes_total(arch, engine.weight_format)
-    # Weights shard across TP ranks and PP stages (replicated norms are not modelled).
-    weights_gpu = cdiv(weights_total, parallel.gpus_per_replica)
+    weights_gpu = weight_bytes_per_gpu(
+        arch, tp, parallel.pipeline_parallel_size, engine.weight_format
+    )
     common = {
         "kv_cache_dtype": workload.kv_cache_dtype,
         "kv_element_bytes": kv_b,

@@ -15,9 +15,7 @@ from functools import lru_cache
 
 from .architecture import (
     ChunkedLocalAttention,
-    FullAttention,
     GatedDeltaNet,
-    Layer,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -151,13 +149,6 @@ def state_dtype_bytes(
     conv = MODEL_DTYPE_BYTES[arch.dtype]
     ssm_name = ssm_cache_dtype or arch.state_dtype or arch.dtype
     return conv, MODEL_DTYPE_BYTES[ssm_name]
-
-
-def is_token_layer(layer: Layer) -> bool:
-    return isinstance(
-        layer,
-        FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MultiHeadLatentAttention,
-    )
 
 
 @dataclass(frozen=True, slots=True)

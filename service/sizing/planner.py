@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .architecture import ModelArchitecture
@@ -313,7 +313,3 @@ def _blocks_at(capacity: Capacity, context_tokens: int) -> int:
             # Windows, chunks and recurrent state do not grow past what max_model_len needs.
             total += min(group.blocks_per_request, cdiv(context_tokens, group.block_size) + 1)
     return max(1, total)
-
-
-def with_engine(request: PlanRequest, engine: EngineOptions) -> PlanRequest:
-    return replace(request, engine=engine)
