@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -35,7 +34,20 @@ from ..errors import SizingError
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
 from . import calibration as cal
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport, given_pool_budget
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    Capacity,
+    Engine,
+    EngineOptions,
+    EngineSettings,
+    MemoryBudget,
+    PoolReport,
+    SizingInputs,
+    given_pool_budget,
+    single_group_layout,
+)
 
 
 def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> float:
@@ -365,7 +377,7 @@ class SglangHybrid:
     running: int  # max_running_requests
     sequences: int  # sequences of max_model_len that run at once
     concurrency: float
-    settings: dict[str, Any]
+    settings: EngineSettings
     problem: str | None  # why not even one sequence runs; None when it fits
     describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
 
@@ -794,3 +806,108 @@ def _mamba_pools(
         describe=describe,
     )
     return hybrid, tuple(notes)
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def sglang_capacity(inputs: SizingInputs) -> Capacity:
+    """One SGLang instance: rest_memory, then one token pool or the hybrid pools."""
+    engine, max_model_len = inputs.engine, inputs.workload.max_model_len
+    page_size = engine.block_size or 1
+    budget = sglang_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=engine,
+    )
+    hybrid, notes = sglang_hybrid(
+        inputs.arch,
+        stages=inputs.stages,
+        pool_bytes=budget.pool_bytes,
+        kv_bytes=inputs.facts.kv_element_bytes,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        page_size=page_size,
+        max_model_len=max_model_len,
+        options=engine,
+    )
+    if hybrid is not None:
+        return _hybrid_capacity(inputs, hybrid, budget, page_size, inputs.warnings + notes)
+    # Every attention layer holds the whole context (design section 2).
+    cell = inputs.facts.kv_bytes_per_token_per_gpu
+    report = sglang_report(budget.pool_bytes, cell, page_size, max_model_len, engine.max_num_seqs)
+    # --max-running-requests sizes the request pool: the batch never grows past it.
+    running = sglang_running_requests(
+        sglang_tokens(budget.pool_bytes, cell, page_size), max_model_len, engine.max_num_seqs
+    )
+    settings: EngineSettings = {
+        "mem_fraction_static": budget.fraction,
+        "page_size": page_size,
+        "max_running_requests": running,
+        "max_num_seqs": running,
+    }
+    fits = report.max_num_seqs >= 1
+    reason = (
+        f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    )
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=single_group_layout(cell, page_size, max_model_len),
+        report=report,
+        engine_settings=settings,
+        warnings=inputs.warnings + notes,
+        fits=fits,
+        reason=None if fits else reason,
+    )
+
+
+def _hybrid_capacity(
+    inputs: SizingInputs,
+    hybrid: SglangHybrid,
+    budget: MemoryBudget,
+    page_size: int,
+    warnings: tuple[str, ...],
+) -> Capacity:
+    """SWA / Mamba pools: a block is one page of the full-attention token pool, priced with
+    what it takes of rest_memory (its share of the SWA pool included)."""
+    per_request = cdiv(inputs.workload.max_model_len, page_size)
+    block_bytes = round(page_size * hybrid.pool_bytes_per_token)
+    layout = CacheLayout(
+        groups=(
+            CacheGroup("full_attention", hybrid.full_layers, page_size, block_bytes, per_request),
+        ),
+        bytes_per_block=block_bytes,
+        blocks_per_request=per_request,
+        block_size=page_size,
+        padding_layers=0,
+        notes=(),
+    )
+    report = PoolReport(
+        hybrid.tokens // page_size,
+        hybrid.tokens,
+        hybrid.concurrency,
+        hybrid.sequences,
+        hybrid.describe,
+    )
+    problem = hybrid.problem
+    if budget.pool_bytes <= 0:
+        problem = "no memory left for the KV cache after the weights and the static reserve"
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=inputs.engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "mem_fraction_static": budget.fraction,
+            "page_size": page_size,
+            **hybrid.settings,
+        },
+        warnings=warnings,
+        fits=problem is None,
+        reason=problem,
+    )

@@ -32,10 +32,23 @@ from ..architecture import (
 )
 from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
-from ..kv import token_bytes_per_layer
+from ..kv import packed_mla, token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport, given_pool_budget
+from .activation import forward_bytes_per_token
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    Capacity,
+    Engine,
+    EngineOptions,
+    MemoryBudget,
+    PoolReport,
+    SizingInputs,
+    given_pool_budget,
+    single_group_layout,
+)
 
 
 def trtllm_budget(
@@ -552,3 +565,255 @@ def trtllm_window_pools(
         )
 
     return TrtllmWindowPools(pools, sequences, concurrency, tuple(notes), describe)
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def trtllm_capacity(inputs: SizingInputs) -> Capacity:
+    """One TensorRT-LLM instance: one KV pool, per-window pools, or a Mamba hybrid's pools."""
+    arch, engine = inputs.arch, inputs.engine
+    if arch.has_state_layers:
+        return _mamba_capacity(inputs)
+    warnings = inputs.warnings
+    if has_windowed_layers(arch) and engine.max_attention_window is None:
+        # resource_manager.py KVCacheManager: no max_attention_window -> [max_seq_len] for all.
+        warnings += (WINDOWED_DEFAULT_NOTE,)
+    per_token = forward_bytes_per_token(arch, inputs.parallel.tensor_parallel_size) or 0
+    max_num_tokens = engine.max_num_batched_tokens or calibration.TRTLLM_MAX_NUM_TOKENS
+    budget = trtllm_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        activation_bytes=per_token * max_num_tokens,
+        options=engine,
+    )
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    if engine.max_attention_window is not None:
+        return _window_capacity(inputs, engine.max_attention_window, budget, block, max_num_tokens)
+    max_model_len = inputs.workload.max_model_len
+    cell = inputs.facts.kv_bytes_per_token_per_gpu
+    report = trtllm_report(budget.pool_bytes, cell, block, max_model_len)
+    fits = report.max_num_seqs >= 1
+    reason = (
+        f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    )
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=single_group_layout(cell, block, max_model_len),
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": max_num_tokens,
+        },
+        warnings=warnings,
+        fits=fits,
+        reason=None if fits else reason,
+    )
+
+
+def _window_capacity(
+    inputs: SizingInputs,
+    windows: tuple[int, ...],
+    budget: MemoryBudget,
+    block: int,
+    max_num_tokens: int,
+) -> Capacity:
+    """KvCacheConfig.max_attention_window given: one pool per distinct window (VSWA)."""
+    max_model_len = inputs.workload.max_model_len
+    best = _tightest_stage_windows(inputs, windows, budget.pool_bytes, block)
+    # The pool that runs out first sets the batch; the planner reads its blocks.
+    binding = min(best.pools, key=lambda p: p.sequences)
+    largest = max(best.pools, key=lambda p: p.window)
+    report = PoolReport(
+        binding.blocks, largest.tokens, best.concurrency, best.sequences, best.describe
+    )
+    layout = CacheLayout(
+        groups=tuple(
+            CacheGroup(
+                "full_attention" if p.window >= max_model_len else "sliding_attention",
+                p.layers,
+                block,
+                block * p.bytes_per_token,
+                p.blocks_per_request,
+            )
+            for p in best.pools
+        ),
+        bytes_per_block=block * binding.bytes_per_token,
+        blocks_per_request=binding.blocks_per_request,
+        block_size=block,
+        padding_layers=0,
+        notes=best.notes,
+    )
+    fits = best.sequences >= 1
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=inputs.engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": max_num_tokens,
+            "max_attention_window": list(windows),
+            "pools": {str(p.window): p.blocks for p in best.pools},
+        },
+        warnings=inputs.warnings + best.notes,
+        fits=fits,
+        reason=None
+        if fits
+        else (
+            f"the window-{binding.window} pool's {binding.blocks} blocks cannot hold one "
+            f"sequence of {max_model_len} tokens ({binding.blocks_per_request} blocks)"
+        ),
+    )
+
+
+def _tightest_stage_windows(
+    inputs: SizingInputs, windows: tuple[int, ...], pool_bytes: int, block: int
+) -> TrtllmWindowPools:
+    """Each stage's window pools; the stage that holds the fewest sequences is reported."""
+    tp, kv_element_bytes = inputs.parallel.tensor_parallel_size, inputs.facts.kv_element_bytes
+    packed = packed_mla(inputs.arch, inputs.workload.kv_cache_dtype)
+    best = None
+    offset = 0
+    for stage in inputs.stages:
+        # The window list is per decoder layer, repeated over the layers when shorter.
+        layer_windows = [
+            (
+                windows[(offset + i) % len(windows)],
+                token_bytes_per_layer(g, kv_element_bytes, tp, packed),
+            )
+            for i, g in enumerate(stage.layers)
+            if isinstance(g, TokenLayer)
+        ]
+        offset += stage.num_layers
+        if not layer_windows:
+            continue
+        pools = trtllm_window_pools(
+            trtllm_rules(inputs.engine.engine_version),
+            pool_bytes=pool_bytes,
+            layer_windows=layer_windows,
+            tokens_per_block=block,
+            max_model_len=inputs.workload.max_model_len,
+        )
+        if best is None or pools.sequences < best.sequences:
+            best = pools
+    if best is None:
+        raise SizingError("max_attention_window", "the model has no attention layer to window")
+    return best
+
+
+def _mamba_capacity(inputs: SizingInputs) -> Capacity:
+    """MambaHybridCacheManager: max_batch_size state slots taken before the fraction, then a
+    paged KV pool for the attention layers (`trtllm_mamba_pools`)."""
+    rules = trtllm_rules(inputs.engine.engine_version)
+    check_trtllm_hybrid(inputs.arch, rules)
+    engine = inputs.engine
+    max_num_tokens = engine.max_num_batched_tokens or calibration.TRTLLM_MAX_NUM_TOKENS
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    slots = engine.max_num_seqs or calibration.TRTLLM_DEFAULT_MAX_BATCH_SIZE
+    conv_bytes, ssm_bytes, ssm_name = trtllm_state_dtypes(inputs.arch, rules, engine)
+    budget, pools = _tightest_stage_mamba(
+        inputs,
+        rules,
+        max_num_tokens=max_num_tokens,
+        block=block,
+        slots=slots,
+        conv_bytes=conv_bytes,
+        ssm_bytes=ssm_bytes,
+    )
+    notes = pools.notes + ((WINDOWED_DEFAULT_NOTE,) if has_windowed_layers(inputs.arch) else ())
+    if len(inputs.stages) > 1:
+        notes += (
+            "pipeline parallel: each stage holds its own layers' state and KV; TensorRT-LLM "
+            "keeps the smallest max_tokens of all ranks and kvplan reports that stage",
+        )
+    block_bytes = block * pools.attention_bytes_per_token
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=CacheLayout(
+            groups=(
+                CacheGroup(
+                    "full_attention",
+                    pools.attention_layers,
+                    block,
+                    block_bytes,
+                    pools.blocks_per_request,
+                ),
+            ),
+            bytes_per_block=block_bytes,
+            blocks_per_request=pools.blocks_per_request,
+            block_size=block,
+            padding_layers=0,
+            notes=(),
+        ),
+        report=PoolReport(
+            pools.blocks, pools.blocks * block, pools.concurrency, pools.sequences, pools.describe
+        ),
+        engine_settings={
+            "engine_version": rules.label,
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": max_num_tokens,
+            "max_batch_size": slots,
+            "max_num_seqs": slots,
+            "mamba_ssm_cache_dtype": ssm_name,
+            "mamba_state_bytes_per_request": pools.conv_bytes_per_slot + pools.ssm_bytes_per_slot,
+            "kv_size_per_token": pools.kv_size_per_token,
+        },
+        warnings=inputs.warnings + notes,
+        fits=pools.problem is None,
+        reason=pools.problem,
+    )
+
+
+def _tightest_stage_mamba(
+    inputs: SizingInputs,
+    rules: TrtllmRules,
+    *,
+    max_num_tokens: int,
+    block: int,
+    slots: int,
+    conv_bytes: int,
+    ssm_bytes: int,
+) -> tuple[MemoryBudget, TrtllmMambaPools]:
+    """Each stage's budget and pools; the stage with the fewest max_tokens is reported."""
+    tp = inputs.parallel.tensor_parallel_size
+    activation = (forward_bytes_per_token(inputs.arch, tp) or 0) * max_num_tokens
+    chosen = None
+    for stage in inputs.stages:
+        conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_bytes, ssm_bytes)
+        budget = trtllm_budget(
+            total_bytes=inputs.gpu.memory_bytes,
+            weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+            activation_bytes=activation,
+            options=inputs.engine,
+            state_bytes=slots * (conv + ssm),
+        )
+        pools = trtllm_mamba_pools(
+            rules,
+            stage=stage,
+            model=inputs.arch,
+            pool_bytes=budget.pool_bytes,
+            kv_bytes=inputs.facts.kv_element_bytes,
+            conv_bytes=conv_bytes,
+            ssm_bytes=ssm_bytes,
+            tensor_parallel_size=tp,
+            tokens_per_block=block,
+            max_model_len=inputs.workload.max_model_len,
+            max_batch_size=slots,
+        )
+        # KVCacheManager.calculate_max_num_blocks: every rank takes the MIN of max_tokens.
+        if chosen is None or pools.max_tokens < chosen[1].max_tokens:
+            chosen = (budget, pools)
+    assert chosen is not None
+    return chosen

@@ -10,8 +10,8 @@ vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-me
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..architecture import (
@@ -27,7 +27,7 @@ from ..architecture import (
     TokenLayer,
 )
 from ..errors import SizingError
-from ..kv import state_bytes_per_sequence, token_bytes_per_layer
+from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration as cal
 from .activation import forward_bytes_per_token, sampler_bytes
@@ -35,9 +35,13 @@ from .common import (
     BudgetLine,
     CacheGroup,
     CacheLayout,
+    Capacity,
+    Engine,
     EngineOptions,
+    EngineSettings,
     MemoryBudget,
     PoolReport,
+    SizingInputs,
     given_pool_budget,
 )
 
@@ -597,3 +601,248 @@ def vllm_report(
     # The block pool keeps block 0 as the null block: one fewer is ever handed out.
     fits = max(0, num_blocks - 1) // layout.blocks_per_request
     return PoolReport(num_blocks, tokens, concurrency, fits, describe)
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def vllm_capacity(inputs: SizingInputs) -> Capacity:
+    """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
+    behaviour = behaviour_for(
+        parse_version(inputs.engine.engine_version or cal.LATEST_VLLM_VERSION)
+    )
+    _check_release_runs(inputs.arch, behaviour)
+    flags = vllm_flags(inputs, behaviour)
+    workers = _Workers.of(inputs, behaviour, flags)
+    layouts = [workers.layout(stage, inputs.workload.max_model_len) for stage in workers.stages]
+    budget = vllm_budget(
+        inputs.arch,
+        behaviour=behaviour,
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=inputs.engine,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+    )
+    blocks = vllm_blocks(
+        budget.pool_bytes, layouts, workers.projected, inputs.engine.num_gpu_blocks_override
+    )
+    reason, longest = _does_not_fit(
+        budget,
+        blocks,
+        behaviour,
+        inputs.workload.max_model_len,
+        lambda context: workers.layout(workers.stages[blocks.worker], context),
+    )
+    return Capacity(
+        engine=Engine.VLLM,
+        engine_version=behaviour.label,
+        facts=inputs.facts,
+        budget=budget,
+        layout=blocks.layout,
+        report=vllm_report(
+            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, behaviour
+        ),
+        engine_settings=_settings(behaviour, flags, budget, blocks.layout, inputs.engine),
+        warnings=inputs.warnings + blocks.layout.notes,
+        fits=reason is None,
+        reason=reason,
+        max_model_len_that_fits=longest,
+        per_stage_blocks=blocks.per_stage,
+    )
+
+
+def _check_release_runs(arch: ModelArchitecture, behaviour: VllmBehaviour) -> None:
+    """Raise for models this release does not size (or does not run)."""
+    if arch.has_state_layers and not behaviour.state_in_pool:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {behaviour.label} kept Mamba / linear-attention state outside the KV pool; "
+            "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
+        )
+    if arch.has_sparse_mla and behaviour.version < cal.VLLM_SPARSE_MLA:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {behaviour.label} does not run DeepSeek sparse attention (indexer) models; "
+            "they arrived in 0.11.0",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VllmFlags:
+    """The scheduler and cache flags one instance runs with: given, or the release's default."""
+
+    defaults: BatchDefaults
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    prefix_caching: bool
+    block_size: int
+    hybrid_manager: bool
+
+
+def vllm_flags(inputs: SizingInputs, behaviour: VllmBehaviour) -> VllmFlags:
+    arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
+    defaults = batch_defaults(behaviour, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
+    max_num_batched_tokens = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
+    return VllmFlags(
+        defaults=defaults,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=min(engine.max_num_seqs or defaults.max_num_seqs, max_num_batched_tokens),
+        prefix_caching=(
+            engine.enable_prefix_caching
+            if engine.enable_prefix_caching is not None
+            else behaviour.default_prefix_caching(arch.has_state_layers)
+        ),
+        block_size=engine.block_size
+        or (
+            mla_block_size(behaviour, gpu.name, arch.has_sparse_mla)
+            if arch.has_mla
+            else cal.VLLM_DEFAULT_BLOCK_SIZE
+        ),
+        hybrid_manager=behaviour.hybrid_allocator
+        and behaviour.v1_engine
+        and not engine.disable_hybrid_kv_cache_manager,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Workers:
+    """The layers each worker groups into KV-cache groups, and the layout at any context."""
+
+    inputs: SizingInputs
+    behaviour: VllmBehaviour
+    flags: VllmFlags
+    stages: tuple[ModelArchitecture, ...]
+    # 0.11+ with pipeline stages: the whole model's groups, projected onto stages this size.
+    stage_sizes: tuple[int, ...]
+    conv_bytes: int
+    ssm_bytes: int
+    packed: bool  # fp8_ds_mla rows
+
+    @property
+    def projected(self) -> bool:
+        return bool(self.stage_sizes)
+
+    @classmethod
+    def of(cls, inputs: SizingInputs, behaviour: VllmBehaviour, flags: VllmFlags) -> _Workers:
+        conv_bytes, ssm_bytes = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
+        packed = packed_mla(inputs.arch, inputs.workload.kv_cache_dtype)
+        stages = inputs.stages
+        sizes: tuple[int, ...] = ()
+        if behaviour.whole_model_groups and len(inputs.stages) > 1:
+            # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
+            stages = (inputs.arch,)
+            sizes = tuple(stage.num_layers for stage in inputs.stages)
+        return cls(inputs, behaviour, flags, stages, sizes, conv_bytes, ssm_bytes, packed)
+
+    def layout(self, stage: ModelArchitecture, context: int) -> CacheLayout:
+        inputs, flags = self.inputs, self.flags
+        return vllm_layout(
+            stage,
+            behaviour=self.behaviour,
+            kv_bytes=inputs.facts.kv_element_bytes,
+            conv_bytes=self.conv_bytes,
+            ssm_bytes=self.ssm_bytes,
+            tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+            max_model_len=context,
+            block_size=flags.block_size,
+            block_size_given=inputs.engine.block_size is not None,
+            max_num_batched_tokens=flags.max_num_batched_tokens,
+            prefix_caching=flags.prefix_caching,
+            hybrid_manager=flags.hybrid_manager,
+            stage_sizes=self.stage_sizes,
+            packed_mla=self.packed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VllmBlocks:
+    """The pool cut into blocks on every worker, and the worker whose layout is reported."""
+
+    per_stage: tuple[int, ...]
+    num_blocks: int
+    worker: int
+    layout: CacheLayout
+
+
+def vllm_blocks(
+    pool_bytes: int,
+    layouts: Sequence[CacheLayout],
+    projected: bool,
+    num_gpu_blocks_override: int | None = None,
+) -> VllmBlocks:
+    """get_kv_cache_configs: every worker takes the smallest block count of all workers."""
+    pool = max(0, pool_bytes)
+    if projected:
+        widths = layouts[0].stage_bytes_per_block
+        per_stage = tuple(pool // width for width in widths)
+        # Report the block as the narrowest stage's worker sees it.
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        worker, layout = 0, replace(layouts[0], bytes_per_block=widths[widest])
+    else:
+        per_stage = tuple(pool // lay.bytes_per_block for lay in layouts)
+        worker = min(range(len(layouts)), key=lambda i: per_stage[i])
+        layout = layouts[worker]
+    num_blocks = min(per_stage) if num_gpu_blocks_override is None else num_gpu_blocks_override
+    return VllmBlocks(per_stage, num_blocks, worker, layout)
+
+
+def _does_not_fit(
+    budget: MemoryBudget,
+    blocks: VllmBlocks,
+    behaviour: VllmBehaviour,
+    max_model_len: int,
+    layout_at: Callable[[int], CacheLayout],
+) -> tuple[str | None, int | None]:
+    """Why vLLM refuses to start (None when it starts), and the longest context that fits."""
+    if budget.pool_bytes <= 0:
+        return (
+            f"no memory left for the KV cache: weights, activation and overheads take "
+            f"{budget.requested_bytes - budget.pool_bytes} B of the {budget.requested_bytes} B "
+            "the engine may use"
+        ), None
+    num_blocks, layout = blocks.num_blocks, blocks.layout
+    # 0.33 checks one request against the blocks left after the null block.
+    usable = num_blocks - 1 if behaviour.fit_check_reserves_null_block else num_blocks
+    if usable >= layout.blocks_per_request:
+        return None, None
+    longest = longest_context(layout_at, usable, max_model_len)
+    return (
+        f"one sequence of {max_model_len} tokens needs {layout.blocks_per_request} blocks but "
+        f"the pool holds {num_blocks}"
+        + (" (one is the null block)" if usable != num_blocks else "")
+        + f"; the longest max_model_len that fits is {longest}"
+    ), longest
+
+
+def longest_context(layout_at: Callable[[int], CacheLayout], num_blocks: int, upper: int) -> int:
+    """Binary search for the longest context whose per-request blocks fit (vLLM does the same)."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if layout_at(mid).blocks_per_request <= num_blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _settings(
+    behaviour: VllmBehaviour,
+    flags: VllmFlags,
+    budget: MemoryBudget,
+    layout: CacheLayout,
+    options: EngineOptions,
+) -> EngineSettings:
+    return {
+        "engine_version": behaviour.label,
+        "gpu_memory_utilization": budget.fraction,
+        "block_size": layout.block_size,
+        "max_num_batched_tokens": flags.max_num_batched_tokens,
+        "max_num_seqs": flags.max_num_seqs,
+        "enable_prefix_caching": flags.prefix_caching,
+        "enforce_eager": options.enforce_eager,
+        "defaults_from": flags.defaults.source,
+    }
