@@ -10,7 +10,7 @@ vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-me
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -213,38 +213,66 @@ def batch_defaults(
 
 
 # --- layout -------------------------------------------------------------------------------
+# vllm/v1/core/kv_cache_utils.py `get_kv_cache_groups`, one function per step:
+#   _merge_windows_as_full   unify_hybrid_kv_cache_specs (no hybrid KV-cache manager)
+#   _specs_by_layer          each layer's KVCacheSpec (kv_cache_interface.py page sizes)
+#   _uniform_type_layout     UniformTypeKVCacheSpecs: one group of one kind, pages summed
+#   _align_hybrid_blocks     attention blocks grown to cover a Mamba state page
+#   _unify_page_sizes        unify_kv_cache_spec_page_size
+#   _group_layers            _get_kv_cache_groups_uniform_page_size
+#   _stage_widths            _project_kv_cache_groups_to_worker (pipeline stages)
+
+WindowedLayer = SlidingWindowAttention | ChunkedLocalAttention
+NO_HYBRID_MANAGER_NOTE = "no hybrid KV-cache manager: sliding/chunked layers keep the context"
 
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
-    """One distinct per-layer cache spec, as vLLM buckets layers."""
+    """One distinct per-layer cache spec, as vLLM buckets layers, and the layers that have it."""
 
     layer: TokenLayer | StateLayer
-    count: int
+    positions: tuple[int, ...]  # the model's layer indices with this spec, in order
     block_size: int
     page_bytes: int
     per_token_bytes: int  # 0 for recurrent-state layers
 
+    @property
+    def count(self) -> int:
+        return len(self.positions)
 
-def _blocks_per_request(
-    layer: TokenLayer | StateLayer,
-    block_size: int,
-    max_model_len: int,
-    in_flight_tokens: int,
-    mamba_blocks: int,
-) -> int:
-    """Blocks one request of `max_model_len` tokens holds in one group's table."""
-    if isinstance(layer, SlidingWindowAttention):
-        # SlidingWindowSpec: the window, the tokens in flight, and one more block because
-        # the window may start inside a block.
-        tokens = min(layer.sliding_window - 1 + in_flight_tokens, max_model_len)
-        return cdiv(tokens, block_size) + 1
-    if isinstance(layer, ChunkedLocalAttention):
-        tokens = min(layer.attention_chunk_size + in_flight_tokens, max_model_len)
-        return cdiv(tokens, block_size)
-    if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-        return mamba_blocks
-    return cdiv(max_model_len, block_size)
+
+@dataclass(frozen=True, slots=True)
+class _RequestUsage:
+    """What one request of max_model_len keeps in each kind of layer (max_memory_usage_bytes
+    of each spec in kv_cache_interface.py)."""
+
+    max_model_len: int
+    in_flight_tokens: int  # tokens a sliding/chunked layer keeps beyond its window
+    mamba_blocks: int  # state pages one request holds
+
+    def blocks(self, layer: TokenLayer | StateLayer, block_size: int) -> int:
+        """Blocks one request holds in one group's table."""
+        if isinstance(layer, SlidingWindowAttention):
+            # SlidingWindowSpec: the window, the tokens in flight, and one more block because
+            # the window may start inside a block.
+            tokens = min(layer.sliding_window - 1 + self.in_flight_tokens, self.max_model_len)
+            return cdiv(tokens, block_size) + 1
+        if isinstance(layer, ChunkedLocalAttention):
+            tokens = min(layer.attention_chunk_size + self.in_flight_tokens, self.max_model_len)
+            return cdiv(tokens, block_size)
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            return self.mamba_blocks
+        return cdiv(self.max_model_len, block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Groups:
+    """KV-cache groups of equal size and the model's layer indices in each."""
+
+    groups: tuple[CacheGroup, ...]
+    members: tuple[tuple[int, ...], ...]
+    group_size: int
+    padding_layers: int
 
 
 def _same_type(a: TokenLayer | StateLayer, b: TokenLayer | StateLayer) -> bool:
@@ -289,174 +317,312 @@ def vllm_layout(
     stage_sizes: tuple[int, ...] = (),
     packed_mla: bool = False,
 ) -> CacheLayout:
-    """Cut the model's layers into vLLM KV-cache groups and pages.
+    """Cut the model's layers into vLLM KV-cache groups and pages, as get_kv_cache_groups does.
 
     `arch` is the layers one worker groups: the whole model from 0.11 (groups are formed on the
     whole model and projected onto each pipeline stage, whose sizes `stage_sizes` gives), or one
     stage's layers before. `stage_bytes_per_block` is what one block costs on each stage.
     """
-    tp = tensor_parallel_size
     notes: list[str] = []
-    # Buckets of identical layers, in model order, with the positions of their layers.
-    positions: dict[TokenLayer | StateLayer, Sequence[int]] = dict(arch.cache_layer_positions)
+    positions = dict(arch.cache_layer_positions)
     if len(positions) > 1 and not hybrid_manager:
-        # unify_hybrid_kv_cache_specs: without the hybrid manager sliding and chunked layers
-        # are sized as full attention.
-        merged: dict[TokenLayer | StateLayer, list[int]] = {}
-        for layer, where in positions.items():
-            as_full: TokenLayer | StateLayer = layer
-            if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
-                as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
-                notes.append("no hybrid KV-cache manager: sliding/chunked layers keep the context")
-            merged.setdefault(as_full, []).extend(where)
-        positions = {layer: sorted(where) for layer, where in merged.items()}
+        if any(isinstance(layer, WindowedLayer) for layer in positions):
+            notes.append(NO_HYBRID_MANAGER_NOTE)
+        positions = _merge_windows_as_full(positions)
+    specs = _specs_by_layer(
+        positions,
+        block_size=block_size,
+        kv_bytes=kv_bytes,
+        conv_bytes=conv_bytes,
+        ssm_bytes=ssm_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+        packed_mla=packed_mla,
+    )
+    usage = _RequestUsage(
+        max_model_len,
+        behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
+        behaviour.mamba_blocks(prefix_caching),
+    )
     bounds = _stage_bounds(arch.num_layers, stage_sizes)
-    in_flight = behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size)
-    mamba_blocks = behaviour.mamba_blocks(prefix_caching)
+    if behaviour.whole_model_groups and _is_uniform_type(specs):
+        return _uniform_type_layout(specs, usage, bounds, tuple(dict.fromkeys(notes)))
+    specs, aligned = _align_hybrid_blocks(specs)
+    specs, padded = _unify_page_sizes(specs, behaviour)
+    grouped = _group_layers(specs, behaviour, usage)
+    notes += [*aligned, *padded]
+    if grouped.padding_layers:
+        notes.append(
+            f"{grouped.padding_layers} padding layers so every group has "
+            f"{grouped.group_size} layers"
+        )
+    if not block_size_given and any(isinstance(s.layer, MultiHeadLatentAttention) for s in specs):
+        notes.append(f"MLA block size {block_size} is the attention backend's choice")
+    page = max(s.page_bytes for s in specs)
+    token_blocks = [s.block_size for s in specs if s.per_token_bytes]
+    return CacheLayout(
+        groups=grouped.groups,
+        bytes_per_block=page * grouped.group_size,
+        blocks_per_request=sum(g.blocks_per_request for g in grouped.groups),
+        block_size=min(token_blocks) if token_blocks else specs[0].block_size,
+        padding_layers=grouped.padding_layers,
+        notes=tuple(dict.fromkeys(notes)),
+        stage_bytes_per_block=_stage_widths(page, grouped.members, bounds),
+    )
+
+
+def _merge_windows_as_full(
+    positions: Mapping[TokenLayer | StateLayer, Sequence[int]],
+) -> dict[TokenLayer | StateLayer, tuple[int, ...]]:
+    """unify_hybrid_kv_cache_specs: without the hybrid KV-cache manager, sliding-window and
+    chunked layers become full-attention specs of the same geometry (they keep the context)."""
+    merged: dict[TokenLayer | StateLayer, list[int]] = {}
+    for layer, where in positions.items():
+        as_full: TokenLayer | StateLayer = layer
+        if isinstance(layer, WindowedLayer):
+            as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
+        merged.setdefault(as_full, []).extend(where)
+    return {layer: tuple(sorted(where)) for layer, where in merged.items()}
+
+
+def _specs_by_layer(
+    positions: Mapping[TokenLayer | StateLayer, Sequence[int]],
+    *,
+    block_size: int,
+    kv_bytes: int,
+    conv_bytes: int,
+    ssm_bytes: int,
+    tensor_parallel_size: int,
+    packed_mla: bool,
+) -> list[_Spec]:
+    """Each distinct layer's spec: an attention page holds block_size tokens
+    (AttentionSpec.page_size_bytes); a recurrent layer's page is one request's state
+    (MambaSpec.page_size_bytes)."""
+    tp = tensor_parallel_size
     specs: list[_Spec] = []
     for layer, where in positions.items():
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
-            specs.append(_Spec(layer, len(where), block_size, state, 0))
+            specs.append(_Spec(layer, tuple(where), block_size, state, 0))
         else:
             per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed_mla)
-            specs.append(_Spec(layer, len(where), block_size, block_size * per_token, per_token))
-    layer_positions = list(positions.values())
-    if (
-        behaviour.whole_model_groups
-        and len(specs) > 1
-        and all(_same_type(specs[0].layer, s.layer) for s in specs)
-    ):
-        # UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
-        # group whose page is the sum of the layers' pages.
-        per_layer_page = {
-            i: s.page_bytes for s, where in zip(specs, layer_positions, strict=True) for i in where
-        }
-        blocks = _blocks_per_request(
-            specs[0].layer, block_size, max_model_len, in_flight, mamba_blocks
-        )
-        total = sum(s.count * s.page_bytes for s in specs)
-        return CacheLayout(
-            groups=(
-                CacheGroup(
-                    specs[0].layer.kind.value, len(per_layer_page), block_size, total, blocks
-                ),
+            specs.append(_Spec(layer, tuple(where), block_size, block_size * per_token, per_token))
+    return specs
+
+
+def _is_uniform_type(specs: Sequence[_Spec]) -> bool:
+    """UniformTypeKVCacheSpecs.from_specs: several specs, all of one kind."""
+    return len(specs) > 1 and all(_same_type(specs[0].layer, s.layer) for s in specs)
+
+
+def _uniform_type_layout(
+    specs: Sequence[_Spec],
+    usage: _RequestUsage,
+    bounds: Sequence[tuple[int, int]],
+    notes: tuple[str, ...],
+) -> CacheLayout:
+    """UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
+    group whose page is the sum of the layers' pages."""
+    first = specs[0]
+    per_layer_page = {i: s.page_bytes for s in specs for i in s.positions}
+    blocks = usage.blocks(first.layer, first.block_size)
+    total = sum(s.count * s.page_bytes for s in specs)
+    return CacheLayout(
+        groups=(
+            CacheGroup(
+                first.layer.kind.value, len(per_layer_page), first.block_size, total, blocks
             ),
-            bytes_per_block=total,
-            blocks_per_request=blocks,
-            block_size=block_size,
-            padding_layers=0,
-            notes=tuple(dict.fromkeys(notes)),
-            stage_bytes_per_block=tuple(
-                sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
-            ),
-        )
+        ),
+        bytes_per_block=total,
+        blocks_per_request=blocks,
+        block_size=first.block_size,
+        padding_layers=0,
+        notes=notes,
+        stage_bytes_per_block=tuple(
+            sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
+        ),
+    )
+
+
+def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str, ...]]:
+    """Hybrid block alignment (platforms/interface.py `_align_hybrid_block_size`, before that
+    models/config.py `HybridAttentionMambaModelConfig`): raise the attention block size, in
+    multiples of the kernel alignment, until one attention page covers a state page; pad the
+    state page to match."""
     attention = [s for s in specs if s.per_token_bytes]
     states = [s for s in specs if not s.per_token_bytes]
-    if states and attention:
-        # Hybrid block alignment: raise the attention block size, in multiples of the kernel
-        # alignment, until one attention page covers a state page; pad the state page to match.
-        per_token = max(s.per_token_bytes for s in attention)
-        state_page = max(s.page_bytes for s in states)
-        align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
-        attn_block = max(block_size, align * cdiv(state_page, align * per_token))
-        attn_page = attn_block * per_token
-        if attn_block != block_size:
-            notes.append(
-                f"attention block size set to {attn_block} tokens so one page ({attn_page} B) "
-                f"covers the {state_page} B recurrent state (state page padded "
-                f"{100 * (attn_page - state_page) / state_page:.2f}%)"
-            )
-        specs = [
-            _Spec(s.layer, s.count, attn_block, attn_block * s.per_token_bytes, s.per_token_bytes)
-            if s.per_token_bytes
-            else _Spec(s.layer, s.count, attn_block, attn_page, 0)
-            for s in specs
-        ]
-    # unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks.
+    if not (states and attention):
+        return list(specs), ()
+    block_size = attention[0].block_size  # every spec starts at the configured block size
+    per_token = max(s.per_token_bytes for s in attention)
+    state_page = max(s.page_bytes for s in states)
+    align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
+    attn_block = max(block_size, align * cdiv(state_page, align * per_token))
+    attn_page = attn_block * per_token
+    aligned = [
+        replace(s, block_size=attn_block, page_bytes=attn_block * s.per_token_bytes)
+        if s.per_token_bytes
+        else replace(s, block_size=attn_block, page_bytes=attn_page)
+        for s in specs
+    ]
+    if attn_block == block_size:
+        return aligned, ()
+    return aligned, (
+        f"attention block size set to {attn_block} tokens so one page ({attn_page} B) "
+        f"covers the {state_page} B recurrent state (state page padded "
+        f"{100 * (attn_page - state_page) / state_page:.2f}%)",
+    )
+
+
+def _unify_page_sizes(
+    specs: Sequence[_Spec], behaviour: VllmBehaviour
+) -> tuple[list[_Spec], tuple[str, ...]]:
+    """unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks; a page
+    that does not divide the largest is refused (0.29+ pads a non-MLA attention page)."""
     max_page = max(s.page_bytes for s in specs)
     unified: list[_Spec] = []
+    notes: list[str] = []
     for s in specs:
         if s.page_bytes == max_page:
             unified.append(s)
         elif max_page % s.page_bytes == 0:
             ratio = max_page // s.page_bytes
-            unified.append(
-                _Spec(s.layer, s.count, s.block_size * ratio, max_page, s.per_token_bytes)
-            )
+            unified.append(replace(s, block_size=s.block_size * ratio, page_bytes=max_page))
         elif behaviour.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
-            # Later releases pad a non-MLA attention page that does not divide the largest.
             notes.append(
                 f"{s.layer.kind.value} page of {s.page_bytes} B padded to {max_page} B "
                 f"({100 * (max_page - s.page_bytes) / s.page_bytes:.2f}% unused)"
             )
-            unified.append(_Spec(s.layer, s.count, s.block_size, max_page, s.per_token_bytes))
+            unified.append(replace(s, page_bytes=max_page))
         else:
             raise SizingError(
                 "model.layer_specs",
                 f"vLLM {behaviour.label} cannot unify page sizes of {s.page_bytes} B and "
                 f"{max_page} B",
             )
-    counts = [s.count for s in unified]
+    return unified, tuple(notes)
+
+
+def _group_layers(
+    specs: Sequence[_Spec], behaviour: VllmBehaviour, usage: _RequestUsage
+) -> _Groups:
+    """_get_kv_cache_groups_uniform_page_size: every group holds the same number of layers of
+    one spec; the last group of a spec is padded."""
+    counts = [s.count for s in specs]
     group_size = counts[0]
-    if len(unified) > 1:
-        # _get_kv_cache_groups_uniform_page_size: groups of the smallest bucket's size, or of
-        # the largest when it is within the release's ratio of the smallest.
+    if len(specs) > 1:
+        # Groups of the smallest bucket's size, or of the largest when it is within the
+        # release's ratio of the smallest.
         smallest, largest = min(counts), max(counts)
         limit = behaviour.group_max_ratio
         group_size = largest if limit is not None and largest < limit * smallest else smallest
     groups: list[CacheGroup] = []
-    members: list[Sequence[int]] = []
+    members: list[tuple[int, ...]] = []
     padding = 0
-    for s, where in zip(unified, layer_positions, strict=True):
+    for s in specs:
         n_groups = cdiv(s.count, group_size)
         padding += n_groups * group_size - s.count
-        blocks = _blocks_per_request(s.layer, s.block_size, max_model_len, in_flight, mamba_blocks)
+        blocks = usage.blocks(s.layer, s.block_size)
         for i in range(n_groups):
             # 0.11+: group i takes layers[i::n_groups] (padding spread over the groups, so PP
             # stages stay balanced); before, consecutive slices of group_size.
             chosen = (
-                where[i::n_groups]
+                s.positions[i::n_groups]
                 if behaviour.whole_model_groups
-                else where[i * group_size : (i + 1) * group_size]
+                else s.positions[i * group_size : (i + 1) * group_size]
             )
             members.append(chosen)
             groups.append(
-                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, max_page, blocks)
+                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, s.page_bytes, blocks)
             )
-    if padding:
-        notes.append(f"{padding} padding layers so every group has {group_size} layers")
-    if block_size_given is False and any(
-        isinstance(s.layer, MultiHeadLatentAttention) for s in unified
-    ):
-        notes.append(f"MLA block size {block_size} is the attention backend's choice")
-    token_blocks = [s.block_size for s in unified if s.per_token_bytes]
-    # _project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group.
-    stage_widths = (
-        (max_page * max(len(chosen) for chosen in members),)
-        if len(bounds) == 1
-        else tuple(
-            max_page * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
-            for lo, hi in bounds
-        )
-    )
-    return CacheLayout(
-        groups=tuple(groups),
-        bytes_per_block=max_page * group_size,
-        blocks_per_request=sum(g.blocks_per_request for g in groups),
-        block_size=min(token_blocks) if token_blocks else unified[0].block_size,
-        padding_layers=padding,
-        notes=tuple(dict.fromkeys(notes)),
-        stage_bytes_per_block=stage_widths,
+    return _Groups(tuple(groups), tuple(members), group_size, padding)
+
+
+def _stage_widths(
+    page_bytes: int, members: Sequence[Sequence[int]], bounds: Sequence[tuple[int, int]]
+) -> tuple[int, ...]:
+    """_project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group,
+    counted over the layers the stage holds."""
+    if len(bounds) == 1:
+        return (page_bytes * max(len(chosen) for chosen in members),)
+    return tuple(
+        page_bytes * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
+        for lo, hi in bounds
     )
 
 
 # --- budget -------------------------------------------------------------------------------
+# vllm/v1/worker/gpu_worker.py `determine_available_memory`: what the instance may use
+# (utilization x total), less the weights, the profile run's peak, the non-torch memory and,
+# from 0.20, the CUDA graphs.
 
 
 def requested_memory(behaviour: VllmBehaviour, total_bytes: int, utilization: float) -> int:
     product = total_bytes * utilization
     return math.ceil(product) if behaviour.request_ceil else int(product)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilePeak:
+    """The profile run's torch peak: one forward pass over max_num_batched_tokens tokens, then
+    the sampler on min(max_num_seqs, max_num_batched_tokens) rows; the larger one counts."""
+
+    forward_bytes_per_token: int | None  # None: the model's shape does not say
+    max_num_batched_tokens: int
+    sampler_rows: int
+    vocab_size: int | None
+    sampler_fp32_copies: float
+
+    @property
+    def forward_bytes(self) -> int:
+        per_token = self.forward_bytes_per_token
+        return 0 if per_token is None else per_token * self.max_num_batched_tokens
+
+    @property
+    def sampler_bytes(self) -> int:
+        return sampler_bytes(self.vocab_size, self.sampler_rows, self.sampler_fp32_copies)
+
+    @property
+    def bytes(self) -> int:
+        return max(self.forward_bytes, self.sampler_bytes)
+
+    @property
+    def note(self) -> str:
+        if self.forward_bytes_per_token is None:
+            return "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
+        if self.sampler_bytes > self.forward_bytes:
+            return (
+                f"sampler peak: {self.sampler_rows} rows x {self.vocab_size} vocab x 4 B x "
+                f"{self.sampler_fp32_copies} fp32 copies (the forward pass peaks at "
+                f"{self.forward_bytes} B)"
+            )
+        return (
+            f"forward peak: {self.max_num_batched_tokens} batched tokens x "
+            f"{self.forward_bytes_per_token} B/token"
+        )
+
+
+def profile_peak(
+    arch: ModelArchitecture,
+    behaviour: VllmBehaviour,
+    tensor_parallel_size: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+) -> ProfilePeak:
+    return ProfilePeak(
+        forward_bytes_per_token=forward_bytes_per_token(arch, tensor_parallel_size),
+        max_num_batched_tokens=max_num_batched_tokens,
+        sampler_rows=min(max_num_seqs, max_num_batched_tokens),
+        vocab_size=arch.vocab_size,
+        sampler_fp32_copies=(
+            cal.VLLM_V1_SAMPLER_FP32_COPIES
+            if behaviour.v1_engine
+            else cal.VLLM_V0_SAMPLER_FP32_COPIES
+        ),
+    )
+
+
+def _counts_cudagraphs(behaviour: VllmBehaviour, options: EngineOptions) -> bool:
+    return behaviour.cudagraph_in_budget and not options.enforce_eager
 
 
 def vllm_budget(
@@ -470,7 +636,6 @@ def vllm_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
 ) -> MemoryBudget:
-    util = options.gpu_memory_utilization or behaviour.default_utilization
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -479,81 +644,98 @@ def vllm_budget(
             fraction_name="gpu_memory_utilization",
             note="given (--kv-cache-memory-bytes or a log)",
         )
-    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
+    util = options.gpu_memory_utilization or behaviour.default_utilization
     requested = requested_memory(behaviour, total_bytes, util)
-    # Profile run: one forward pass over max_num_batched_tokens tokens, then the sampler on
-    # min(max_num_seqs, max_num_batched_tokens) rows; the measured peak is the larger one.
-    per_token = forward_bytes_per_token(arch, tensor_parallel_size)
-    forward = 0 if per_token is None else per_token * max_num_batched_tokens
-    rows = min(max_num_seqs, max_num_batched_tokens)
-    copies = (
-        cal.VLLM_V1_SAMPLER_FP32_COPIES if behaviour.v1_engine else cal.VLLM_V0_SAMPLER_FP32_COPIES
-    )
-    sampler = sampler_bytes(arch.vocab_size, rows, copies)
-    activation = max(forward, sampler)
+    peak = profile_peak(arch, behaviour, tensor_parallel_size, max_num_batched_tokens, max_num_seqs)
     non_torch = (
         cal.VLLM_NON_TORCH_WITH_CONTEXT
         if behaviour.non_torch_includes_context
         else cal.VLLM_NON_TORCH_INCREASE
     )
     cudagraph = 0
-    if behaviour.cudagraph_in_budget and not options.enforce_eager:
+    if _counts_cudagraphs(behaviour, options):
         cudagraph = (
             options.cudagraph_memory_bytes
             if options.cudagraph_memory_bytes is not None
-            else cal.cudagraph_estimate(per_token or 0, max_num_seqs)
+            else cal.cudagraph_estimate(peak.forward_bytes_per_token or 0, max_num_seqs)
         )
-    pool = requested - weights_per_gpu - activation - non_torch - cudagraph
-
-    def describe() -> tuple[BudgetLine, ...]:
-        if per_token is None:
-            note = "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
-        elif sampler > forward:
-            note = (
-                f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} fp32 "
-                f"copies (the forward pass peaks at {forward} B)"
-            )
-        else:
-            note = f"forward peak: {max_num_batched_tokens} batched tokens x {per_token} B/token"
-        lines = [
-            total_line,
-            BudgetLine("requested", requested, f"gpu_memory_utilization {util} x total"),
-            BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
-            BudgetLine("activation_peak", -activation, note),
-            BudgetLine(
-                "non_torch",
-                -non_torch,
-                "CUDA context and all other non-torch memory (counted by this release)"
-                if behaviour.non_torch_includes_context
-                else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
-            ),
-        ]
-        if behaviour.cudagraph_in_budget and not options.enforce_eager:
-            lines.append(
-                BudgetLine(
-                    "cudagraph",
-                    -cudagraph,
-                    "CUDA-graph memory, given"
-                    if options.cudagraph_memory_bytes is not None
-                    else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
-                )
-            )
-        lines.append(BudgetLine("kv_cache_memory", pool, "what is left for the KV cache"))
-        return tuple(lines)
-
+    pool = requested - weights_per_gpu - peak.bytes - non_torch - cudagraph
+    lines = _BudgetLines(
+        behaviour=behaviour,
+        options=options,
+        utilization=util,
+        total_bytes=total_bytes,
+        requested_bytes=requested,
+        weights_bytes=weights_per_gpu,
+        peak=peak,
+        non_torch_bytes=non_torch,
+        cudagraph_bytes=cudagraph,
+        pool_bytes=pool,
+    )
     return MemoryBudget(
         total_bytes=total_bytes,
         fraction=util,
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested,
         weights_bytes=weights_per_gpu,
-        activation_bytes=activation,
+        activation_bytes=peak.bytes,
         non_torch_bytes=non_torch,
         cudagraph_bytes=cudagraph,
         pool_bytes=pool,
         pool_given=False,
-        describe=describe,
+        describe=lines.describe,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _BudgetLines:
+    """The budget's terms, written out on demand (only explanations read them)."""
+
+    behaviour: VllmBehaviour
+    options: EngineOptions
+    utilization: float
+    total_bytes: int
+    requested_bytes: int
+    weights_bytes: int
+    peak: ProfilePeak
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    pool_bytes: int
+
+    def describe(self) -> tuple[BudgetLine, ...]:
+        lines = [
+            BudgetLine(
+                "total_memory", self.total_bytes, "total memory as the CUDA runtime reports"
+            ),
+            BudgetLine(
+                "requested",
+                self.requested_bytes,
+                f"gpu_memory_utilization {self.utilization} x total",
+            ),
+            BudgetLine("weights", -self.weights_bytes, "model weights on this GPU"),
+            BudgetLine("activation_peak", -self.peak.bytes, self.peak.note),
+            BudgetLine(
+                "non_torch",
+                -self.non_torch_bytes,
+                "CUDA context and all other non-torch memory (counted by this release)"
+                if self.behaviour.non_torch_includes_context
+                else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
+            ),
+        ]
+        if _counts_cudagraphs(self.behaviour, self.options):
+            lines.append(
+                BudgetLine(
+                    "cudagraph",
+                    -self.cudagraph_bytes,
+                    "CUDA-graph memory, given"
+                    if self.options.cudagraph_memory_bytes is not None
+                    else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
+                )
+            )
+        lines.append(
+            BudgetLine("kv_cache_memory", self.pool_bytes, "what is left for the KV cache")
+        )
+        return tuple(lines)
 
 
 # --- report -------------------------------------------------------------------------------
