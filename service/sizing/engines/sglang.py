@@ -471,53 +471,34 @@ def sglang_hybrid(
     """The SWA or Mamba pools, or None when SGLang sizes every attention layer for the whole
     context (then the notes say why). Raises SizingError for models SGLang does not run."""
     if arch.has_state_layers:
-        rules = sglang_rules(options.engine_version)
         return _mamba_pools(
             arch,
-            rules,
+            sglang_rules(options.engine_version),
             stages=stages,
             pool_bytes=pool_bytes,
             kv_bytes=kv_bytes,
-            tp=tensor_parallel_size,
-            page=page_size,
-            m=max_model_len,
+            tensor_parallel_size=tensor_parallel_size,
+            page_size=page_size,
+            max_model_len=max_model_len,
             options=options,
         )
     windowed = _windowed(layer for layer, _ in arch.cache_layer_counts)
     if not windowed:
         return None, ()
     rules = sglang_rules(options.engine_version)
-    chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
-    everything = "every attention layer is sized for the whole context"
-    if options.disable_hybrid_kv_cache_manager:
-        return None, (f"--disable-hybrid-swa-memory: SGLang {everything}",)
-    if not rules.has(cal.SGLANG_SWA_POOL):
-        return None, (f"SGLang {rules.label} has no SWA pool (0.4.9.post3+): {everything}",)
-    if chunked and not rules.has(cal.SGLANG_CHUNKED_AS_SWA):
-        return None, (
-            f"SGLang {rules.label} keeps chunked-attention layers in the SWA pool only with "
-            f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}",
-        )
-    if len(windowed) == len(arch.cache_layer_counts):
-        return None, (
-            "SGLang has no SWA pool for models whose every layer is windowed (Mistral v0.1, "
-            f"Phi-3): {everything}",
-        )
     by_name = _swa_pool_by_name(arch.name, rules)
-    if by_name is False:
-        return None, (
-            f"SGLang {rules.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
-            f"(disable_hybrid_swa_memory for this architecture): {everything}",
-        )
+    refusal = _without_swa_pool(arch, rules, options, windowed, by_name)
+    if refusal is not None:
+        return None, (refusal,)
     return _swa_pools(
         rules,
         known=by_name is True,
         stages=stages,
         pool_bytes=pool_bytes,
         kv_bytes=kv_bytes,
-        tp=tensor_parallel_size,
-        page=page_size,
-        m=max_model_len,
+        tensor_parallel_size=tensor_parallel_size,
+        page_size=page_size,
+        max_model_len=max_model_len,
         ratio=(
             options.swa_full_tokens_ratio
             if options.swa_full_tokens_ratio is not None
@@ -527,22 +508,63 @@ def sglang_hybrid(
     )
 
 
-def _swa_pools(
+def _without_swa_pool(
+    arch: ModelArchitecture,
+    rules: SglangRules,
+    options: EngineOptions,
+    windowed: Sequence[WindowedLayer],
+    by_name: bool | None,
+) -> str | None:
+    """Why SGLang sizes this windowed model's every layer for the whole context, or None."""
+    everything = "every attention layer is sized for the whole context"
+    if options.disable_hybrid_kv_cache_manager:
+        return f"--disable-hybrid-swa-memory: SGLang {everything}"
+    if not rules.has(cal.SGLANG_SWA_POOL):
+        return f"SGLang {rules.label} has no SWA pool (0.4.9.post3+): {everything}"
+    chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
+    if chunked and not rules.has(cal.SGLANG_CHUNKED_AS_SWA):
+        return (
+            f"SGLang {rules.label} keeps chunked-attention layers in the SWA pool only with "
+            f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}"
+        )
+    if len(windowed) == len(arch.cache_layer_counts):
+        return (
+            "SGLang has no SWA pool for models whose every layer is windowed (Mistral v0.1, "
+            f"Phi-3): {everything}"
+        )
+    if by_name is False:
+        return (
+            f"SGLang {rules.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
+            f"(disable_hybrid_swa_memory for this architecture): {everything}"
+        )
+    return None
+
+
+# --- sliding-window pools -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _StageSplit:
+    """One pipeline stage's SWA split and the layers on each side of it."""
+
+    split: SwaSplit
+    full: list[TokenLayer]
+    windowed: list[WindowedLayer]
+
+
+def _tightest_stage_split(
     rules: SglangRules,
     *,
-    known: bool,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
     kv_bytes: int,
-    tp: int,
-    page: int,
-    m: int,
+    tensor_parallel_size: int,
+    page_size: int,
     ratio: float,
-    requested: int | None,
-) -> tuple[SglangHybrid, tuple[str, ...]]:
-    notes = [] if known else [SWA_ARCHITECTURES_NOTE]
-    # Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count.
-    best: tuple[SwaSplit, list[TokenLayer], list[WindowedLayer]] | None = None
+) -> _StageSplit:
+    """Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count."""
+    tp = tensor_parallel_size
+    best: _StageSplit | None = None
     for stage in stages:
         full, windowed = _whole_context(stage.layers), _windowed(stage.layers)
         full_bytes = _bytes_per_token(full, kv_bytes, tp)
@@ -556,26 +578,47 @@ def _swa_pools(
             swa_bytes=swa_bytes,
             full_layers=len(full),
             swa_layers=len(windowed),
-            page_size=page,
+            page_size=page_size,
             ratio=ratio,
         )
-        if best is None or split.full_tokens < best[0].full_tokens:
-            best = (split, full, windowed)
+        if best is None or split.full_tokens < best.split.full_tokens:
+            best = _StageSplit(split, full, windowed)
     if best is None:
         raise SizingError("layer_schedule", "no attention layer to size")
-    split, full, windowed = best
-    if len(stages) > 1:
-        notes.append(
-            "pipeline parallel: each stage's SWA split is computed on its own layers and the "
-            "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
-            "count with MIN across ranks before or after the split, by version)"
-        )
-    per_layer = {token_bytes_per_layer(g, kv_bytes, tp) for g in [*full, *windowed]}
-    if len(per_layer) > 1 and not rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
-        notes.append(
-            f"SGLang {rules.label} sized every layer with the full layers' geometry (separate "
-            "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
-        )
+    return best
+
+
+def _swa_pools(
+    rules: SglangRules,
+    *,
+    known: bool,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+    ratio: float,
+    requested: int | None,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    """SWAKVPool: the split, then the sequences each pool holds (M = max_model_len)."""
+    tp, page, m = tensor_parallel_size, page_size, max_model_len
+    best = _tightest_stage_split(
+        rules,
+        stages=stages,
+        pool_bytes=pool_bytes,
+        kv_bytes=kv_bytes,
+        tensor_parallel_size=tp,
+        page_size=page,
+        ratio=ratio,
+    )
+    split, full, windowed = best.split, best.full, best.windowed
+    notes = _swa_notes(
+        rules,
+        known,
+        len(stages),
+        {token_bytes_per_layer(g, kv_bytes, tp) for g in [*full, *windowed]},
+    )
     window = max(
         g.sliding_window if isinstance(g, SlidingWindowAttention) else g.attention_chunk_size
         for g in windowed
@@ -589,7 +632,7 @@ def _swa_pools(
     )
     per_request = cdiv(m, page)
     by_full = split.full_tokens // page // per_request
-    # A request pins min(m, window) SWA tokens plus a page (the prefill admission floor of
+    # A request pins min(M, window) SWA tokens plus a page (the prefill admission floor of
     # pool_configurator.validate_swa_pool_size, 0.5.23).
     swa_need = min(m, window) + page
     by_swa = split.swa_tokens // swa_need
@@ -600,34 +643,12 @@ def _swa_pools(
             f"kvplan charges each sequence min(max_model_len, window) + one page = {swa_need} "
             "SWA tokens; when SGLang frees out-of-window tokens differs by version"
         )
-    problem = None
-    if rules.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page >= split.swa_tokens:
-        problem = (
-            f"SGLang {rules.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
-            f"is not larger than the window {window} + page {page}"
-        )
-    elif sequences < 1:
-        problem = (
-            f"{split.full_tokens} full-attention and {split.swa_tokens} sliding-window tokens "
-            f"cannot hold one sequence of {m} tokens"
-        )
-    full_bytes = _bytes_per_token(full, kv_bytes, tp)
-    swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
-
-    def describe() -> tuple[str, ...]:
-        return (
-            f"Use sliding window memory pool. full_layer_tokens={split.full_tokens}, "
-            f"swa_layer_tokens={split.swa_tokens}",
-            *_kv_lines(split.full_tokens, full, kv_bytes, tp),
-            *_kv_lines(split.swa_tokens, windowed, kv_bytes, tp),
-            f"max_total_num_tokens={split.full_tokens}, max_running_requests={running}, "
-            f"context_len={m}",
-        )
-
+    log = _SwaLog(split, tuple(full), tuple(windowed), kv_bytes, tp, running, m)
     hybrid = SglangHybrid(
         tokens=split.full_tokens,
         full_layers=len(full),
-        pool_bytes_per_token=full_bytes + ratio * swa_bytes,
+        pool_bytes_per_token=_bytes_per_token(full, kv_bytes, tp)
+        + ratio * _bytes_per_token(windowed, kv_bytes, tp),
         running=running,
         sequences=max(0, sequences),
         concurrency=min(split.full_tokens / page / per_request, by_swa, running),
@@ -639,28 +660,87 @@ def _swa_pools(
             "max_running_requests": running,
             "max_num_seqs": running,
         },
-        problem=problem,
-        describe=describe,
+        problem=_swa_problem(
+            rules, split, window=window, page_size=page, sequences=sequences, max_model_len=m
+        ),
+        describe=log.describe,
     )
     return hybrid, tuple(notes)
 
 
-def _mamba_pools(
-    arch: ModelArchitecture,
+@dataclass(frozen=True, slots=True)
+class _SwaLog:
+    """What SGLang logs for its SWA pools, written on demand."""
+
+    split: SwaSplit
+    full: tuple[TokenLayer, ...]
+    windowed: tuple[WindowedLayer, ...]
+    kv_bytes: int
+    tensor_parallel_size: int
+    running: int
+    max_model_len: int
+
+    def describe(self) -> tuple[str, ...]:
+        split, tp = self.split, self.tensor_parallel_size
+        return (
+            f"Use sliding window memory pool. full_layer_tokens={split.full_tokens}, "
+            f"swa_layer_tokens={split.swa_tokens}",
+            *_kv_lines(split.full_tokens, self.full, self.kv_bytes, tp),
+            *_kv_lines(split.swa_tokens, self.windowed, self.kv_bytes, tp),
+            f"max_total_num_tokens={split.full_tokens}, max_running_requests={self.running}, "
+            f"context_len={self.max_model_len}",
+        )
+
+
+def _swa_notes(
+    rules: SglangRules, known: bool, num_stages: int, layer_bytes: set[int]
+) -> list[str]:
+    notes = [] if known else [SWA_ARCHITECTURES_NOTE]
+    if num_stages > 1:
+        notes.append(
+            "pipeline parallel: each stage's SWA split is computed on its own layers and the "
+            "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
+            "count with MIN across ranks before or after the split, by version)"
+        )
+    if len(layer_bytes) > 1 and not rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+        notes.append(
+            f"SGLang {rules.label} sized every layer with the full layers' geometry (separate "
+            "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
+        )
+    return notes
+
+
+def _swa_problem(
     rules: SglangRules,
+    split: SwaSplit,
     *,
-    stages: Sequence[ModelArchitecture],
-    pool_bytes: int,
-    kv_bytes: int,
-    tp: int,
-    page: int,
-    m: int,
-    options: EngineOptions,
-) -> tuple[SglangHybrid, tuple[str, ...]]:
-    state_layers = _recurrent(arch.layers)
-    token_layers = _attention(arch.layers)
+    window: int,
+    page_size: int,
+    sequences: int,
+    max_model_len: int,
+) -> str | None:
+    """Why SGLang does not start or cannot run one sequence; None when it can."""
+    if rules.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page_size >= split.swa_tokens:
+        return (
+            f"SGLang {rules.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
+            f"is not larger than the window {window} + page {page_size}"
+        )
+    if sequences < 1:
+        return (
+            f"{split.full_tokens} full-attention and {split.swa_tokens} sliding-window tokens "
+            f"cannot hold one sequence of {max_model_len} tokens"
+        )
+    return None
+
+
+# --- Mamba / gated-delta-net pools ----------------------------------------------------------
+
+
+def check_mamba_support(
+    rules: SglangRules, state_layers: Sequence[StateLayer], token_layers: Sequence[TokenLayer]
+) -> None:
+    """Raise for recurrent models this SGLang release does not run."""
     kinds = {type(g) for g in state_layers}
-    notes: list[str] = []
     if Mamba1 in kinds and token_layers:
         raise SizingError(
             "engine",
@@ -685,127 +765,241 @@ def _mamba_pools(
             f"SGLang {rules.label} runs recurrent models only beside attention; "
             "attention-free Mamba models arrived in 0.5.20",
         )
-    # Radix (prefix) cache: GDN models from 0.5.4, Mamba-2 models from 0.5.7 (server_args /
-    # model_runner turn it off before); --disable-radix-cache = enable_prefix_caching False.
-    radix_since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
-    radix_supported = rules.has(radix_since)
-    radix = (
-        radix_supported
-        if options.enable_prefix_caching is None
-        else (options.enable_prefix_caching and radix_supported)
-    )
-    if options.enable_prefix_caching and not radix_supported:
-        notes.append(f"SGLang {rules.label} turns the radix cache off for this model")
-    # SSM dtype: --mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
-    # (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release.
-    ssm_name = normalize_model_dtype(
-        options.mamba_ssm_cache_dtype
+
+
+def mamba_radix_cache(
+    rules: SglangRules, state_layers: Sequence[StateLayer], enable_prefix_caching: bool | None
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether the radix (prefix) cache runs: GDN models from 0.5.4, Mamba-2 models from 0.5.7
+    (server_args / model_runner turn it off before); --disable-radix-cache is
+    enable_prefix_caching False."""
+    kinds = {type(g) for g in state_layers}
+    since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
+    supported = rules.has(since)
+    if enable_prefix_caching is None:
+        return supported, ()
+    if enable_prefix_caching and not supported:
+        return False, (f"SGLang {rules.label} turns the radix cache off for this model",)
+    return enable_prefix_caching and supported, ()
+
+
+def mamba_ssm_dtype(
+    rules: SglangRules, arch: ModelArchitecture, mamba_ssm_cache_dtype: str | None
+) -> str:
+    """--mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
+    (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release."""
+    return normalize_model_dtype(
+        mamba_ssm_cache_dtype
         or (arch.state_dtype if rules.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
         or cal.SGLANG_MAMBA_SSM_DTYPE,
         "mamba_ssm_cache_dtype",
     )
-    ssm_bytes = MODEL_DTYPE_BYTES[ssm_name]
+
+
+@dataclass(frozen=True, slots=True)
+class MambaState:
+    """One request's recurrent state on one GPU, as SGLang's MambaPool holds it."""
+
+    per_request: int  # what one slot costs the budget
+    conv_bytes: int  # conv state over every recurrent layer
+    ssm_bytes: int  # temporal (SSM) state over every recurrent layer
+
+
+def mamba_state(
+    rules: SglangRules,
+    *,
+    stages: Sequence[ModelArchitecture],
+    state_layers: Sequence[StateLayer],
+    tensor_parallel_size: int,
+    ssm_bytes: int,
+) -> MambaState:
+    tp = tensor_parallel_size
     per_layer = [sglang_state_bytes(g, tp, ssm_bytes) for g in state_layers]
+    # The conv part alone is the state with a 0-byte SSM dtype.
+    conv = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
     per_request = sum(per_layer)
     if len(stages) > 1 and rules.has(cal.SGLANG_MAMBA_PADDING_SLOT):
         # kv_cache_configurator._handle_max_mamba_cache (0.5.17+): the largest stage's share.
         share = max(len(_recurrent(stage.layers)) for stage in stages)
         per_request = int(per_request * (share / len(state_layers)))
-    mamba_ratio_given = options.mamba_full_memory_ratio
+    return MambaState(per_request, conv, sum(per_layer) - conv)
+
+
+def mamba_tokens(rest_bytes: int, cells: Sequence[int], attention: bool, max_model_len: int) -> int:
+    """The profiled token count before page alignment: rest_memory over the most attention
+    bytes per token of any stage; an attention-free model's pool is one context
+    (DefaultPoolConfigurator, 0.5.20+: no KV bytes -> max_total_tokens or context_len)."""
+    if not attention:
+        return max_model_len
+    return min(rest_bytes // cell for cell in cells if cell > 0)
+
+
+@dataclass(frozen=True, slots=True)
+class MambaBatch:
+    """The token pool in whole pages, and the requests it and the state slots run at once."""
+
+    tokens: int  # max_total_num_tokens
+    slots_per_request: int
+    running: int  # max_running_requests
+    sequences: int  # sequences of max_model_len that run at once
+
+
+def mamba_batch(
+    rules: SglangRules,
+    split: MambaSplit,
+    *,
+    profiled_tokens: int,
+    radix_cache: bool,
+    page_size: int,
+    max_model_len: int,
+    requested: int | None,
+) -> MambaBatch:
+    tokens = profiled_tokens // page_size * page_size
+    slots_per_request = mamba_slots_per_request(rules, radix_cache)
+    running = max_running_requests(
+        rules,
+        profiled_tokens=profiled_tokens,
+        tokens=tokens,
+        context_len=max_model_len,
+        state_cap=split.slots // slots_per_request,
+        requested=requested,
+    )
+    sequences = max(0, min(tokens // page_size // cdiv(max_model_len, page_size), running))
+    return MambaBatch(tokens, slots_per_request, running, sequences)
+
+
+def _mamba_pools(
+    arch: ModelArchitecture,
+    rules: SglangRules,
+    *,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+    options: EngineOptions,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    """HybridLinearKVPool + MambaPool: support, radix cache, SSM dtype, state slots, tokens."""
+    tp, page, m = tensor_parallel_size, page_size, max_model_len
+    state_layers, token_layers = _recurrent(arch.layers), _attention(arch.layers)
+    check_mamba_support(rules, state_layers, token_layers)
+    radix, notes = mamba_radix_cache(rules, state_layers, options.enable_prefix_caching)
+    ssm_name = mamba_ssm_dtype(rules, arch, options.mamba_ssm_cache_dtype)
+    state = mamba_state(
+        rules,
+        stages=stages,
+        state_layers=state_layers,
+        tensor_parallel_size=tp,
+        ssm_bytes=MODEL_DTYPE_BYTES[ssm_name],
+    )
+    ratio = (
+        cal.SGLANG_MAMBA_FULL_MEMORY_RATIO
+        if options.mamba_full_memory_ratio is None
+        else options.mamba_full_memory_ratio
+    )
     split = mamba_split(
         rules,
         rest_bytes=pool_bytes,
-        per_request=per_request,
+        per_request=state.per_request,
         radix_cache=radix,
-        ratio=(
-            cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given
-        ),
+        ratio=ratio,
         slots=options.max_mamba_cache_size,
     )
     cells = [_bytes_per_token(_attention(stage.layers), kv_bytes, tp) for stage in stages]
+    batch = mamba_batch(
+        rules,
+        split,
+        profiled_tokens=mamba_tokens(split.rest_bytes, cells, bool(token_layers), m),
+        radix_cache=radix,
+        page_size=page,
+        max_model_len=m,
+        requested=options.max_num_seqs,
+    )
+    tokens, running = batch.tokens, batch.running
+    log = _MambaLog(split.slots, state, tokens, tuple(token_layers), kv_bytes, tp, running, m)
+    hybrid = SglangHybrid(
+        tokens=tokens,
+        full_layers=len(token_layers),
+        pool_bytes_per_token=float(max(cells) if cells else 0),
+        running=running,
+        sequences=batch.sequences,
+        concurrency=min(tokens / page / cdiv(m, page), running),
+        settings={
+            "engine_version": rules.label,
+            "radix_cache": radix,
+            "mamba_ssm_dtype": ssm_name,
+            "mamba_full_memory_ratio": ratio if split.by_ratio else None,
+            "max_mamba_cache_size": split.slots,
+            "mamba_state_bytes_per_request": state.per_request,
+            "mamba_slots_per_request": batch.slots_per_request,
+            "max_running_requests": running,
+            "max_num_seqs": running,
+        },
+        problem=_mamba_problem(split, state, batch, m),
+        describe=log.describe,
+    )
+    return hybrid, notes + _mamba_notes(token_layers, len(stages))
+
+
+@dataclass(frozen=True, slots=True)
+class _MambaLog:
+    """What SGLang logs for its Mamba and token pools, written on demand."""
+
+    slots: int
+    state: MambaState
+    tokens: int
+    token_layers: tuple[TokenLayer, ...]
+    kv_bytes: int
+    tensor_parallel_size: int
+    running: int
+    max_model_len: int
+
+    def describe(self) -> tuple[str, ...]:
+        rows = self.slots + 1  # MambaPool tensors keep a padding slot 0
+        tokens, tp = self.tokens, self.tensor_parallel_size
+        return (
+            f"Mamba Cache is allocated. max_mamba_cache_size: {self.slots}, "
+            f"conv_state size: {rows * self.state.conv_bytes / GiB:.2f}GB, "
+            f"ssm_state size: {rows * self.state.ssm_bytes / GiB:.2f}GB",
+            *(_kv_lines(tokens, self.token_layers, self.kv_bytes, tp) if self.token_layers else ()),
+            f"max_total_num_tokens={tokens}, max_running_requests={self.running}, "
+            f"context_len={self.max_model_len}",
+        )
+
+
+def _mamba_notes(token_layers: Sequence[TokenLayer], num_stages: int) -> tuple[str, ...]:
+    notes: list[str] = []
     if _windowed(token_layers):
         notes.append(
             "sliding-window layers beside recurrent layers: SGLang's Mamba pools size every "
             "attention layer for the whole context, and so does kvplan here"
         )
-    if len(stages) > 1:
+    if num_stages > 1:
         notes.append(
             "pipeline parallel: every stage gets the same Mamba slots and the stage with the "
             "most attention bytes per token sets the token count (SGLang syncs it with MIN)"
         )
-    if token_layers:
-        profiled = min(split.rest_bytes // cell for cell in cells if cell > 0)
-    else:
-        # DefaultPoolConfigurator (0.5.20+): no KV bytes -> max_total_tokens or context_len.
-        profiled = m
+    if not token_layers:
         notes.append(
             "attention-free model: SGLang's token pool is one context length "
             "(--max-total-tokens raises it) and kvplan takes that at face value"
         )
-    tokens = profiled // page * page
-    slots_per_request = mamba_slots_per_request(rules, radix)
-    state_cap = split.slots // slots_per_request
-    running = max_running_requests(
-        rules,
-        profiled_tokens=profiled,
-        tokens=tokens,
-        context_len=m,
-        state_cap=state_cap,
-        requested=options.max_num_seqs,
-    )
-    per_seq_pages = cdiv(m, page)
-    by_tokens = tokens // page // per_seq_pages
-    sequences = max(0, min(by_tokens, running))
-    problem = None
-    if split.slots < 1 or state_cap < 1:
-        problem = (
-            f"{split.slots} Mamba state slots ({per_request} B each) leave no running request "
-            f"({slots_per_request} slots per request)"
-        )
-    elif sequences < 1:
-        problem = f"{tokens} KV tokens cannot hold one sequence of {m} tokens"
-    # Per request: the conv part alone is the state with a 0-byte SSM dtype.
-    conv_bytes = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
-    ssm_total = sum(per_layer) - conv_bytes
-    attention = max(cells) if cells else 0
-    mamba_ratio = (
-        (cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given)
-        if split.by_ratio
-        else None
-    )
+    return tuple(notes)
 
-    def describe() -> tuple[str, ...]:
-        rows = split.slots + 1  # MambaPool tensors keep a padding slot 0
+
+def _mamba_problem(
+    split: MambaSplit, state: MambaState, batch: MambaBatch, max_model_len: int
+) -> str | None:
+    """Why not even one sequence runs; None when one does."""
+    if split.slots < 1 or split.slots // batch.slots_per_request < 1:
         return (
-            f"Mamba Cache is allocated. max_mamba_cache_size: {split.slots}, "
-            f"conv_state size: {rows * conv_bytes / GiB:.2f}GB, "
-            f"ssm_state size: {rows * ssm_total / GiB:.2f}GB",
-            *(_kv_lines(tokens, token_layers, kv_bytes, tp) if token_layers else ()),
-            f"max_total_num_tokens={tokens}, max_running_requests={running}, context_len={m}",
+            f"{split.slots} Mamba state slots ({state.per_request} B each) leave no running "
+            f"request ({batch.slots_per_request} slots per request)"
         )
-
-    hybrid = SglangHybrid(
-        tokens=tokens,
-        full_layers=len(token_layers),
-        pool_bytes_per_token=float(attention),
-        running=running,
-        sequences=sequences,
-        concurrency=min(tokens / page / per_seq_pages, running),
-        settings={
-            "engine_version": rules.label,
-            "radix_cache": radix,
-            "mamba_ssm_dtype": ssm_name,
-            "mamba_full_memory_ratio": mamba_ratio,
-            "max_mamba_cache_size": split.slots,
-            "mamba_state_bytes_per_request": per_request,
-            "mamba_slots_per_request": slots_per_request,
-            "max_running_requests": running,
-            "max_num_seqs": running,
-        },
-        problem=problem,
-        describe=describe,
-    )
-    return hybrid, tuple(notes)
+    if batch.sequences < 1:
+        return f"{batch.tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    return None
 
 
 # --- the pipeline ---------------------------------------------------------------------------
