@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -331,34 +332,32 @@ class TrtllmMambaPools:
         return self.slots * (self.conv_bytes_per_slot + self.ssm_bytes_per_slot)
 
 
-def trtllm_mamba_pools(
+@dataclass(frozen=True, slots=True)
+class TrtllmKvSize:
+    """What KvCacheCreator divides the KV budget by, and what the blocks really hold."""
+
+    kv_size_per_token: int  # KvCacheCreator's divisor
+    attention_layers: int  # the stage's layers whose KV the blocks hold
+    attention_bytes_per_token: int  # what one token of a block stores over those layers
+    notes: tuple[str, ...]
+
+
+def trtllm_kv_size(
     rules: TrtllmRules,
     *,
     stage: ModelArchitecture,
     model: ModelArchitecture,
-    pool_bytes: int,
     kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
     tensor_parallel_size: int,
-    tokens_per_block: int,
-    max_model_len: int,
-    max_batch_size: int,
-) -> TrtllmMambaPools:
-    """KvCacheCreator + MambaHybridCacheManager for one pipeline stage (0.20 ... 1.2).
-
-    max_tokens = pool // kv_size_per_token, where kv_size_per_token is the attention layers'
-    bytes per token (1.0.0rc3+, PR #5371) or, before, every hidden layer counted as an
-    attention layer (resource_manager `get_cache_size_per_token` on num_hidden_layers; at
-    least one layer either way). KVCacheManager.calculate_max_num_blocks then rounds up:
-    blocks = ceil(max_tokens / tokens_per_block). A request needs ceil(M / tokens_per_block)
-    blocks and one of the max_batch_size state slots.
-    """
+) -> TrtllmKvSize:
+    """kv_size_per_token: the attention layers' bytes per token (1.0.0rc3+, PR #5371) or,
+    before, every hidden layer counted as an attention layer (resource_manager
+    `get_cache_size_per_token` on num_hidden_layers); at least one layer either way. One layer's
+    bytes come from the config's one head_dim and KV head count: the first attention layer's."""
     tp = tensor_parallel_size
     model_attention = _attention_layers(model.layers)
     per_layer = token_bytes_per_layer(model_attention[0], kv_bytes, tp)
     stage_attention = _attention_layers(stage.layers)
-    attention_bytes = sum(token_bytes_per_layer(g, kv_bytes, tp) for g in stage_attention)
     notes: list[str] = []
     if rules.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
         kv_size = per_layer * max(1, len(stage_attention))
@@ -375,27 +374,63 @@ def trtllm_mamba_pools(
             "attention layers of different geometry: TensorRT-LLM sizes max_tokens with the "
             "config's one head_dim and KV head count; kvplan uses the first attention layer's"
         )
-    conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_bytes, ssm_bytes)
-    max_tokens = max(0, pool_bytes) // kv_size
-    blocks = cdiv(max_tokens, tokens_per_block)
-    per_request = cdiv(max_model_len, tokens_per_block)
-    by_kv = blocks // per_request
-    sequences = min(by_kv, max_batch_size)
-    concurrency = min(blocks / per_request, float(max_batch_size))
+    return TrtllmKvSize(
+        kv_size_per_token=kv_size,
+        attention_layers=len(stage_attention),
+        attention_bytes_per_token=sum(
+            token_bytes_per_layer(g, kv_bytes, tp) for g in stage_attention
+        ),
+        notes=tuple(notes),
+    )
+
+
+def trtllm_mamba_pools(
+    rules: TrtllmRules,
+    *,
+    stage: ModelArchitecture,
+    model: ModelArchitecture,
+    pool_bytes: int,
+    kv_bytes: int,
+    conv_bytes: int,
+    ssm_bytes: int,
+    tensor_parallel_size: int,
+    tokens_per_block: int,
+    max_model_len: int,
+    max_batch_size: int,
+) -> TrtllmMambaPools:
+    """KvCacheCreator + MambaHybridCacheManager for one pipeline stage (0.20 ... 1.2).
+
+    max_tokens = pool // kv_size_per_token (`trtllm_kv_size`). KVCacheManager
+    .calculate_max_num_blocks then rounds up: blocks = ceil(max_tokens / tokens_per_block).
+    A request needs ceil(M / tokens_per_block) blocks and one of the max_batch_size state slots.
+    """
+    tpb = tokens_per_block
+    size = trtllm_kv_size(
+        rules,
+        stage=stage,
+        model=model,
+        kv_bytes=kv_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+    )
+    conv, ssm = trtllm_state_bytes_per_slot(stage, tensor_parallel_size, conv_bytes, ssm_bytes)
+    max_tokens = max(0, pool_bytes) // size.kv_size_per_token
+    blocks = cdiv(max_tokens, tpb)
+    per_request = cdiv(max_model_len, tpb)
+    sequences = min(blocks // per_request, max_batch_size)
     problem = None
     if pool_bytes <= 0:
         problem = "no memory left for the KV cache after the weights, warm-up and Mamba state"
     elif sequences < 1:
         problem = (
-            f"{blocks} blocks of {tokens_per_block} tokens cannot hold one sequence of "
+            f"{blocks} blocks of {tpb} tokens cannot hold one sequence of "
             f"{max_model_len} tokens ({per_request} blocks)"
         )
 
     def describe() -> tuple[str, ...]:
         return (
             f"Estimated max memory in KV cache : {pool_bytes / GiB:.2f} GiB",
-            f"max_tokens={max_tokens} (kv size per token {kv_size} B), blocks={blocks} of "
-            f"{tokens_per_block} tokens",
+            f"max_tokens={max_tokens} (kv size per token {size.kv_size_per_token} B), "
+            f"blocks={blocks} of {tpb} tokens",
             # MambaCacheManager.__init__ (its GB is 2^30 bytes)
             f"Mamba Cache is allocated. max_mamba_cache_size: {max_batch_size}, "
             f"conv_state size: {max_batch_size * conv / GiB:.2f}GB, "
@@ -407,16 +442,16 @@ def trtllm_mamba_pools(
         slots=max_batch_size,
         conv_bytes_per_slot=conv,
         ssm_bytes_per_slot=ssm,
-        kv_size_per_token=kv_size,
-        attention_layers=len(stage_attention),
-        attention_bytes_per_token=attention_bytes,
+        kv_size_per_token=size.kv_size_per_token,
+        attention_layers=size.attention_layers,
+        attention_bytes_per_token=size.attention_bytes_per_token,
         max_tokens=max_tokens,
         blocks=blocks,
         blocks_per_request=per_request,
         sequences=max(0, sequences),
-        concurrency=concurrency,
+        concurrency=min(blocks / per_request, float(max_batch_size)),
         problem=problem,
-        notes=tuple(notes) + _newer_note(rules, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
+        notes=size.notes + _newer_note(rules, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
         describe=describe,
     )
 
@@ -477,16 +512,8 @@ def trtllm_window_pools(
 
     resource_manager.py `KVCacheManager.__init__`: windows are clamped to max_seq_len; one
     distinct window is the standard pool (tokens = pool // bytes, blocks rounded up). Several
-    go to C++ `BaseKVCacheManager::calculateMaxNumBlocks` (kvCacheManager.cpp):
-      1.0.0rc2 (PR #5151)  VSWA pools in the PyTorch backend; the C++ share came from free
-                           memory and every window was capped at KvCacheCreator's max_tokens
-                           = pool // (all layers' bytes); kvplan takes the cap (approximate).
-      1.1.0rc2 (PR #5933)  the budget is the estimated KV memory (max_gpu_total_bytes), no cap;
-                           share_w = (bytes_w / sum bytes) x w, normalised
-                           (BlockManager::calculateWindowSizeToShare, float32).
-      1.2.0rc0 (PR #7923)  every window gets the same share 1 / n (TRTLLM_WINDOW_SIZE_SHARES
-                           overrides it), max_tokens ignored under VSWA.
-    tokens_w = (uint64)(float32(pool x share_w) / bytes_w); blocks_w = ceil(tokens_w / 32).
+    go to C++ `BaseKVCacheManager::calculateMaxNumBlocks` (kvCacheManager.cpp), which shares
+    the pool between windows (`trtllm_window_shares`). blocks_w = ceil(tokens_w / 32).
     A request of M tokens needs ceil(min(M, w) / tokens_per_block) blocks of window w
     (KVCacheManager::calculateMaxBlockRequirementsPerBeam); the window that runs out first
     sets the batch (getMaxCapacityBatchSize).
@@ -495,56 +522,27 @@ def trtllm_window_pools(
     groups: dict[int, list[int]] = {}
     for window, bytes_per_token in layer_windows:
         groups.setdefault(min(window, m), []).append(bytes_per_token)
-    windows = sorted(groups)
-    per_window = {w: sum(groups[w]) for w in windows}
-    total = sum(per_window.values())
-    pool = max(0, pool_bytes)
+    per_window = {w: sum(groups[w]) for w in sorted(groups)}
     notes: list[str] = list(_newer_note(rules, "VSWA arithmetic", VSWA_SINCE_1_3))
-    if len(windows) > 1 and not rules.has(calibration.TRTLLM_PYTORCH_VSWA):
+    if len(per_window) > 1 and not rules.has(calibration.TRTLLM_PYTORCH_VSWA):
         raise SizingError(
             "engine_version",
             f"TensorRT-LLM {rules.label} has no variable-window KV pools in its PyTorch "
             "backend; they arrived in 1.0.0rc2 (PR #5151)",
         )
-    shares: dict[int, float] = {}
-    tokens: dict[int, int] = {}
-    if len(windows) == 1:
-        shares[windows[0]] = 1.0
-        tokens[windows[0]] = pool // total
-    elif not rules.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
-        capped = pool // total
-        for w in windows:
-            shares[w] = per_window[w] / total
-            tokens[w] = capped
-        notes.append(
-            f"TensorRT-LLM {rules.label} split free memory between windows and capped each at "
-            f"max_tokens = pool // {total} B; kvplan assumes the cap binds for every window "
-            "(free memory at that point is not modelled)"
-        )
-    else:
-        if rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
-            for w in windows:
-                shares[w] = _f32(1.0 / len(windows))
-        else:
-            # float weight = bytes_w / total; weight *= w; double sum; float share.
-            contribution = {w: _f32(_f32(per_window[w] / total) * w) for w in windows}
-            denominator = sum(contribution.values())
-            for w in windows:
-                shares[w] = _f32(contribution[w] / denominator)
-        for w in windows:
-            # uint64 x float is a float product; divided as double, truncated to uint64.
-            tokens[w] = int(_f32(_f32(pool) * shares[w]) / per_window[w])
+    shares = trtllm_window_shares(rules, per_window, max(0, pool_bytes))
+    notes += shares.notes
     pools = tuple(
         WindowPool(
             window=w,
             layers=len(groups[w]),
             bytes_per_token=per_window[w],
-            share=shares[w],
-            tokens=tokens[w],
-            blocks=cdiv(tokens[w], tpb),
+            share=shares.shares[w],
+            tokens=shares.tokens[w],
+            blocks=cdiv(shares.tokens[w], tpb),
             blocks_per_request=cdiv(min(m, w), tpb),
         )
-        for w in windows
+        for w in per_window
     )
     if len(pools) > 1 and rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
         notes.append(
@@ -552,19 +550,74 @@ def trtllm_window_pools(
             "out-of-window blocks as the window moves (PR #6768); kvplan charges a request "
             "ceil(min(M, window) / tokens_per_block) blocks per window, its steady state"
         )
-    sequences = min(p.sequences for p in pools)
-    concurrency = min(p.blocks / p.blocks_per_request for p in pools)
+    return TrtllmWindowPools(
+        pools,
+        sequences=min(p.sequences for p in pools),
+        concurrency=min(p.blocks / p.blocks_per_request for p in pools),
+        notes=tuple(notes),
+        describe=partial(_window_log, pools),
+    )
 
-    def describe() -> tuple[str, ...]:
-        return (
-            "Blocks per window size:",
-            *(
-                f"[windowSize={p.window}] {{.primaryBlocks={p.blocks}, .secondayBlocks=0}}"
-                for p in pools
+
+def _window_log(pools: Sequence[WindowPool]) -> tuple[str, ...]:
+    """kvCacheManager.cpp: the blocks each window size gets (its spelling kept)."""
+    return (
+        "Blocks per window size:",
+        *(
+            f"[windowSize={p.window}] {{.primaryBlocks={p.blocks}, .secondayBlocks=0}}"
+            for p in pools
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowShares:
+    """The share of the pool each window gets, and the tokens that share holds."""
+
+    shares: dict[int, float]
+    tokens: dict[int, int]
+    notes: tuple[str, ...]
+
+
+def trtllm_window_shares(
+    rules: TrtllmRules, per_window: Mapping[int, int], pool_bytes: int
+) -> WindowShares:
+    """BaseKVCacheManager::calculateMaxNumBlocks (kvCacheManager.cpp), by release:
+      1.0.0rc2 (PR #5151)  the C++ share came from free memory and every window was capped at
+                           KvCacheCreator's max_tokens = pool // (all layers' bytes); kvplan
+                           takes the cap (approximate).
+      1.1.0rc2 (PR #5933)  the budget is the estimated KV memory (max_gpu_total_bytes), no cap;
+                           share_w = (bytes_w / sum bytes) x w, normalised
+                           (BlockManager::calculateWindowSizeToShare, float32).
+      1.2.0rc0 (PR #7923)  every window gets the same share 1 / n (TRTLLM_WINDOW_SIZE_SHARES
+                           overrides it), max_tokens ignored under VSWA.
+    tokens_w = (uint64)(float32(pool x share_w) / bytes_w).
+    """
+    windows = sorted(per_window)
+    total = sum(per_window.values())
+    if len(windows) == 1:
+        return WindowShares({windows[0]: 1.0}, {windows[0]: pool_bytes // total}, ())
+    if not rules.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
+        capped = pool_bytes // total
+        return WindowShares(
+            {w: per_window[w] / total for w in windows},
+            dict.fromkeys(windows, capped),
+            (
+                f"TensorRT-LLM {rules.label} split free memory between windows and capped each "
+                f"at max_tokens = pool // {total} B; kvplan assumes the cap binds for every "
+                "window (free memory at that point is not modelled)",
             ),
         )
-
-    return TrtllmWindowPools(pools, sequences, concurrency, tuple(notes), describe)
+    if rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+        shares = {w: _f32(1.0 / len(windows)) for w in windows}
+    else:
+        # float weight = bytes_w / total; weight *= w; double sum; float share.
+        contribution = {w: _f32(_f32(per_window[w] / total) * w) for w in windows}
+        denominator = sum(contribution.values())
+        shares = {w: _f32(contribution[w] / denominator) for w in windows}
+    # uint64 x float is a float product; divided as double, truncated to uint64.
+    tokens = {w: int(_f32(_f32(pool_bytes) * shares[w]) / per_window[w]) for w in windows}
+    return WindowShares(shares, tokens, ())
 
 
 # --- the pipeline ---------------------------------------------------------------------------
