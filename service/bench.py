@@ -41,8 +41,8 @@ def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
     return models, {slug: entry.gpu for slug, entry in snapshot.gpus.items()}
 
 
-# What a first question about a model, GPU and layout pays for. A release's behaviour table
-# (vllm.behaviour_for) is a constant of the engine version, resolved once per process, so it
+# What a first question about a model, GPU and layout pays for. A release's rules
+# (vllm.vllm_release) is a constant of the engine version, resolved once per process, so it
 # stays warm, as the catalog's parsed architectures do.
 _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,

@@ -3,6 +3,7 @@
 Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
 feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
 for; the cheapest wins (by price per hour, by GPU count where no price is known).
+Short local names: m = max_model_len, tp = tensor_parallel_size.
 """
 
 from __future__ import annotations

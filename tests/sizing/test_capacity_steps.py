@@ -36,10 +36,10 @@ from service.sizing.engines.common import (
 from service.sizing.engines.vllm import (
     VllmBlocks,
     _does_not_fit,
-    behaviour_for,
-    parse_version,
+    parse_vllm_version,
     vllm_budget,
     vllm_flags,
+    vllm_release,
 )
 from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError
 from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
@@ -153,7 +153,7 @@ def test_one_pool_for_every_layer(block: int, bytes_per_block: int, per_request:
 
 
 def test_vllm_serve_defaults_on_an_h100_and_the_batch_cap() -> None:
-    release = behaviour_for(parse_version("0.33.0"))
+    release = vllm_release(parse_vllm_version("0.33.0"))
     flags = vllm_flags(inputs(EngineOptions(engine_version="0.33.0")), release)
     # arg_utils: >= 70 GiB and not an A100 -> 8,192 batched tokens, 1,024 sequences; CUDA
     # block size 16; prefix caching on by default for attention models (V1)
@@ -168,11 +168,11 @@ def test_vllm_serve_defaults_on_an_h100_and_the_batch_cap() -> None:
 
 
 def test_the_start_up_check_names_the_longest_context_that_fits() -> None:
-    release = behaviour_for(parse_version("0.33.0"))
+    release = vllm_release(parse_vllm_version("0.33.0"))
     sized = inputs(EngineOptions(kv_pool_bytes=300 * 2 * MiB))
     budget = vllm_budget(
         LLAMA_31_8B,
-        behaviour=release,
+        release=release,
         total_bytes=H100.memory_bytes,
         weights_per_gpu=16 * GiB,
         tensor_parallel_size=1,

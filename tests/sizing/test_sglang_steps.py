@@ -39,7 +39,7 @@ from service.sizing.engines.sglang import (
     mamba_ssm_dtype,
     mamba_state,
     mamba_tokens,
-    sglang_rules,
+    sglang_release,
 )
 from service.sizing.errors import SizingError
 from service.sizing.parallel import pipeline_stages
@@ -75,16 +75,16 @@ def test_recurrent_models_are_refused_before_their_release(
     state = [g for g in layers if not isinstance(g, FullAttention)]
     attention = [g for g in layers if isinstance(g, FullAttention)]
     with pytest.raises(SizingError, match=arrived) as refused:
-        check_mamba_support(sglang_rules(version), state, attention)
+        check_mamba_support(sglang_release(version), state, attention)
     assert refused.value.field == "engine_version"
-    check_mamba_support(sglang_rules(arrived), state, attention)  # the release that runs it
+    check_mamba_support(sglang_release(arrived), state, attention)  # the release that runs it
 
 
 def test_mamba_1_beside_attention_is_refused_in_every_release() -> None:
     # SGLang's models/ (0.5.23) run Mamba-1 only attention-free (mamba.py, falcon_mamba.py)
     mamba1 = Mamba1(intermediate_size=8192, state_size=16, conv_kernel=4)
     with pytest.raises(SizingError, match="Jamba") as refused:
-        check_mamba_support(sglang_rules("0.5.23"), [mamba1], [FULL])
+        check_mamba_support(sglang_release("0.5.23"), [mamba1], [FULL])
     assert refused.value.field == "engine"
 
 
@@ -107,7 +107,7 @@ def test_mamba_1_beside_attention_is_refused_in_every_release() -> None:
 def test_radix_cache_by_model_kind_and_release(
     layer: GatedDeltaNet | Mamba2, version: str, asked: bool | None, radix: bool, turned_off: bool
 ) -> None:
-    on, notes = mamba_radix_cache(sglang_rules(version), [layer], asked)
+    on, notes = mamba_radix_cache(sglang_release(version), [layer], asked)
     assert on is radix
     assert notes == (
         (f"SGLang {version} turns the radix cache off for this model",) if turned_off else ()
@@ -122,12 +122,12 @@ def test_ssm_dtype_is_float32_unless_given_or_read_from_the_config_from_0_5_10()
         layers=QWEN35.layers, num_attention_heads=16, state_dtype="bf16"
     )
     # server_args ServerArgs.mamba_ssm_dtype defaults to float32 (cal.SGLANG_MAMBA_SSM_DTYPE)
-    assert mamba_ssm_dtype(sglang_rules("0.5.23"), QWEN35, None) == cal.SGLANG_MAMBA_SSM_DTYPE
+    assert mamba_ssm_dtype(sglang_release("0.5.23"), QWEN35, None) == cal.SGLANG_MAMBA_SSM_DTYPE
     # mamba_utils mamba2_state_dtype reads the config's mamba_ssm_dtype from 0.5.10
-    assert mamba_ssm_dtype(sglang_rules("0.5.9"), from_config, None) == "float32"
-    assert mamba_ssm_dtype(sglang_rules("0.5.10"), from_config, None) == "bfloat16"
+    assert mamba_ssm_dtype(sglang_release("0.5.9"), from_config, None) == "float32"
+    assert mamba_ssm_dtype(sglang_release("0.5.10"), from_config, None) == "bfloat16"
     # --mamba-ssm-dtype wins over both
-    assert mamba_ssm_dtype(sglang_rules("0.5.10"), from_config, "float16") == "float16"
+    assert mamba_ssm_dtype(sglang_release("0.5.10"), from_config, "float16") == "float16"
 
 
 # --- state per request ----------------------------------------------------------------------
@@ -135,11 +135,11 @@ def test_ssm_dtype_is_float32_unless_given_or_read_from_the_config_from_0_5_10()
 
 def test_one_request_state_over_30_gdn_layers() -> None:
     state = mamba_state(
-        sglang_rules("0.5.23"),
+        sglang_release("0.5.23"),
         stages=[QWEN35],
         state_layers=[GDN] * 30,
         tensor_parallel_size=1,
-        ssm_bytes=4,
+        ssm_element_bytes=4,
     )
     # mamba_utils Mamba2StateShape (GDN: heads = value heads, groups = key heads):
     # conv 3 x (32 x 128 + 2 x 16 x 128) = 24,576 x 2 B (bf16) = 49,152 B per layer;
@@ -158,11 +158,11 @@ def test_pipeline_stages_charge_the_largest_stage_share_from_0_5_17(
     # configurator _handle_max_mamba_cache (0.5.17+): two stages of 20 layers hold 15 GDN
     # layers each, so a slot costs 15 / 30 of the model's 64,389,120 B = 32,194,560 B
     state = mamba_state(
-        sglang_rules(version),
+        sglang_release(version),
         stages=pipeline_stages(QWEN35, 2),
         state_layers=[GDN] * 30,
         tensor_parallel_size=1,
-        ssm_bytes=4,
+        ssm_element_bytes=4,
     )
     assert state.per_request == per_request
 
@@ -194,7 +194,7 @@ def test_state_slots_cap_the_running_requests(
 ) -> None:
     split = MambaSplit(slots=314, state_bytes=0, rest_bytes=0, by_ratio=True)
     batch = mamba_batch(
-        sglang_rules(version),
+        sglang_release(version),
         split,
         profiled_tokens=1_106_792,
         radix_cache=True,
@@ -214,7 +214,7 @@ def test_state_slots_cap_the_running_requests(
 def test_tokens_are_rounded_down_to_whole_pages() -> None:
     split = MambaSplit(slots=512, state_bytes=0, rest_bytes=0, by_ratio=False)
     batch = mamba_batch(
-        sglang_rules("0.5.23"),
+        sglang_release("0.5.23"),
         split,
         profiled_tokens=1_106_792,
         radix_cache=False,
@@ -235,10 +235,10 @@ def test_pipeline_stages_keep_the_split_with_the_fewest_full_tokens() -> None:
     # vLLM's get_pp_indices split (parallel.py): stages of 3 and 2 layers, (S, F, S) and (F, S)
     stages = pipeline_stages(arch, 2)
     best = _tightest_stage_split(
-        sglang_rules("0.5.23"),
+        sglang_release("0.5.23"),
         stages=stages,
         pool_bytes=10 * GiB,
-        kv_bytes=2,
+        kv_element_bytes=2,
         tensor_parallel_size=1,
         page_size=1,
         ratio=0.8,
@@ -256,13 +256,13 @@ def test_a_swa_pool_no_larger_than_window_plus_page_is_refused_from_0_5_20() -> 
     split = SwaSplit(profiled_tokens=1000, full_tokens=1000, swa_tokens=129)
     # pools validate_swa_pool_size (0.5.20+): the SWA pool must exceed window 128 + page 1
     refused = _swa_problem(
-        sglang_rules("0.5.20"), split, window=128, page_size=1, sequences=1, max_model_len=512
+        sglang_release("0.5.20"), split, window=128, page_size=1, sequences=1, max_model_len=512
     )
     assert refused is not None
     assert refused.startswith("SGLang 0.5.20 refuses to start")
     # before, SGLang starts; one sequence runs
     started = _swa_problem(
-        sglang_rules("0.5.19"), split, window=128, page_size=1, sequences=1, max_model_len=512
+        sglang_release("0.5.19"), split, window=128, page_size=1, sequences=1, max_model_len=512
     )
     assert started is None
 
@@ -301,13 +301,15 @@ def test_why_a_windowed_model_gets_no_swa_pool(
 ) -> None:
     arch = ModelArchitecture(layers=layers, num_attention_heads=8, name=name)
     windowed = [g for g in layers if not isinstance(g, FullAttention)]
-    rules = sglang_rules(version)
-    by_name = _swa_pool_by_name(name, rules)
-    reason = _without_swa_pool(arch, rules, EngineOptions(**options), windowed, by_name)
+    release = sglang_release(version)
+    by_name = _swa_pool_by_name(name, release)
+    reason = _without_swa_pool(arch, release, EngineOptions(**options), windowed, by_name)
     assert reason is not None
     assert says in reason
 
 
 def test_gpt_oss_gets_the_swa_pool() -> None:
     arch = ModelArchitecture(layers=(SLIDING, FULL), num_attention_heads=8, name="gpt-oss-120b")
-    assert _without_swa_pool(arch, sglang_rules("0.5.23"), EngineOptions(), [SLIDING], True) is None
+    assert (
+        _without_swa_pool(arch, sglang_release("0.5.23"), EngineOptions(), [SLIDING], True) is None
+    )

@@ -24,7 +24,7 @@ from service.sizing.engines.trtllm import (
     _tightest_stage_windows,
     _window_log,
     trtllm_kv_size,
-    trtllm_rules,
+    trtllm_release,
     trtllm_window_shares,
 )
 from service.sizing.parallel import pipeline_stages
@@ -71,7 +71,11 @@ def test_kv_size_counts_attention_layers_from_1_0_0rc3(
     version: str, kv_size: int, notes: int
 ) -> None:
     size = trtllm_kv_size(
-        trtllm_rules(version), stage=HYBRID, model=HYBRID, kv_bytes=2, tensor_parallel_size=1
+        trtllm_release(version),
+        stage=HYBRID,
+        model=HYBRID,
+        kv_element_bytes=2,
+        tensor_parallel_size=1,
     )
     assert size.kv_size_per_token == kv_size
     # the blocks hold only the attention layers either way: 2 x 4,096 B
@@ -82,7 +86,11 @@ def test_kv_size_counts_attention_layers_from_1_0_0rc3(
 def test_kv_size_takes_the_first_attention_layer_for_every_layer() -> None:
     mixed = ModelArchitecture(layers=(M2, FULL, M2, WIDE), num_attention_heads=32)
     size = trtllm_kv_size(
-        trtllm_rules("1.2.0"), stage=mixed, model=mixed, kv_bytes=2, tensor_parallel_size=1
+        trtllm_release("1.2.0"),
+        stage=mixed,
+        model=mixed,
+        kv_element_bytes=2,
+        tensor_parallel_size=1,
     )
     # the config has one head_dim: 2 layers x the first layer's 4,096 B = 8,192 B, though the
     # blocks store 4,096 + 8,192 = 12,288 B per token
@@ -101,12 +109,12 @@ def test_pipeline_ranks_keep_the_smallest_max_tokens() -> None:
     sized = inputs(arch, 2, 4096, kv_pool_bytes=GiB)
     budget, pools = _tightest_stage_mamba(
         sized,
-        trtllm_rules("1.2.0"),
+        trtllm_release("1.2.0"),
         max_num_tokens=8192,
-        block=32,
+        tokens_per_block=32,
         slots=64,
-        conv_bytes=2,
-        ssm_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
     )
     assert budget.pool_bytes == GiB
     assert (pools.max_tokens, pools.attention_layers, pools.kv_size_per_token) == (
@@ -126,7 +134,7 @@ PER_WINDOW = {128: 36_864, 16_384: 36_864}
 
 
 def test_every_window_gets_an_equal_share_from_1_2_0rc0() -> None:
-    shares = trtllm_window_shares(trtllm_rules("1.2.0rc0"), PER_WINDOW, 8 * GiB)
+    shares = trtllm_window_shares(trtllm_release("1.2.0rc0"), PER_WINDOW, 8 * GiB)
     # calculateMaxNumBlocks (PR #7923): 1 / 2 each; 8,589,934,592 x 0.5 / 36,864 = 116,508.4
     assert shares.shares == {128: 0.5, 16_384: 0.5}
     assert shares.tokens == {128: 116_508, 16_384: 116_508}
@@ -135,7 +143,7 @@ def test_every_window_gets_an_equal_share_from_1_2_0rc0() -> None:
 
 def test_shares_follow_bytes_times_window_from_1_1_0rc2() -> None:
     per_window = {128: 36_864, 3_968: 36_864}
-    shares = trtllm_window_shares(trtllm_rules("1.1.0rc2"), per_window, 8 * GiB)
+    shares = trtllm_window_shares(trtllm_release("1.1.0rc2"), per_window, 8 * GiB)
     # calculateWindowSizeToShare: weights 0.5 x 128 = 64 and 0.5 x 3,968 = 1,984, normalised
     # over 2,048: 1/32 and 31/32; 268,435,456 / 36,864 = 7,281.8 and 8,321,499,136 / 36,864
     # = 225,735.1
@@ -144,7 +152,7 @@ def test_shares_follow_bytes_times_window_from_1_1_0rc2() -> None:
 
 
 def test_before_1_1_0rc2_every_window_is_capped_at_max_tokens() -> None:
-    shares = trtllm_window_shares(trtllm_rules("1.0.0rc2"), PER_WINDOW, 8 * GiB)
+    shares = trtllm_window_shares(trtllm_release("1.0.0rc2"), PER_WINDOW, 8 * GiB)
     # KvCacheCreator's max_tokens = 8,589,934,592 // (36,864 + 36,864) = 116,508 for each
     assert shares.tokens == {128: 116_508, 16_384: 116_508}
     assert shares.shares == {128: 0.5, 16_384: 0.5}
@@ -152,7 +160,7 @@ def test_before_1_1_0rc2_every_window_is_capped_at_max_tokens() -> None:
 
 
 def test_one_window_takes_the_whole_pool() -> None:
-    shares = trtllm_window_shares(trtllm_rules("1.2.0"), {4_000: 8_192}, GiB)
+    shares = trtllm_window_shares(trtllm_release("1.2.0"), {4_000: 8_192}, GiB)
     # 1,073,741,824 // 8,192 = 131,072 tokens (the standard pool)
     assert (shares.shares, shares.tokens) == ({4_000: 1.0}, {4_000: 131_072})
 

@@ -24,7 +24,7 @@ from service.sizing.architecture import (
 from service.sizing.engines.common import CacheLayout
 from service.sizing.engines.vllm import (
     NO_HYBRID_MANAGER_NOTE,
-    VllmBehaviour,
+    VllmRelease,
     _align_hybrid_blocks,
     _group_layers,
     _is_uniform_type,
@@ -35,11 +35,11 @@ from service.sizing.engines.vllm import (
     _stage_widths,
     _uniform_type_layout,
     _unify_page_sizes,
-    behaviour_for,
     longest_context,
-    parse_version,
+    parse_vllm_version,
     profile_peak,
     vllm_blocks,
+    vllm_release,
 )
 from service.sizing.errors import SizingError
 from service.sizing.units import GiB, MiB, cdiv
@@ -49,8 +49,8 @@ SLIDING = SlidingWindowAttention(num_kv_heads=8, head_dim=128, sliding_window=12
 USAGE = _RequestUsage(max_model_len=8192, in_flight_tokens=8192, mamba_blocks=1)
 
 
-def release(version: str) -> VllmBehaviour:
-    return behaviour_for(parse_version(version))
+def release(version: str) -> VllmRelease:
+    return vllm_release(parse_vllm_version(version))
 
 
 def specs(*buckets: tuple[FullAttention | SlidingWindowAttention, tuple[int, ...]]) -> list[_Spec]:
@@ -58,9 +58,9 @@ def specs(*buckets: tuple[FullAttention | SlidingWindowAttention, tuple[int, ...
     return _specs_by_layer(
         dict(buckets),
         block_size=16,
-        kv_bytes=2,
-        conv_bytes=2,
-        ssm_bytes=2,
+        kv_element_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
         tensor_parallel_size=1,
         packed_mla=False,
     )
@@ -89,9 +89,9 @@ def test_attention_page_is_block_size_tokens_and_state_page_is_one_request() -> 
     full, state = _specs_by_layer(
         {FULL: (3,), gdn: (0, 1, 2)},
         block_size=16,
-        kv_bytes=2,
-        conv_bytes=2,
-        ssm_bytes=2,
+        kv_element_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
         tensor_parallel_size=1,
         packed_mla=False,
     )
@@ -157,9 +157,9 @@ def test_qwen35_attention_block_grows_to_400_tokens_to_cover_the_state_page() ->
     before = _specs_by_layer(
         {gdn: (0, 1, 2), four_heads: (3,)},
         block_size=16,
-        kv_bytes=2,
-        conv_bytes=2,
-        ssm_bytes=2,
+        kv_element_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
         tensor_parallel_size=1,
         packed_mla=False,
     )
@@ -210,9 +210,9 @@ def test_an_mla_page_that_does_not_divide_is_refused_in_every_release() -> None:
     buckets = _specs_by_layer(
         {FULL: (0,), latent: (1,)},
         block_size=16,
-        kv_bytes=2,
-        conv_bytes=2,
-        ssm_bytes=2,
+        kv_element_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
         tensor_parallel_size=1,
         packed_mla=False,
     )

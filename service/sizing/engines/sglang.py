@@ -8,6 +8,11 @@ Hybrid models (read in the wheels 0.4.9 ... 0.5.23, milestones in calibration.py
 window models split rest_memory into a full-attention and an SWA token pool
 (--swa-full-tokens-ratio); Mamba / gated-delta-net models give part of it to a pool of
 per-request state slots (--mamba-full-memory-ratio) and the rest to full-attention tokens.
+
+`sglang_capacity` is the whole path: rest_memory (`sglang_budget`), then one token pool
+(`sglang_report`) or the hybrid pools (`sglang_hybrid`: `_swa_pools`, `_mamba_pools`, each cut
+into SGLang's own steps). Short local names: m = max_model_len, tp = tensor_parallel_size,
+page = page_size (tokens per page).
 """
 
 from __future__ import annotations
@@ -185,7 +190,7 @@ def parse_sglang_version(text: str, field: str = "engine_version") -> cal.Sglang
 
 
 @dataclass(frozen=True, slots=True)
-class SglangRules:
+class SglangRelease:
     """The parts of SGLang's hybrid-pool arithmetic one release has."""
 
     version: cal.SglangVersion
@@ -195,9 +200,9 @@ class SglangRules:
         return self.version >= milestone
 
 
-def sglang_rules(engine_version: str | None) -> SglangRules:
+def sglang_release(engine_version: str | None) -> SglangRelease:
     text = engine_version or cal.LATEST_SGLANG_VERSION
-    return SglangRules(parse_sglang_version(text), text)
+    return SglangRelease(parse_sglang_version(text), text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +217,7 @@ class SwaSplit:
 
 
 def swa_split(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     rest_bytes: int,
     full_bytes: int,
@@ -238,23 +243,23 @@ def swa_split(
     def align(tokens: int) -> int:
         return tokens // page_size * page_size
 
-    if rules.has(cal.SGLANG_SWA_SPLIT_BY_COEFF):
+    if release.has(cal.SGLANG_SWA_SPLIT_BY_COEFF):
         full = align(int(rest // (full_bytes + ratio * swa_bytes)))
         return SwaSplit(full, full, align(int(full * ratio)))
     profiled = rest // (full_bytes + swa_bytes)
     capacity = align(profiled)
-    if rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+    if release.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
         total_memory = capacity * (full_bytes + swa_bytes)
         full = align(int(total_memory / (full_bytes + ratio * swa_bytes)))
         return SwaSplit(profiled, full, align(int(full * ratio)))
     full = int(capacity * (full_layers + swa_layers) / (ratio * swa_layers + full_layers))
     swa = int(full * ratio)
-    if rules.has(cal.SGLANG_SWA_SPLIT_PAGE_ALIGNED):
+    if release.has(cal.SGLANG_SWA_SPLIT_PAGE_ALIGNED):
         full, swa = align(full), align(swa)
     return SwaSplit(profiled, full, swa)
 
 
-def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: int) -> int:
+def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_element_bytes: int) -> int:
     """Bytes one request's state takes in one recurrent layer on one GPU (MambaPool).
 
     configs/mamba_utils.py Mamba2StateShape.create (0.5.4 ... 0.5.23; qwen3_next.py builds GDN
@@ -266,7 +271,10 @@ def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: 
     if isinstance(layer, Mamba1):
         # No hybrid Mamba-1 model in SGLang; attention-free Mamba-1 (models/mamba.py, 0.5.20+).
         shape = state_shape(layer, tp)
-        return shape.conv_elements * cal.SGLANG_MAMBA_CONV_BYTES + shape.ssm_elements * ssm_bytes
+        return (
+            shape.conv_elements * cal.SGLANG_MAMBA_CONV_BYTES
+            + shape.ssm_elements * ssm_element_bytes
+        )
     if isinstance(layer, GatedDeltaNet):
         heads, head_dim = layer.num_value_heads, layer.value_head_dim
         groups, state = layer.num_key_heads, layer.key_head_dim
@@ -277,7 +285,7 @@ def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: 
         groups += tp - groups  # extra_groups_for_head_shards
     conv = (layer.conv_kernel - 1) * ((heads * head_dim + 2 * groups * state) // tp)
     temporal = (heads // tp) * head_dim * state
-    return conv * cal.SGLANG_MAMBA_CONV_BYTES + temporal * ssm_bytes
+    return conv * cal.SGLANG_MAMBA_CONV_BYTES + temporal * ssm_element_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +299,7 @@ class MambaSplit:
 
 
 def mamba_split(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     rest_bytes: int,
     per_request: int,
@@ -311,10 +319,10 @@ def mamba_split(
     """
     rest = max(0, rest_bytes)
     fixed = slots is not None or (
-        not rules.has(cal.SGLANG_MAMBA_MEMORY_RATIO)
-        or (not radix_cache and not rules.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX))
+        not release.has(cal.SGLANG_MAMBA_MEMORY_RATIO)
+        or (not radix_cache and not release.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX))
     )
-    padding = 1 if rules.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
+    padding = 1 if release.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
     if slots is not None:
         count = slots
     elif fixed:
@@ -328,7 +336,7 @@ def mamba_split(
     return MambaSplit(slots, state, max(0, rest - state), not fixed)
 
 
-def mamba_slots_per_request(rules: SglangRules, radix_cache: bool) -> int:
+def mamba_slots_per_request(release: SglangRelease, radix_cache: bool) -> int:
     """State slots one running request may pin: _calculate_mamba_ratio.
 
     1 without radix cache; 3 with it (0.5.4+); from 0.5.14 --mamba-radix-cache-strategy auto
@@ -336,12 +344,12 @@ def mamba_slots_per_request(rules: SglangRules, radix_cache: bool) -> int:
     """
     if not radix_cache:
         return 1
-    extra = cal.SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if rules.has(cal.SGLANG_MAMBA_EXTRA_BUFFER) else 0
+    extra = cal.SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if release.has(cal.SGLANG_MAMBA_EXTRA_BUFFER) else 0
     return cal.SGLANG_MAMBA_SLOTS_PER_REQUEST + extra
 
 
 def max_running_requests(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     profiled_tokens: int,
     tokens: int,
@@ -360,7 +368,7 @@ def max_running_requests(
     if requested is not None:
         requests = requested
     else:
-        base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
+        base = profiled_tokens if not release.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
         requests = _estimated_requests(base, context_len)
     if state_cap is not None:
         requests = min(requests, state_cap)
@@ -402,8 +410,10 @@ def _recurrent(layers: Iterable[Layer]) -> list[StateLayer]:
     return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
 
 
-def _bytes_per_token(layers: Iterable[TokenLayer], kv_bytes: int, tp: int) -> int:
-    return sum(token_bytes_per_layer(g, kv_bytes, tp) for g in layers)
+def _bytes_per_token(
+    layers: Iterable[TokenLayer], kv_element_bytes: int, tensor_parallel_size: int
+) -> int:
+    return sum(token_bytes_per_layer(g, kv_element_bytes, tensor_parallel_size) for g in layers)
 
 
 # Which sliding-window models SGLang puts in the SWA pool is decided by architecture name
@@ -424,7 +434,7 @@ _GEMMA_2_3 = re.compile(r"gemma[-_ ]?[23]")
 _NO_SWA_POOL_MODELS = re.compile(r"exaone|olmo|cohere|command[-_ ]?[ra]|c4ai")
 
 
-def _swa_pool_by_name(name: str, rules: SglangRules) -> bool | None:
+def _swa_pool_by_name(name: str, release: SglangRelease) -> bool | None:
     """True / False when the name says whether SGLang uses its SWA pool, None when unknown."""
     lowered = name.lower()
     if _SWA_POOL_MODELS.search(lowered):
@@ -432,25 +442,29 @@ def _swa_pool_by_name(name: str, rules: SglangRules) -> bool | None:
     if _GEMMA_2_3.search(lowered):
         # server_args._handle_model_specific_adjustments (0.5.1+) and
         # arg_groups/model_overrides/gemma2_gemma3.py (0.5.23): disable_hybrid_swa_memory.
-        return not rules.has(cal.SGLANG_GEMMA_SWA_OFF)
+        return not release.has(cal.SGLANG_GEMMA_SWA_OFF)
     if _NO_SWA_POOL_MODELS.search(lowered):
         return False
     return None
 
 
-def _kv_lines(tokens: int, layers: Sequence[TokenLayer], kv_bytes: int, tp: int) -> tuple[str, ...]:
+def _kv_lines(
+    tokens: int, layers: Sequence[TokenLayer], kv_element_bytes: int, tensor_parallel_size: int
+) -> tuple[str, ...]:
     """memory_pool.py MHATokenToKVPool / MLATokenToKVPool: "KV Cache is allocated." (GB = GiB)."""
     latent = [layer for layer in layers if isinstance(layer, MultiHeadLatentAttention)]
     if latent:
-        size = tokens * sum(token_bytes_per_layer(layer, kv_bytes, tp) for layer in layers)
+        size = tokens * sum(
+            token_bytes_per_layer(layer, kv_element_bytes, tensor_parallel_size) for layer in layers
+        )
         return (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size / GiB:.2f} GB",)
     k = v = 0
     for layer in layers:
         if isinstance(layer, MultiHeadLatentAttention):
             continue
-        heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
-        k += heads * layer.head_dim * kv_bytes
-        v += heads * (layer.v_head_dim or layer.head_dim) * kv_bytes
+        heads = kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size)
+        k += heads * layer.head_dim * kv_element_bytes
+        v += heads * (layer.v_head_dim or layer.head_dim) * kv_element_bytes
     return (
         f"KV Cache is allocated. #tokens: {tokens}, K size: {tokens * k / GiB:.2f} GB, "
         f"V size: {tokens * v / GiB:.2f} GB",
@@ -462,7 +476,7 @@ def sglang_hybrid(
     *,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
     page_size: int,
     max_model_len: int,
@@ -473,10 +487,10 @@ def sglang_hybrid(
     if arch.has_state_layers:
         return _mamba_pools(
             arch,
-            sglang_rules(options.engine_version),
+            sglang_release(options.engine_version),
             stages=stages,
             pool_bytes=pool_bytes,
-            kv_bytes=kv_bytes,
+            kv_element_bytes=kv_element_bytes,
             tensor_parallel_size=tensor_parallel_size,
             page_size=page_size,
             max_model_len=max_model_len,
@@ -485,17 +499,17 @@ def sglang_hybrid(
     windowed = _windowed(layer for layer, _ in arch.cache_layer_counts)
     if not windowed:
         return None, ()
-    rules = sglang_rules(options.engine_version)
-    by_name = _swa_pool_by_name(arch.name, rules)
-    refusal = _without_swa_pool(arch, rules, options, windowed, by_name)
+    release = sglang_release(options.engine_version)
+    by_name = _swa_pool_by_name(arch.name, release)
+    refusal = _without_swa_pool(arch, release, options, windowed, by_name)
     if refusal is not None:
         return None, (refusal,)
     return _swa_pools(
-        rules,
+        release,
         known=by_name is True,
         stages=stages,
         pool_bytes=pool_bytes,
-        kv_bytes=kv_bytes,
+        kv_element_bytes=kv_element_bytes,
         tensor_parallel_size=tensor_parallel_size,
         page_size=page_size,
         max_model_len=max_model_len,
@@ -510,7 +524,7 @@ def sglang_hybrid(
 
 def _without_swa_pool(
     arch: ModelArchitecture,
-    rules: SglangRules,
+    release: SglangRelease,
     options: EngineOptions,
     windowed: Sequence[WindowedLayer],
     by_name: bool | None,
@@ -519,12 +533,12 @@ def _without_swa_pool(
     everything = "every attention layer is sized for the whole context"
     if options.disable_hybrid_kv_cache_manager:
         return f"--disable-hybrid-swa-memory: SGLang {everything}"
-    if not rules.has(cal.SGLANG_SWA_POOL):
-        return f"SGLang {rules.label} has no SWA pool (0.4.9.post3+): {everything}"
+    if not release.has(cal.SGLANG_SWA_POOL):
+        return f"SGLang {release.label} has no SWA pool (0.4.9.post3+): {everything}"
     chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
-    if chunked and not rules.has(cal.SGLANG_CHUNKED_AS_SWA):
+    if chunked and not release.has(cal.SGLANG_CHUNKED_AS_SWA):
         return (
-            f"SGLang {rules.label} keeps chunked-attention layers in the SWA pool only with "
+            f"SGLang {release.label} keeps chunked-attention layers in the SWA pool only with "
             f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}"
         )
     if len(windowed) == len(arch.cache_layer_counts):
@@ -534,7 +548,7 @@ def _without_swa_pool(
         )
     if by_name is False:
         return (
-            f"SGLang {rules.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
+            f"SGLang {release.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
             f"(disable_hybrid_swa_memory for this architecture): {everything}"
         )
     return None
@@ -553,11 +567,11 @@ class _StageSplit:
 
 
 def _tightest_stage_split(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
     page_size: int,
     ratio: float,
@@ -567,12 +581,12 @@ def _tightest_stage_split(
     best: _StageSplit | None = None
     for stage in stages:
         full, windowed = _whole_context(stage.layers), _windowed(stage.layers)
-        full_bytes = _bytes_per_token(full, kv_bytes, tp)
-        swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
+        full_bytes = _bytes_per_token(full, kv_element_bytes, tp)
+        swa_bytes = _bytes_per_token(windowed, kv_element_bytes, tp)
         if full_bytes + swa_bytes == 0:
             continue
         split = swa_split(
-            rules,
+            release,
             rest_bytes=pool_bytes,
             full_bytes=full_bytes,
             swa_bytes=swa_bytes,
@@ -589,12 +603,12 @@ def _tightest_stage_split(
 
 
 def _swa_pools(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     known: bool,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
     page_size: int,
     max_model_len: int,
@@ -604,27 +618,27 @@ def _swa_pools(
     """SWAKVPool: the split, then the sequences each pool holds (M = max_model_len)."""
     tp, page, m = tensor_parallel_size, page_size, max_model_len
     best = _tightest_stage_split(
-        rules,
+        release,
         stages=stages,
         pool_bytes=pool_bytes,
-        kv_bytes=kv_bytes,
+        kv_element_bytes=kv_element_bytes,
         tensor_parallel_size=tp,
         page_size=page,
         ratio=ratio,
     )
     split, full, windowed = best.split, best.full, best.windowed
     notes = _swa_notes(
-        rules,
+        release,
         known,
         len(stages),
-        {token_bytes_per_layer(g, kv_bytes, tp) for g in [*full, *windowed]},
+        {token_bytes_per_layer(g, kv_element_bytes, tp) for g in [*full, *windowed]},
     )
     window = max(
         g.sliding_window if isinstance(g, SlidingWindowAttention) else g.attention_chunk_size
         for g in windowed
     )
     running = max_running_requests(
-        rules,
+        release,
         profiled_tokens=split.profiled_tokens,
         tokens=split.full_tokens,
         context_len=m,
@@ -643,17 +657,17 @@ def _swa_pools(
             f"kvplan charges each sequence min(max_model_len, window) + one page = {swa_need} "
             "SWA tokens; when SGLang frees out-of-window tokens differs by version"
         )
-    log = _SwaLog(split, tuple(full), tuple(windowed), kv_bytes, tp, running, m)
+    log = _SwaLog(split, tuple(full), tuple(windowed), kv_element_bytes, tp, running, m)
     hybrid = SglangHybrid(
         tokens=split.full_tokens,
         full_layers=len(full),
-        pool_bytes_per_token=_bytes_per_token(full, kv_bytes, tp)
-        + ratio * _bytes_per_token(windowed, kv_bytes, tp),
+        pool_bytes_per_token=_bytes_per_token(full, kv_element_bytes, tp)
+        + ratio * _bytes_per_token(windowed, kv_element_bytes, tp),
         running=running,
         sequences=max(0, sequences),
         concurrency=min(split.full_tokens / page / per_request, by_swa, running),
         settings={
-            "engine_version": rules.label,
+            "engine_version": release.label,
             "swa_full_tokens_ratio": ratio,
             "full_max_total_num_tokens": split.full_tokens,
             "swa_max_total_num_tokens": split.swa_tokens,
@@ -661,7 +675,7 @@ def _swa_pools(
             "max_num_seqs": running,
         },
         problem=_swa_problem(
-            rules, split, window=window, page_size=page, sequences=sequences, max_model_len=m
+            release, split, window=window, page_size=page, sequences=sequences, max_model_len=m
         ),
         describe=log.describe,
     )
@@ -693,7 +707,7 @@ class _SwaLog:
 
 
 def _swa_notes(
-    rules: SglangRules, known: bool, num_stages: int, layer_bytes: set[int]
+    release: SglangRelease, known: bool, num_stages: int, layer_bytes: set[int]
 ) -> list[str]:
     notes = [] if known else [SWA_ARCHITECTURES_NOTE]
     if num_stages > 1:
@@ -702,16 +716,16 @@ def _swa_notes(
             "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
             "count with MIN across ranks before or after the split, by version)"
         )
-    if len(layer_bytes) > 1 and not rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+    if len(layer_bytes) > 1 and not release.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
         notes.append(
-            f"SGLang {rules.label} sized every layer with the full layers' geometry (separate "
+            f"SGLang {release.label} sized every layer with the full layers' geometry (separate "
             "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
         )
     return notes
 
 
 def _swa_problem(
-    rules: SglangRules,
+    release: SglangRelease,
     split: SwaSplit,
     *,
     window: int,
@@ -720,9 +734,9 @@ def _swa_problem(
     max_model_len: int,
 ) -> str | None:
     """Why SGLang does not start or cannot run one sequence; None when it can."""
-    if rules.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page_size >= split.swa_tokens:
+    if release.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page_size >= split.swa_tokens:
         return (
-            f"SGLang {rules.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
+            f"SGLang {release.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
             f"is not larger than the window {window} + page {page_size}"
         )
     if sequences < 1:
@@ -737,7 +751,7 @@ def _swa_problem(
 
 
 def check_mamba_support(
-    rules: SglangRules, state_layers: Sequence[StateLayer], token_layers: Sequence[TokenLayer]
+    release: SglangRelease, state_layers: Sequence[StateLayer], token_layers: Sequence[TokenLayer]
 ) -> None:
     """Raise for recurrent models this SGLang release does not run."""
     kinds = {type(g) for g in state_layers}
@@ -754,43 +768,43 @@ def check_mamba_support(
     }
     for kind in kinds:
         milestone, label, what = first[kind]
-        if not rules.has(milestone):
+        if not release.has(milestone):
             raise SizingError(
                 "engine_version",
-                f"SGLang {rules.label} does not run {what} models; they arrived in {label}",
+                f"SGLang {release.label} does not run {what} models; they arrived in {label}",
             )
-    if not token_layers and not rules.has(cal.SGLANG_ATTENTION_FREE_MAMBA):
+    if not token_layers and not release.has(cal.SGLANG_ATTENTION_FREE_MAMBA):
         raise SizingError(
             "engine_version",
-            f"SGLang {rules.label} runs recurrent models only beside attention; "
+            f"SGLang {release.label} runs recurrent models only beside attention; "
             "attention-free Mamba models arrived in 0.5.20",
         )
 
 
 def mamba_radix_cache(
-    rules: SglangRules, state_layers: Sequence[StateLayer], enable_prefix_caching: bool | None
+    release: SglangRelease, state_layers: Sequence[StateLayer], enable_prefix_caching: bool | None
 ) -> tuple[bool, tuple[str, ...]]:
     """Whether the radix (prefix) cache runs: GDN models from 0.5.4, Mamba-2 models from 0.5.7
     (server_args / model_runner turn it off before); --disable-radix-cache is
     enable_prefix_caching False."""
     kinds = {type(g) for g in state_layers}
     since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
-    supported = rules.has(since)
+    supported = release.has(since)
     if enable_prefix_caching is None:
         return supported, ()
     if enable_prefix_caching and not supported:
-        return False, (f"SGLang {rules.label} turns the radix cache off for this model",)
+        return False, (f"SGLang {release.label} turns the radix cache off for this model",)
     return enable_prefix_caching and supported, ()
 
 
 def mamba_ssm_dtype(
-    rules: SglangRules, arch: ModelArchitecture, mamba_ssm_cache_dtype: str | None
+    release: SglangRelease, arch: ModelArchitecture, mamba_ssm_cache_dtype: str | None
 ) -> str:
     """--mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
     (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release."""
     return normalize_model_dtype(
         mamba_ssm_cache_dtype
-        or (arch.state_dtype if rules.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
+        or (arch.state_dtype if release.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
         or cal.SGLANG_MAMBA_SSM_DTYPE,
         "mamba_ssm_cache_dtype",
     )
@@ -806,19 +820,19 @@ class MambaState:
 
 
 def mamba_state(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     stages: Sequence[ModelArchitecture],
     state_layers: Sequence[StateLayer],
     tensor_parallel_size: int,
-    ssm_bytes: int,
+    ssm_element_bytes: int,
 ) -> MambaState:
     tp = tensor_parallel_size
-    per_layer = [sglang_state_bytes(g, tp, ssm_bytes) for g in state_layers]
+    per_layer = [sglang_state_bytes(g, tp, ssm_element_bytes) for g in state_layers]
     # The conv part alone is the state with a 0-byte SSM dtype.
     conv = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
     per_request = sum(per_layer)
-    if len(stages) > 1 and rules.has(cal.SGLANG_MAMBA_PADDING_SLOT):
+    if len(stages) > 1 and release.has(cal.SGLANG_MAMBA_PADDING_SLOT):
         # kv_cache_configurator._handle_max_mamba_cache (0.5.17+): the largest stage's share.
         share = max(len(_recurrent(stage.layers)) for stage in stages)
         per_request = int(per_request * (share / len(state_layers)))
@@ -845,7 +859,7 @@ class MambaBatch:
 
 
 def mamba_batch(
-    rules: SglangRules,
+    release: SglangRelease,
     split: MambaSplit,
     *,
     profiled_tokens: int,
@@ -855,9 +869,9 @@ def mamba_batch(
     requested: int | None,
 ) -> MambaBatch:
     tokens = profiled_tokens // page_size * page_size
-    slots_per_request = mamba_slots_per_request(rules, radix_cache)
+    slots_per_request = mamba_slots_per_request(release, radix_cache)
     running = max_running_requests(
-        rules,
+        release,
         profiled_tokens=profiled_tokens,
         tokens=tokens,
         context_len=max_model_len,
@@ -870,11 +884,11 @@ def mamba_batch(
 
 def _mamba_pools(
     arch: ModelArchitecture,
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
     page_size: int,
     max_model_len: int,
@@ -883,15 +897,15 @@ def _mamba_pools(
     """HybridLinearKVPool + MambaPool: support, radix cache, SSM dtype, state slots, tokens."""
     tp, page, m = tensor_parallel_size, page_size, max_model_len
     state_layers, token_layers = _recurrent(arch.layers), _attention(arch.layers)
-    check_mamba_support(rules, state_layers, token_layers)
-    radix, notes = mamba_radix_cache(rules, state_layers, options.enable_prefix_caching)
-    ssm_name = mamba_ssm_dtype(rules, arch, options.mamba_ssm_cache_dtype)
+    check_mamba_support(release, state_layers, token_layers)
+    radix, notes = mamba_radix_cache(release, state_layers, options.enable_prefix_caching)
+    ssm_name = mamba_ssm_dtype(release, arch, options.mamba_ssm_cache_dtype)
     state = mamba_state(
-        rules,
+        release,
         stages=stages,
         state_layers=state_layers,
         tensor_parallel_size=tp,
-        ssm_bytes=MODEL_DTYPE_BYTES[ssm_name],
+        ssm_element_bytes=MODEL_DTYPE_BYTES[ssm_name],
     )
     ratio = (
         cal.SGLANG_MAMBA_FULL_MEMORY_RATIO
@@ -899,16 +913,16 @@ def _mamba_pools(
         else options.mamba_full_memory_ratio
     )
     split = mamba_split(
-        rules,
+        release,
         rest_bytes=pool_bytes,
         per_request=state.per_request,
         radix_cache=radix,
         ratio=ratio,
         slots=options.max_mamba_cache_size,
     )
-    cells = [_bytes_per_token(_attention(stage.layers), kv_bytes, tp) for stage in stages]
+    cells = [_bytes_per_token(_attention(stage.layers), kv_element_bytes, tp) for stage in stages]
     batch = mamba_batch(
-        rules,
+        release,
         split,
         profiled_tokens=mamba_tokens(split.rest_bytes, cells, bool(token_layers), m),
         radix_cache=radix,
@@ -917,7 +931,9 @@ def _mamba_pools(
         requested=options.max_num_seqs,
     )
     tokens, running = batch.tokens, batch.running
-    log = _MambaLog(split.slots, state, tokens, tuple(token_layers), kv_bytes, tp, running, m)
+    log = _MambaLog(
+        split.slots, state, tokens, tuple(token_layers), kv_element_bytes, tp, running, m
+    )
     hybrid = SglangHybrid(
         tokens=tokens,
         full_layers=len(token_layers),
@@ -926,7 +942,7 @@ def _mamba_pools(
         sequences=batch.sequences,
         concurrency=min(tokens / page / cdiv(m, page), running),
         settings={
-            "engine_version": rules.label,
+            "engine_version": release.label,
             "radix_cache": radix,
             "mamba_ssm_dtype": ssm_name,
             "mamba_full_memory_ratio": ratio if split.by_ratio else None,
@@ -1019,7 +1035,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         inputs.arch,
         stages=inputs.stages,
         pool_bytes=budget.pool_bytes,
-        kv_bytes=inputs.facts.kv_element_bytes,
+        kv_element_bytes=inputs.facts.kv_element_bytes,
         tensor_parallel_size=inputs.parallel.tensor_parallel_size,
         page_size=page_size,
         max_model_len=max_model_len,

@@ -9,6 +9,11 @@ Hybrid models (read in TensorRT-LLM's repository history, milestones in calibrat
   state is allocated before the warm-up, so it is taken before free_gpu_memory_fraction.
   Variable sliding window (VSWA) pools exist only when KvCacheConfig.max_attention_window
   lists several windows; its default gives every layer max_seq_len (one pool).
+
+`trtllm_capacity` is the whole path: the budget (`trtllm_budget`), then one pool
+(`trtllm_report`), the window pools (`trtllm_window_pools`) or the Mamba hybrid's pools
+(`trtllm_mamba_pools`). Short local names: m = max_model_len, tp = tensor_parallel_size,
+tpb = tokens_per_block.
 """
 
 from __future__ import annotations
@@ -146,7 +151,7 @@ def parse_trtllm_version(text: str, field: str = "engine_version") -> calibratio
 
 
 @dataclass(frozen=True, slots=True)
-class TrtllmRules:
+class TrtllmRelease:
     """The parts of TensorRT-LLM's hybrid-pool arithmetic one release has."""
 
     version: calibration.TrtllmVersion
@@ -162,16 +167,16 @@ class TrtllmRules:
         return self.version[:2] > latest[:2]
 
 
-def trtllm_rules(engine_version: str | None) -> TrtllmRules:
+def trtllm_release(engine_version: str | None) -> TrtllmRelease:
     text = engine_version or calibration.LATEST_TRTLLM_VERSION
-    return TrtllmRules(parse_trtllm_version(text), text)
+    return TrtllmRelease(parse_trtllm_version(text), text)
 
 
-def _newer_note(rules: TrtllmRules, what: str, since: str) -> tuple[str, ...]:
-    if not rules.newer_than_modelled:
+def _newer_note(release: TrtllmRelease, what: str, since: str) -> tuple[str, ...]:
+    if not release.newer_than_modelled:
         return ()
     return (
-        f"TensorRT-LLM {rules.label} is newer than the newest release whose {what} kvplan "
+        f"TensorRT-LLM {release.label} is newer than the newest release whose {what} kvplan "
         f"models ({calibration.LATEST_TRTLLM_VERSION}) and is sized as that release; {since}",
     )
 
@@ -248,7 +253,7 @@ def _state_layers(layers: Sequence[object]) -> list[StateLayer]:
     return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
 
 
-def check_trtllm_hybrid(arch: ModelArchitecture, rules: TrtllmRules) -> None:
+def check_trtllm_hybrid(arch: ModelArchitecture, release: TrtllmRelease) -> None:
     """Raise for recurrent models the PyTorch backend of this release does not run."""
     state = _state_layers(arch.layers)
     if any(isinstance(g, Mamba1) for g in state):
@@ -260,34 +265,37 @@ def check_trtllm_hybrid(arch: ModelArchitecture, rules: TrtllmRules) -> None:
             "(Nemotron-H, Qwen3-Next: MambaHybridCacheManager); attention-free Mamba models "
             "ran in the TensorRT engine flow only",
         )
-    if not rules.has(calibration.TRTLLM_MAMBA_HYBRID):
+    if not release.has(calibration.TRTLLM_MAMBA_HYBRID):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} has no Mamba hybrid in its PyTorch backend; "
+            f"TensorRT-LLM {release.label} has no Mamba hybrid in its PyTorch backend; "
             "Nemotron-H arrived in 0.20.0",
         )
-    if any(isinstance(g, GatedDeltaNet) for g in state) and not rules.has(calibration.TRTLLM_GDN):
+    if any(isinstance(g, GatedDeltaNet) for g in state) and not release.has(calibration.TRTLLM_GDN):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} does not run gated-delta-net models; Qwen3-Next "
+            f"TensorRT-LLM {release.label} does not run gated-delta-net models; Qwen3-Next "
             "arrived in 1.2.0rc1",
         )
 
 
 def trtllm_state_bytes_per_slot(
-    stage: ModelArchitecture, tensor_parallel_size: int, conv_bytes: int, ssm_bytes: int
+    stage: ModelArchitecture,
+    tensor_parallel_size: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
 ) -> tuple[int, int]:
     """(conv, ssm) bytes one request slot holds over the stage's recurrent layers."""
     conv = ssm = 0
     for layer in _state_layers(stage.layers):
         slot = trtllm_state_slot(layer, tensor_parallel_size)
-        conv += slot.conv_elements * conv_bytes
-        ssm += slot.ssm_elements * ssm_bytes
+        conv += slot.conv_elements * conv_element_bytes
+        ssm += slot.ssm_elements * ssm_element_bytes
     return conv, ssm
 
 
 def trtllm_state_dtypes(
-    arch: ModelArchitecture, rules: TrtllmRules, options: EngineOptions
+    arch: ModelArchitecture, release: TrtllmRelease, options: EngineOptions
 ) -> tuple[int, int, str]:
     """(conv bytes, SSM bytes, SSM dtype name). _torch/pyexecutor/model_loader.py
     `validate_and_set_mamba_ssm_cache_dtype` (0.20 ... 1.2): KvCacheConfig.mamba_ssm_cache_dtype
@@ -295,7 +303,7 @@ def trtllm_state_dtypes(
     releases read the config's mamba_ssm_dtype first (resolve_ssm_cache_dtype)."""
     given = options.mamba_ssm_cache_dtype
     if given is None or given.strip().lower() == "auto":
-        given = (arch.state_dtype if rules.newer_than_modelled else None) or arch.dtype
+        given = (arch.state_dtype if release.newer_than_modelled else None) or arch.dtype
     name = normalize_model_dtype(given, "mamba_ssm_cache_dtype")
     return MODEL_DTYPE_BYTES[arch.dtype], MODEL_DTYPE_BYTES[name], name
 
@@ -343,11 +351,11 @@ class TrtllmKvSize:
 
 
 def trtllm_kv_size(
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     stage: ModelArchitecture,
     model: ModelArchitecture,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
 ) -> TrtllmKvSize:
     """kv_size_per_token: the attention layers' bytes per token (1.0.0rc3+, PR #5371) or,
@@ -356,20 +364,20 @@ def trtllm_kv_size(
     bytes come from the config's one head_dim and KV head count: the first attention layer's."""
     tp = tensor_parallel_size
     model_attention = _attention_layers(model.layers)
-    per_layer = token_bytes_per_layer(model_attention[0], kv_bytes, tp)
+    per_layer = token_bytes_per_layer(model_attention[0], kv_element_bytes, tp)
     stage_attention = _attention_layers(stage.layers)
     notes: list[str] = []
-    if rules.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
+    if release.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
         kv_size = per_layer * max(1, len(stage_attention))
     else:
         kv_size = per_layer * max(1, stage.num_layers)
         notes.append(
-            f"TensorRT-LLM {rules.label} divides the KV budget by every hidden layer's "
+            f"TensorRT-LLM {release.label} divides the KV budget by every hidden layer's "
             f"attention bytes ({stage.num_layers} layers x {per_layer} B = {kv_size} B per "
             f"token) though only {len(stage_attention)} layers keep KV; the pool is "
             "under-used until 1.0.0rc3 (PR #5371)"
         )
-    if len({token_bytes_per_layer(g, kv_bytes, tp) for g in model_attention}) > 1:
+    if len({token_bytes_per_layer(g, kv_element_bytes, tp) for g in model_attention}) > 1:
         notes.append(
             "attention layers of different geometry: TensorRT-LLM sizes max_tokens with the "
             "config's one head_dim and KV head count; kvplan uses the first attention layer's"
@@ -378,21 +386,21 @@ def trtllm_kv_size(
         kv_size_per_token=kv_size,
         attention_layers=len(stage_attention),
         attention_bytes_per_token=sum(
-            token_bytes_per_layer(g, kv_bytes, tp) for g in stage_attention
+            token_bytes_per_layer(g, kv_element_bytes, tp) for g in stage_attention
         ),
         notes=tuple(notes),
     )
 
 
 def trtllm_mamba_pools(
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     stage: ModelArchitecture,
     model: ModelArchitecture,
     pool_bytes: int,
-    kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
     tensor_parallel_size: int,
     tokens_per_block: int,
     max_model_len: int,
@@ -406,13 +414,15 @@ def trtllm_mamba_pools(
     """
     tpb = tokens_per_block
     size = trtllm_kv_size(
-        rules,
+        release,
         stage=stage,
         model=model,
-        kv_bytes=kv_bytes,
+        kv_element_bytes=kv_element_bytes,
         tensor_parallel_size=tensor_parallel_size,
     )
-    conv, ssm = trtllm_state_bytes_per_slot(stage, tensor_parallel_size, conv_bytes, ssm_bytes)
+    conv, ssm = trtllm_state_bytes_per_slot(
+        stage, tensor_parallel_size, conv_element_bytes, ssm_element_bytes
+    )
     max_tokens = max(0, pool_bytes) // size.kv_size_per_token
     blocks = cdiv(max_tokens, tpb)
     per_request = cdiv(max_model_len, tpb)
@@ -451,7 +461,7 @@ def trtllm_mamba_pools(
         sequences=max(0, sequences),
         concurrency=min(blocks / per_request, float(max_batch_size)),
         problem=problem,
-        notes=size.notes + _newer_note(rules, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
+        notes=size.notes + _newer_note(release, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
         describe=describe,
     )
 
@@ -500,7 +510,7 @@ class TrtllmWindowPools:
 
 
 def trtllm_window_pools(
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     pool_bytes: int,
     layer_windows: Sequence[tuple[int, int]],
@@ -523,14 +533,14 @@ def trtllm_window_pools(
     for window, bytes_per_token in layer_windows:
         groups.setdefault(min(window, m), []).append(bytes_per_token)
     per_window = {w: sum(groups[w]) for w in sorted(groups)}
-    notes: list[str] = list(_newer_note(rules, "VSWA arithmetic", VSWA_SINCE_1_3))
-    if len(per_window) > 1 and not rules.has(calibration.TRTLLM_PYTORCH_VSWA):
+    notes: list[str] = list(_newer_note(release, "VSWA arithmetic", VSWA_SINCE_1_3))
+    if len(per_window) > 1 and not release.has(calibration.TRTLLM_PYTORCH_VSWA):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} has no variable-window KV pools in its PyTorch "
+            f"TensorRT-LLM {release.label} has no variable-window KV pools in its PyTorch "
             "backend; they arrived in 1.0.0rc2 (PR #5151)",
         )
-    shares = trtllm_window_shares(rules, per_window, max(0, pool_bytes))
+    shares = trtllm_window_shares(release, per_window, max(0, pool_bytes))
     notes += shares.notes
     pools = tuple(
         WindowPool(
@@ -544,7 +554,7 @@ def trtllm_window_pools(
         )
         for w in per_window
     )
-    if len(pools) > 1 and rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+    if len(pools) > 1 and release.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
         notes.append(
             "from 1.2.0rc0 TensorRT-LLM writes sliding-window blocks linearly and releases "
             "out-of-window blocks as the window moves (PR #6768); kvplan charges a request "
@@ -580,7 +590,7 @@ class WindowShares:
 
 
 def trtllm_window_shares(
-    rules: TrtllmRules, per_window: Mapping[int, int], pool_bytes: int
+    release: TrtllmRelease, per_window: Mapping[int, int], pool_bytes: int
 ) -> WindowShares:
     """BaseKVCacheManager::calculateMaxNumBlocks (kvCacheManager.cpp), by release:
       1.0.0rc2 (PR #5151)  the C++ share came from free memory and every window was capped at
@@ -597,18 +607,18 @@ def trtllm_window_shares(
     total = sum(per_window.values())
     if len(windows) == 1:
         return WindowShares({windows[0]: 1.0}, {windows[0]: pool_bytes // total}, ())
-    if not rules.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
+    if not release.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
         capped = pool_bytes // total
         return WindowShares(
             {w: per_window[w] / total for w in windows},
             dict.fromkeys(windows, capped),
             (
-                f"TensorRT-LLM {rules.label} split free memory between windows and capped each "
+                f"TensorRT-LLM {release.label} split free memory between windows and capped each "
                 f"at max_tokens = pool // {total} B; kvplan assumes the cap binds for every "
                 "window (free memory at that point is not modelled)",
             ),
         )
-    if rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+    if release.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
         shares = {w: _f32(1.0 / len(windows)) for w in windows}
     else:
         # float weight = bytes_w / total; weight *= w; double sum; float share.
@@ -672,12 +682,12 @@ def _window_capacity(
     inputs: SizingInputs,
     windows: tuple[int, ...],
     budget: MemoryBudget,
-    block: int,
+    tokens_per_block: int,
     max_num_tokens: int,
 ) -> Capacity:
     """KvCacheConfig.max_attention_window given: one pool per distinct window (VSWA)."""
     max_model_len = inputs.workload.max_model_len
-    best = _tightest_stage_windows(inputs, windows, budget.pool_bytes, block)
+    best = _tightest_stage_windows(inputs, windows, budget.pool_bytes, tokens_per_block)
     # The pool that runs out first sets the batch; the planner reads its blocks.
     binding = min(best.pools, key=lambda p: p.sequences)
     largest = max(best.pools, key=lambda p: p.window)
@@ -689,15 +699,15 @@ def _window_capacity(
             CacheGroup(
                 "full_attention" if p.window >= max_model_len else "sliding_attention",
                 p.layers,
-                block,
-                block * p.bytes_per_token,
+                tokens_per_block,
+                tokens_per_block * p.bytes_per_token,
                 p.blocks_per_request,
             )
             for p in best.pools
         ),
-        bytes_per_block=block * binding.bytes_per_token,
+        bytes_per_block=tokens_per_block * binding.bytes_per_token,
         blocks_per_request=binding.blocks_per_request,
-        block_size=block,
+        block_size=tokens_per_block,
         padding_layers=0,
         notes=best.notes,
     )
@@ -711,7 +721,7 @@ def _window_capacity(
         report=report,
         engine_settings={
             "free_gpu_memory_fraction": budget.fraction,
-            "tokens_per_block": block,
+            "tokens_per_block": tokens_per_block,
             "max_num_tokens": max_num_tokens,
             "max_attention_window": list(windows),
             "pools": {str(p.window): p.blocks for p in best.pools},
@@ -728,7 +738,7 @@ def _window_capacity(
 
 
 def _tightest_stage_windows(
-    inputs: SizingInputs, windows: tuple[int, ...], pool_bytes: int, block: int
+    inputs: SizingInputs, windows: tuple[int, ...], pool_bytes: int, tokens_per_block: int
 ) -> TrtllmWindowPools:
     """Each stage's window pools; the stage that holds the fewest sequences is reported."""
     tp, kv_element_bytes = inputs.parallel.tensor_parallel_size, inputs.facts.kv_element_bytes
@@ -749,10 +759,10 @@ def _tightest_stage_windows(
         if not layer_windows:
             continue
         pools = trtllm_window_pools(
-            trtllm_rules(inputs.engine.engine_version),
+            trtllm_release(inputs.engine.engine_version),
             pool_bytes=pool_bytes,
             layer_windows=layer_windows,
-            tokens_per_block=block,
+            tokens_per_block=tokens_per_block,
             max_model_len=inputs.workload.max_model_len,
         )
         if best is None or pools.sequences < best.sequences:
@@ -765,21 +775,21 @@ def _tightest_stage_windows(
 def _mamba_capacity(inputs: SizingInputs) -> Capacity:
     """MambaHybridCacheManager: max_batch_size state slots taken before the fraction, then a
     paged KV pool for the attention layers (`trtllm_mamba_pools`)."""
-    rules = trtllm_rules(inputs.engine.engine_version)
-    check_trtllm_hybrid(inputs.arch, rules)
+    release = trtllm_release(inputs.engine.engine_version)
+    check_trtllm_hybrid(inputs.arch, release)
     engine = inputs.engine
     max_num_tokens = engine.max_num_batched_tokens or calibration.TRTLLM_MAX_NUM_TOKENS
     block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
     slots = engine.max_num_seqs or calibration.TRTLLM_DEFAULT_MAX_BATCH_SIZE
-    conv_bytes, ssm_bytes, ssm_name = trtllm_state_dtypes(inputs.arch, rules, engine)
+    conv_bytes, ssm_bytes, ssm_name = trtllm_state_dtypes(inputs.arch, release, engine)
     budget, pools = _tightest_stage_mamba(
         inputs,
-        rules,
+        release,
         max_num_tokens=max_num_tokens,
-        block=block,
+        tokens_per_block=block,
         slots=slots,
-        conv_bytes=conv_bytes,
-        ssm_bytes=ssm_bytes,
+        conv_element_bytes=conv_bytes,
+        ssm_element_bytes=ssm_bytes,
     )
     notes = pools.notes + ((WINDOWED_DEFAULT_NOTE,) if has_windowed_layers(inputs.arch) else ())
     if len(inputs.stages) > 1:
@@ -813,7 +823,7 @@ def _mamba_capacity(inputs: SizingInputs) -> Capacity:
             pools.blocks, pools.blocks * block, pools.concurrency, pools.sequences, pools.describe
         ),
         engine_settings={
-            "engine_version": rules.label,
+            "engine_version": release.label,
             "free_gpu_memory_fraction": budget.fraction,
             "tokens_per_block": block,
             "max_num_tokens": max_num_tokens,
@@ -831,20 +841,20 @@ def _mamba_capacity(inputs: SizingInputs) -> Capacity:
 
 def _tightest_stage_mamba(
     inputs: SizingInputs,
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     max_num_tokens: int,
-    block: int,
+    tokens_per_block: int,
     slots: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
 ) -> tuple[MemoryBudget, TrtllmMambaPools]:
     """Each stage's budget and pools; the stage with the fewest max_tokens is reported."""
     tp = inputs.parallel.tensor_parallel_size
     activation = (forward_bytes_per_token(inputs.arch, tp) or 0) * max_num_tokens
     chosen = None
     for stage in inputs.stages:
-        conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_bytes, ssm_bytes)
+        conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_element_bytes, ssm_element_bytes)
         budget = trtllm_budget(
             total_bytes=inputs.gpu.memory_bytes,
             weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
@@ -853,15 +863,15 @@ def _tightest_stage_mamba(
             state_bytes=slots * (conv + ssm),
         )
         pools = trtllm_mamba_pools(
-            rules,
+            release,
             stage=stage,
             model=inputs.arch,
             pool_bytes=budget.pool_bytes,
-            kv_bytes=inputs.facts.kv_element_bytes,
-            conv_bytes=conv_bytes,
-            ssm_bytes=ssm_bytes,
+            kv_element_bytes=inputs.facts.kv_element_bytes,
+            conv_element_bytes=conv_element_bytes,
+            ssm_element_bytes=ssm_element_bytes,
             tensor_parallel_size=tp,
-            tokens_per_block=block,
+            tokens_per_block=tokens_per_block,
             max_model_len=inputs.workload.max_model_len,
             max_batch_size=slots,
         )

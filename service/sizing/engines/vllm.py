@@ -5,6 +5,12 @@ vllm/v1/worker/gpu_worker.py and vllm/utils/mem_utils.py (budget), vllm/v1/core/
 (groups, blocks, report), vllm/v1/kv_cache_interface.py (pages, per-request usage),
 vllm/engine/arg_utils.py (batch defaults), vllm/model_executor/models/config.py and
 vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-memory.md.
+
+`vllm_capacity` reads top to bottom as vLLM starts: the release's rules (`vllm_release`), the
+flags and their defaults (`vllm_flags`), the KV-cache groups of each worker (`vllm_layout`,
+one helper per step of kv_cache_utils.get_kv_cache_groups), the memory budget (`vllm_budget`),
+the blocks every worker keeps (`vllm_blocks`), the start-up check and the two log lines
+(`vllm_report`). Short local names: m = max_model_len, tp = tensor_parallel_size.
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ Version = tuple[int, int, int]
 
 
 @lru_cache(maxsize=256)
-def parse_version(text: str, field: str = "engine_version") -> Version:
+def parse_vllm_version(text: str, field: str = "engine_version") -> Version:
+    """`0.10.1`, `v0.6.3.post1`, `0.11.0rc2` -> (major, minor, patch); suffixes are dropped."""
     core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
     core = core.split(".post")[0].split(".dev")[0]
     parts = core.split(".")
@@ -60,10 +67,10 @@ def parse_version(text: str, field: str = "engine_version") -> Version:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class VllmBehaviour:
+class VllmRelease:
     """The parts of vLLM's arithmetic one release has, resolved once per version.
 
-    `behaviour_for` hands out one instance per release, so identity is equality (and hashing
+    `vllm_release` hands out one instance per release, so identity is equality (and hashing
     it for the layout cache costs nothing).
     """
 
@@ -117,7 +124,7 @@ class VllmBehaviour:
 
 
 @lru_cache(maxsize=256)
-def behaviour_for(version: Version) -> VllmBehaviour:
+def vllm_release(version: Version) -> VllmRelease:
     def since(milestone: Version) -> bool:
         return version >= milestone
 
@@ -125,7 +132,7 @@ def behaviour_for(version: Version) -> VllmBehaviour:
     ratio = (
         1.5 if since(cal.VLLM_GROUPS_MAX_15) else 1.25 if since(cal.VLLM_GROUPS_MAX_125) else None
     )
-    return VllmBehaviour(
+    return VllmRelease(
         version=version,
         label=".".join(str(n) for n in version),
         v1_engine=v1,
@@ -164,19 +171,19 @@ def gpu_family(gpu_name: str) -> str:
     return "other"
 
 
-def mla_block_size(behaviour: VllmBehaviour, gpu_name: str, sparse: bool = False) -> int:
+def mla_block_size(release: VllmRelease, gpu_name: str, sparse: bool = False) -> int:
     """The block size MLA backends force or prefer (platforms/cuda.py, backend preference)."""
     if sparse:
         # FlashMLA-sparse (DeepSeek-V3.2, GLM-5) reads the cache in 64-token pages
         # (flashmla_sparse.py get_supported_kernel_block_sizes: MultipleOf(64)).
         return cal.VLLM_SPARSE_MLA_BLOCK_SIZE
     family = gpu_family(gpu_name)
-    if behaviour.version >= cal.VLLM_MLA_BACKEND_BLOCK:
+    if release.version >= cal.VLLM_MLA_BACKEND_BLOCK:
         # 0.18+: Hopper's first backend FLASH_ATTN_MLA takes 16; Blackwell FLASHINFER_MLA 32.
         return {"hopper": 16, "blackwell": 32}.get(family, 16)
     # Up to 0.17: FlashMLA (Hopper) and FlashInfer-MLA force 64; CUTLASS MLA 128 (0.12-0.14).
     if family == "blackwell":
-        return 128 if (0, 12, 0) <= behaviour.version < (0, 15, 0) else 64
+        return 128 if (0, 12, 0) <= release.version < (0, 15, 0) else 64
     return 64 if family == "hopper" else 16
 
 
@@ -188,24 +195,24 @@ class BatchDefaults:
 
 
 def batch_defaults(
-    behaviour: VllmBehaviour, gpu_memory_bytes: int, gpu_name: str, max_model_len: int
+    release: VllmRelease, gpu_memory_bytes: int, gpu_name: str, max_model_len: int
 ) -> BatchDefaults:
     """`vllm serve` scheduler defaults, which also size the profile run."""
-    if not behaviour.v1_engine:
+    if not release.v1_engine:
         # V0 SchedulerConfig: 256 sequences; without chunked prefill max(M, 2048) tokens;
         # chunked prefill switches itself on above 32K (512 tokens up to 0.6.4, then 2048).
         if max_model_len > cal.VLLM_V0_CHUNKED_PREFILL_ABOVE:
-            tokens = 2048 if behaviour.version >= cal.VLLM_V0_CHUNKED_MNBT_2048 else 512
+            tokens = 2048 if release.version >= cal.VLLM_V0_CHUNKED_MNBT_2048 else 512
             return BatchDefaults(tokens, 256, f"V0: chunked prefill above 32K, {tokens} tokens")
         return BatchDefaults(max(max_model_len, 2048), 256, "V0: max(max_model_len, 2048)")
     name = gpu_name.lower()
-    if behaviour.version >= cal.VLLM_BATCH_160_GIB_TIER and gpu_memory_bytes >= 160 * GiB:
+    if release.version >= cal.VLLM_BATCH_160_GIB_TIER and gpu_memory_bytes >= 160 * GiB:
         return BatchDefaults(16384, 1024, "vllm serve on a >= 160 GiB GPU")
-    if behaviour.version < cal.VLLM_BATCH_BY_MEMORY:
+    if release.version < cal.VLLM_BATCH_BY_MEMORY:
         big = "h100" in name or "h200" in name
         return BatchDefaults(8192 if big else 2048, 1024, "vllm serve (0.8.0-0.8.3 by name)")
     big = gpu_memory_bytes >= 70 * GiB
-    if behaviour.version >= cal.VLLM_A100_SMALL_TIER:
+    if release.version >= cal.VLLM_A100_SMALL_TIER:
         big = big and "a100" not in name
     if big:
         return BatchDefaults(8192, 1024, "vllm serve on a >= 70 GiB GPU (not A100)")
@@ -302,10 +309,10 @@ def _stage_bounds(num_layers: int, stage_sizes: tuple[int, ...]) -> list[tuple[i
 def vllm_layout(
     arch: ModelArchitecture,
     *,
-    behaviour: VllmBehaviour,
-    kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    release: VllmRelease,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
     max_model_len: int,
@@ -332,23 +339,23 @@ def vllm_layout(
     specs = _specs_by_layer(
         positions,
         block_size=block_size,
-        kv_bytes=kv_bytes,
-        conv_bytes=conv_bytes,
-        ssm_bytes=ssm_bytes,
+        kv_element_bytes=kv_element_bytes,
+        conv_element_bytes=conv_element_bytes,
+        ssm_element_bytes=ssm_element_bytes,
         tensor_parallel_size=tensor_parallel_size,
         packed_mla=packed_mla,
     )
     usage = _RequestUsage(
         max_model_len,
-        behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
-        behaviour.mamba_blocks(prefix_caching),
+        release.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
+        release.mamba_blocks(prefix_caching),
     )
     bounds = _stage_bounds(arch.num_layers, stage_sizes)
-    if behaviour.whole_model_groups and _is_uniform_type(specs):
+    if release.whole_model_groups and _is_uniform_type(specs):
         return _uniform_type_layout(specs, usage, bounds, tuple(dict.fromkeys(notes)))
     specs, aligned = _align_hybrid_blocks(specs)
-    specs, padded = _unify_page_sizes(specs, behaviour)
-    grouped = _group_layers(specs, behaviour, usage)
+    specs, padded = _unify_page_sizes(specs, release)
+    grouped = _group_layers(specs, release, usage)
     notes += [*aligned, *padded]
     if grouped.padding_layers:
         notes.append(
@@ -388,9 +395,9 @@ def _specs_by_layer(
     positions: Mapping[TokenLayer | StateLayer, Sequence[int]],
     *,
     block_size: int,
-    kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
     tensor_parallel_size: int,
     packed_mla: bool,
 ) -> list[_Spec]:
@@ -401,10 +408,10 @@ def _specs_by_layer(
     specs: list[_Spec] = []
     for layer, where in positions.items():
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-            state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
+            state = state_bytes_per_sequence(layer, conv_element_bytes, ssm_element_bytes, tp)
             specs.append(_Spec(layer, tuple(where), block_size, state, 0))
         else:
-            per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed_mla)
+            per_token = token_bytes_per_layer(layer, kv_element_bytes, tp, packed_mla)
             specs.append(_Spec(layer, tuple(where), block_size, block_size * per_token, per_token))
     return specs
 
@@ -474,7 +481,7 @@ def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str
 
 
 def _unify_page_sizes(
-    specs: Sequence[_Spec], behaviour: VllmBehaviour
+    specs: Sequence[_Spec], release: VllmRelease
 ) -> tuple[list[_Spec], tuple[str, ...]]:
     """unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks; a page
     that does not divide the largest is refused (0.29+ pads a non-MLA attention page)."""
@@ -487,7 +494,7 @@ def _unify_page_sizes(
         elif max_page % s.page_bytes == 0:
             ratio = max_page // s.page_bytes
             unified.append(replace(s, block_size=s.block_size * ratio, page_bytes=max_page))
-        elif behaviour.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
+        elif release.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
             notes.append(
                 f"{s.layer.kind.value} page of {s.page_bytes} B padded to {max_page} B "
                 f"({100 * (max_page - s.page_bytes) / s.page_bytes:.2f}% unused)"
@@ -496,15 +503,13 @@ def _unify_page_sizes(
         else:
             raise SizingError(
                 "model.layer_specs",
-                f"vLLM {behaviour.label} cannot unify page sizes of {s.page_bytes} B and "
+                f"vLLM {release.label} cannot unify page sizes of {s.page_bytes} B and "
                 f"{max_page} B",
             )
     return unified, tuple(notes)
 
 
-def _group_layers(
-    specs: Sequence[_Spec], behaviour: VllmBehaviour, usage: _RequestUsage
-) -> _Groups:
+def _group_layers(specs: Sequence[_Spec], release: VllmRelease, usage: _RequestUsage) -> _Groups:
     """_get_kv_cache_groups_uniform_page_size: every group holds the same number of layers of
     one spec; the last group of a spec is padded."""
     counts = [s.count for s in specs]
@@ -513,7 +518,7 @@ def _group_layers(
         # Groups of the smallest bucket's size, or of the largest when it is within the
         # release's ratio of the smallest.
         smallest, largest = min(counts), max(counts)
-        limit = behaviour.group_max_ratio
+        limit = release.group_max_ratio
         group_size = largest if limit is not None and largest < limit * smallest else smallest
     groups: list[CacheGroup] = []
     members: list[tuple[int, ...]] = []
@@ -527,7 +532,7 @@ def _group_layers(
             # stages stay balanced); before, consecutive slices of group_size.
             chosen = (
                 s.positions[i::n_groups]
-                if behaviour.whole_model_groups
+                if release.whole_model_groups
                 else s.positions[i * group_size : (i + 1) * group_size]
             )
             members.append(chosen)
@@ -556,9 +561,9 @@ def _stage_widths(
 # from 0.20, the CUDA graphs.
 
 
-def requested_memory(behaviour: VllmBehaviour, total_bytes: int, utilization: float) -> int:
+def requested_memory(release: VllmRelease, total_bytes: int, utilization: float) -> int:
     product = total_bytes * utilization
-    return math.ceil(product) if behaviour.request_ceil else int(product)
+    return math.ceil(product) if release.request_ceil else int(product)
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,7 +608,7 @@ class ProfilePeak:
 
 def profile_peak(
     arch: ModelArchitecture,
-    behaviour: VllmBehaviour,
+    release: VllmRelease,
     tensor_parallel_size: int,
     max_num_batched_tokens: int,
     max_num_seqs: int,
@@ -615,20 +620,20 @@ def profile_peak(
         vocab_size=arch.vocab_size,
         sampler_fp32_copies=(
             cal.VLLM_V1_SAMPLER_FP32_COPIES
-            if behaviour.v1_engine
+            if release.v1_engine
             else cal.VLLM_V0_SAMPLER_FP32_COPIES
         ),
     )
 
 
-def _counts_cudagraphs(behaviour: VllmBehaviour, options: EngineOptions) -> bool:
-    return behaviour.cudagraph_in_budget and not options.enforce_eager
+def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
+    return release.cudagraph_in_budget and not options.enforce_eager
 
 
 def vllm_budget(
     arch: ModelArchitecture,
     *,
-    behaviour: VllmBehaviour,
+    release: VllmRelease,
     total_bytes: int,
     weights_per_gpu: int,
     tensor_parallel_size: int,
@@ -644,16 +649,16 @@ def vllm_budget(
             fraction_name="gpu_memory_utilization",
             note="given (--kv-cache-memory-bytes or a log)",
         )
-    util = options.gpu_memory_utilization or behaviour.default_utilization
-    requested = requested_memory(behaviour, total_bytes, util)
-    peak = profile_peak(arch, behaviour, tensor_parallel_size, max_num_batched_tokens, max_num_seqs)
+    util = options.gpu_memory_utilization or release.default_utilization
+    requested = requested_memory(release, total_bytes, util)
+    peak = profile_peak(arch, release, tensor_parallel_size, max_num_batched_tokens, max_num_seqs)
     non_torch = (
         cal.VLLM_NON_TORCH_WITH_CONTEXT
-        if behaviour.non_torch_includes_context
+        if release.non_torch_includes_context
         else cal.VLLM_NON_TORCH_INCREASE
     )
     cudagraph = 0
-    if _counts_cudagraphs(behaviour, options):
+    if _counts_cudagraphs(release, options):
         cudagraph = (
             options.cudagraph_memory_bytes
             if options.cudagraph_memory_bytes is not None
@@ -661,7 +666,7 @@ def vllm_budget(
         )
     pool = requested - weights_per_gpu - peak.bytes - non_torch - cudagraph
     lines = _BudgetLines(
-        behaviour=behaviour,
+        release=release,
         options=options,
         utilization=util,
         total_bytes=total_bytes,
@@ -691,7 +696,7 @@ def vllm_budget(
 class _BudgetLines:
     """The budget's terms, written out on demand (only explanations read them)."""
 
-    behaviour: VllmBehaviour
+    release: VllmRelease
     options: EngineOptions
     utilization: float
     total_bytes: int
@@ -718,11 +723,11 @@ class _BudgetLines:
                 "non_torch",
                 -self.non_torch_bytes,
                 "CUDA context and all other non-torch memory (counted by this release)"
-                if self.behaviour.non_torch_includes_context
+                if self.release.non_torch_includes_context
                 else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
             ),
         ]
-        if _counts_cudagraphs(self.behaviour, self.options):
+        if _counts_cudagraphs(self.release, self.options):
             lines.append(
                 BudgetLine(
                     "cudagraph",
@@ -742,11 +747,11 @@ class _BudgetLines:
 
 
 def vllm_report(
-    num_blocks: int, layout: CacheLayout, max_model_len: int, behaviour: VllmBehaviour
+    num_blocks: int, layout: CacheLayout, max_model_len: int, release: VllmRelease
 ) -> PoolReport:
     """The "GPU KV cache size" / "Maximum concurrency" lines, and whole sequences that fit."""
     m = max_model_len
-    if not behaviour.v1_engine:
+    if not release.v1_engine:
         # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
         tokens = num_blocks * layout.block_size
         v0_concurrency = tokens / m
@@ -762,12 +767,12 @@ def vllm_report(
                 f"Maximum concurrency for {m} tokens per request: {v0_concurrency:.2f}x",
             ),
         )
-    if behaviour.concurrency_from_blocks:
+    if release.concurrency_from_blocks:
         concurrency = num_blocks / layout.blocks_per_request
     else:
         # V1 before 0.9.1: tokens (blocks x block size) over max_model_len.
         concurrency = num_blocks * layout.block_size / m
-    style = behaviour.tokens_report(len(layout.groups) > 1)
+    style = release.tokens_report(len(layout.groups) > 1)
     if style == "concurrency":
         tokens = int(concurrency * m)
     elif style == "groups":
@@ -778,7 +783,7 @@ def vllm_report(
     def describe() -> tuple[str, ...]:
         size = f"GPU KV cache size: {tokens:,} tokens"
         conc = f"Maximum concurrency for {m:,} tokens per request: {concurrency:.2f}x"
-        return (f"{size}, {conc}",) if behaviour.one_log_line else (size, conc)
+        return (f"{size}, {conc}",) if release.one_log_line else (size, conc)
 
     # The block pool keeps block 0 as the null block: one fewer is ever handed out.
     fits = max(0, num_blocks - 1) // layout.blocks_per_request
@@ -790,16 +795,16 @@ def vllm_report(
 
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
-    behaviour = behaviour_for(
-        parse_version(inputs.engine.engine_version or cal.LATEST_VLLM_VERSION)
+    release = vllm_release(
+        parse_vllm_version(inputs.engine.engine_version or cal.LATEST_VLLM_VERSION)
     )
-    _check_release_runs(inputs.arch, behaviour)
-    flags = vllm_flags(inputs, behaviour)
-    workers = _Workers.of(inputs, behaviour, flags)
+    _check_release_runs(inputs.arch, release)
+    flags = vllm_flags(inputs, release)
+    workers = _Workers.of(inputs, release, flags)
     layouts = [workers.layout(stage, inputs.workload.max_model_len) for stage in workers.stages]
     budget = vllm_budget(
         inputs.arch,
-        behaviour=behaviour,
+        release=release,
         total_bytes=inputs.gpu.memory_bytes,
         weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
         tensor_parallel_size=inputs.parallel.tensor_parallel_size,
@@ -813,20 +818,20 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     reason, longest = _does_not_fit(
         budget,
         blocks,
-        behaviour,
+        release,
         inputs.workload.max_model_len,
         lambda context: workers.layout(workers.stages[blocks.worker], context),
     )
     return Capacity(
         engine=Engine.VLLM,
-        engine_version=behaviour.label,
+        engine_version=release.label,
         facts=inputs.facts,
         budget=budget,
         layout=blocks.layout,
         report=vllm_report(
-            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, behaviour
+            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release
         ),
-        engine_settings=_settings(behaviour, flags, budget, blocks.layout, inputs.engine),
+        engine_settings=_settings(release, flags, budget, blocks.layout, inputs.engine),
         warnings=inputs.warnings + blocks.layout.notes,
         fits=reason is None,
         reason=reason,
@@ -835,18 +840,18 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     )
 
 
-def _check_release_runs(arch: ModelArchitecture, behaviour: VllmBehaviour) -> None:
+def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
     """Raise for models this release does not size (or does not run)."""
-    if arch.has_state_layers and not behaviour.state_in_pool:
+    if arch.has_state_layers and not release.state_in_pool:
         raise SizingError(
             "engine_version",
-            f"vLLM {behaviour.label} kept Mamba / linear-attention state outside the KV pool; "
+            f"vLLM {release.label} kept Mamba / linear-attention state outside the KV pool; "
             "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
         )
-    if arch.has_sparse_mla and behaviour.version < cal.VLLM_SPARSE_MLA:
+    if arch.has_sparse_mla and release.version < cal.VLLM_SPARSE_MLA:
         raise SizingError(
             "engine_version",
-            f"vLLM {behaviour.label} does not run DeepSeek sparse attention (indexer) models; "
+            f"vLLM {release.label} does not run DeepSeek sparse attention (indexer) models; "
             "they arrived in 0.11.0",
         )
 
@@ -863,9 +868,9 @@ class VllmFlags:
     hybrid_manager: bool
 
 
-def vllm_flags(inputs: SizingInputs, behaviour: VllmBehaviour) -> VllmFlags:
+def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
     arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
-    defaults = batch_defaults(behaviour, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
+    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
     max_num_batched_tokens = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
     return VllmFlags(
         defaults=defaults,
@@ -874,16 +879,16 @@ def vllm_flags(inputs: SizingInputs, behaviour: VllmBehaviour) -> VllmFlags:
         prefix_caching=(
             engine.enable_prefix_caching
             if engine.enable_prefix_caching is not None
-            else behaviour.default_prefix_caching(arch.has_state_layers)
+            else release.default_prefix_caching(arch.has_state_layers)
         ),
         block_size=engine.block_size
         or (
-            mla_block_size(behaviour, gpu.name, arch.has_sparse_mla)
+            mla_block_size(release, gpu.name, arch.has_sparse_mla)
             if arch.has_mla
             else cal.VLLM_DEFAULT_BLOCK_SIZE
         ),
-        hybrid_manager=behaviour.hybrid_allocator
-        and behaviour.v1_engine
+        hybrid_manager=release.hybrid_allocator
+        and release.v1_engine
         and not engine.disable_hybrid_kv_cache_manager,
     )
 
@@ -893,7 +898,7 @@ class _Workers:
     """The layers each worker groups into KV-cache groups, and the layout at any context."""
 
     inputs: SizingInputs
-    behaviour: VllmBehaviour
+    release: VllmRelease
     flags: VllmFlags
     stages: tuple[ModelArchitecture, ...]
     # 0.11+ with pipeline stages: the whole model's groups, projected onto stages this size.
@@ -907,25 +912,25 @@ class _Workers:
         return bool(self.stage_sizes)
 
     @classmethod
-    def of(cls, inputs: SizingInputs, behaviour: VllmBehaviour, flags: VllmFlags) -> _Workers:
+    def of(cls, inputs: SizingInputs, release: VllmRelease, flags: VllmFlags) -> _Workers:
         conv_bytes, ssm_bytes = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
         packed = packed_mla(inputs.arch, inputs.workload.kv_cache_dtype)
         stages = inputs.stages
         sizes: tuple[int, ...] = ()
-        if behaviour.whole_model_groups and len(inputs.stages) > 1:
+        if release.whole_model_groups and len(inputs.stages) > 1:
             # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
             stages = (inputs.arch,)
             sizes = tuple(stage.num_layers for stage in inputs.stages)
-        return cls(inputs, behaviour, flags, stages, sizes, conv_bytes, ssm_bytes, packed)
+        return cls(inputs, release, flags, stages, sizes, conv_bytes, ssm_bytes, packed)
 
     def layout(self, stage: ModelArchitecture, context: int) -> CacheLayout:
         inputs, flags = self.inputs, self.flags
         return vllm_layout(
             stage,
-            behaviour=self.behaviour,
-            kv_bytes=inputs.facts.kv_element_bytes,
-            conv_bytes=self.conv_bytes,
-            ssm_bytes=self.ssm_bytes,
+            release=self.release,
+            kv_element_bytes=inputs.facts.kv_element_bytes,
+            conv_element_bytes=self.conv_bytes,
+            ssm_element_bytes=self.ssm_bytes,
             tensor_parallel_size=inputs.parallel.tensor_parallel_size,
             pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
             max_model_len=context,
@@ -974,7 +979,7 @@ def vllm_blocks(
 def _does_not_fit(
     budget: MemoryBudget,
     blocks: VllmBlocks,
-    behaviour: VllmBehaviour,
+    release: VllmRelease,
     max_model_len: int,
     layout_at: Callable[[int], CacheLayout],
 ) -> tuple[str | None, int | None]:
@@ -987,7 +992,7 @@ def _does_not_fit(
         ), None
     num_blocks, layout = blocks.num_blocks, blocks.layout
     # 0.33 checks one request against the blocks left after the null block.
-    usable = num_blocks - 1 if behaviour.fit_check_reserves_null_block else num_blocks
+    usable = num_blocks - 1 if release.fit_check_reserves_null_block else num_blocks
     if usable >= layout.blocks_per_request:
         return None, None
     longest = longest_context(layout_at, usable, max_model_len)
@@ -1012,14 +1017,14 @@ def longest_context(layout_at: Callable[[int], CacheLayout], num_blocks: int, up
 
 
 def _settings(
-    behaviour: VllmBehaviour,
+    release: VllmRelease,
     flags: VllmFlags,
     budget: MemoryBudget,
     layout: CacheLayout,
     options: EngineOptions,
 ) -> EngineSettings:
     return {
-        "engine_version": behaviour.label,
+        "engine_version": release.label,
         "gpu_memory_utilization": budget.fraction,
         "block_size": layout.block_size,
         "max_num_batched_tokens": flags.max_num_batched_tokens,
