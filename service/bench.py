@@ -42,8 +42,8 @@ def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
 
 
 # What a first question about a model, GPU and layout pays for. A release's rules
-# (vllm.vllm_release) is a constant of the engine version, resolved once per process, so it
-# stays warm, as the catalog's parsed architectures do.
+# (vllm.vllm_release) are a constant of the engine version, resolved once per process, so they
+# stay warm, as the catalog's parsed architectures do.
 _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,
     kv.sequence_breakdown,
