@@ -15,18 +15,19 @@ from .calibration import compare, engine_options, load_cases, logged_pool_bytes
 from .catalog.seed import offline_snapshot
 from .sizing import (
     EngineOptions,
+    GiB,
     Gpu,
     ModelArchitecture,
     Parallelism,
+    PlanRequest,
     Workload,
     compute_capacity,
     kv,
     parallel,
+    plan,
     planner,
 )
 from .sizing.engines import activation, vllm
-from .sizing.planner import PlanRequest, plan
-from .sizing.units import GiB
 
 CAPACITY_TARGET_US = 50.0
 PLAN_TARGET_MS = 5.0
