@@ -148,7 +148,5 @@ def model_facts(
         sequence=sequence,
         weights_bytes=weights,
         # Weights shard across TP ranks and PP stages.
-        weights_bytes_per_gpu=weight_bytes_per_gpu(
-            arch, tp, parallel.pipeline_parallel_size, engine.weight_format
-        ),
+        weights_bytes_per_gpu=weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size),
     )

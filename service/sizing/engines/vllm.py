@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -665,7 +665,8 @@ def vllm_budget(
             else cal.cudagraph_estimate(peak.forward_bytes_per_token or 0, max_num_seqs)
         )
     pool = requested - weights_per_gpu - peak.bytes - non_torch - cudagraph
-    lines = _BudgetLines(
+    describe = partial(
+        _budget_lines,
         release=release,
         options=options,
         utilization=util,
@@ -688,59 +689,53 @@ def vllm_budget(
         cudagraph_bytes=cudagraph,
         pool_bytes=pool,
         pool_given=False,
-        describe=lines.describe,
+        describe=describe,
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _BudgetLines:
+def _budget_lines(
+    *,
+    release: VllmRelease,
+    options: EngineOptions,
+    utilization: float,
+    total_bytes: int,
+    requested_bytes: int,
+    weights_bytes: int,
+    peak: ProfilePeak,
+    non_torch_bytes: int,
+    cudagraph_bytes: int,
+    pool_bytes: int,
+) -> tuple[BudgetLine, ...]:
     """The budget's terms, written out on demand (only explanations read them)."""
-
-    release: VllmRelease
-    options: EngineOptions
-    utilization: float
-    total_bytes: int
-    requested_bytes: int
-    weights_bytes: int
-    peak: ProfilePeak
-    non_torch_bytes: int
-    cudagraph_bytes: int
-    pool_bytes: int
-
-    def describe(self) -> tuple[BudgetLine, ...]:
-        lines = [
-            BudgetLine(
-                "total_memory", self.total_bytes, "total memory as the CUDA runtime reports"
-            ),
-            BudgetLine(
-                "requested",
-                self.requested_bytes,
-                f"gpu_memory_utilization {self.utilization} x total",
-            ),
-            BudgetLine("weights", -self.weights_bytes, "model weights on this GPU"),
-            BudgetLine("activation_peak", -self.peak.bytes, self.peak.note),
-            BudgetLine(
-                "non_torch",
-                -self.non_torch_bytes,
-                "CUDA context and all other non-torch memory (counted by this release)"
-                if self.release.non_torch_includes_context
-                else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
-            ),
-        ]
-        if _counts_cudagraphs(self.release, self.options):
-            lines.append(
-                BudgetLine(
-                    "cudagraph",
-                    -self.cudagraph_bytes,
-                    "CUDA-graph memory, given"
-                    if self.options.cudagraph_memory_bytes is not None
-                    else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
-                )
-            )
+    lines = [
+        BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
+        BudgetLine(
+            "requested",
+            requested_bytes,
+            f"gpu_memory_utilization {utilization} x total",
+        ),
+        BudgetLine("weights", -weights_bytes, "model weights on this GPU"),
+        BudgetLine("activation_peak", -peak.bytes, peak.note),
+        BudgetLine(
+            "non_torch",
+            -non_torch_bytes,
+            "CUDA context and all other non-torch memory (counted by this release)"
+            if release.non_torch_includes_context
+            else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
+        ),
+    ]
+    if _counts_cudagraphs(release, options):
         lines.append(
-            BudgetLine("kv_cache_memory", self.pool_bytes, "what is left for the KV cache")
+            BudgetLine(
+                "cudagraph",
+                -cudagraph_bytes,
+                "CUDA-graph memory, given"
+                if options.cudagraph_memory_bytes is not None
+                else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
+            )
         )
-        return tuple(lines)
+    lines.append(BudgetLine("kv_cache_memory", pool_bytes, "what is left for the KV cache"))
+    return tuple(lines)
 
 
 # --- report -------------------------------------------------------------------------------
@@ -800,8 +795,8 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     )
     _check_release_runs(inputs.arch, release)
     flags = vllm_flags(inputs, release)
-    workers = _Workers.of(inputs, release, flags)
-    layouts = [workers.layout(stage, inputs.workload.max_model_len) for stage in workers.stages]
+    stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
+    layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     budget = vllm_budget(
         inputs.arch,
         release=release,
@@ -813,14 +808,14 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_num_seqs=flags.max_num_seqs,
     )
     blocks = vllm_blocks(
-        budget.pool_bytes, layouts, workers.projected, inputs.engine.num_gpu_blocks_override
+        budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
     )
     reason, longest = _does_not_fit(
         budget,
         blocks,
         release,
         inputs.workload.max_model_len,
-        lambda context: workers.layout(workers.stages[blocks.worker], context),
+        lambda context: layout_at(stages[blocks.worker], context),
     )
     return Capacity(
         engine=Engine.VLLM,
@@ -893,55 +888,42 @@ def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Workers:
-    """The layers each worker groups into KV-cache groups, and the layout at any context."""
+LayoutAt = Callable[[ModelArchitecture, int], CacheLayout]
 
-    inputs: SizingInputs
-    release: VllmRelease
-    flags: VllmFlags
-    stages: tuple[ModelArchitecture, ...]
-    # 0.11+ with pipeline stages: the whole model's groups, projected onto stages this size.
-    stage_sizes: tuple[int, ...]
-    conv_bytes: int
-    ssm_bytes: int
-    packed: bool  # fp8_ds_mla rows
 
-    @property
-    def projected(self) -> bool:
-        return bool(self.stage_sizes)
+def worker_layouts(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> tuple[tuple[ModelArchitecture, ...], tuple[int, ...], LayoutAt]:
+    """The layers each worker groups, the stage sizes the groups are projected on (0.11+ with
+    pipeline stages; empty before), and the layout of those layers at any context."""
+    stages = inputs.stages
+    sizes: tuple[int, ...] = ()
+    if release.whole_model_groups and len(inputs.stages) > 1:
+        # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
+        stages = (inputs.arch,)
+        sizes = tuple(stage.num_layers for stage in inputs.stages)
+    conv, ssm = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
+    layout_of = partial(
+        vllm_layout,
+        release=release,
+        kv_element_bytes=inputs.facts.kv_element_bytes,
+        conv_element_bytes=conv,
+        ssm_element_bytes=ssm,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        block_size=flags.block_size,
+        block_size_given=inputs.engine.block_size is not None,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        prefix_caching=flags.prefix_caching,
+        hybrid_manager=flags.hybrid_manager,
+        stage_sizes=sizes,
+        packed_mla=packed_mla(inputs.arch, inputs.workload.kv_cache_dtype),
+    )
 
-    @classmethod
-    def of(cls, inputs: SizingInputs, release: VllmRelease, flags: VllmFlags) -> _Workers:
-        conv_bytes, ssm_bytes = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
-        packed = packed_mla(inputs.arch, inputs.workload.kv_cache_dtype)
-        stages = inputs.stages
-        sizes: tuple[int, ...] = ()
-        if release.whole_model_groups and len(inputs.stages) > 1:
-            # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
-            stages = (inputs.arch,)
-            sizes = tuple(stage.num_layers for stage in inputs.stages)
-        return cls(inputs, release, flags, stages, sizes, conv_bytes, ssm_bytes, packed)
+    def layout_at(stage: ModelArchitecture, context: int) -> CacheLayout:
+        return layout_of(stage, max_model_len=context)
 
-    def layout(self, stage: ModelArchitecture, context: int) -> CacheLayout:
-        inputs, flags = self.inputs, self.flags
-        return vllm_layout(
-            stage,
-            release=self.release,
-            kv_element_bytes=inputs.facts.kv_element_bytes,
-            conv_element_bytes=self.conv_bytes,
-            ssm_element_bytes=self.ssm_bytes,
-            tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
-            max_model_len=context,
-            block_size=flags.block_size,
-            block_size_given=inputs.engine.block_size is not None,
-            max_num_batched_tokens=flags.max_num_batched_tokens,
-            prefix_caching=flags.prefix_caching,
-            hybrid_manager=flags.hybrid_manager,
-            stage_sizes=self.stage_sizes,
-            packed_mla=self.packed,
-        )
+    return stages, sizes, layout_at
 
 
 @dataclass(frozen=True, slots=True)
