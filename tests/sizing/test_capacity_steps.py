@@ -40,6 +40,7 @@ from service.sizing.engines.vllm import (
     vllm_budget,
     vllm_flags,
     vllm_release,
+    worker_layouts,
 )
 from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError
 from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
@@ -53,16 +54,19 @@ LLAMA_31_8B = ModelArchitecture(
 )
 
 
-def inputs(options: EngineOptions, max_model_len: int = 8192) -> SizingInputs:
-    parallel, workload = Parallelism(), Workload(max_model_len)
+def inputs(
+    options: EngineOptions, max_model_len: int = 8192, parallel: Parallelism | None = None
+) -> SizingInputs:
+    parallel, workload = parallel or Parallelism(), Workload(max_model_len)
+    stages = _check_parallelism(LLAMA_31_8B, H100, parallel)
     return SizingInputs(
         arch=LLAMA_31_8B,
-        stages=(LLAMA_31_8B,),
+        stages=stages,
         gpu=H100,
         workload=workload,
         parallel=parallel,
         engine=options,
-        facts=model_facts(LLAMA_31_8B, (LLAMA_31_8B,), workload, parallel, options),
+        facts=model_facts(LLAMA_31_8B, stages, workload, parallel, options),
         warnings=(),
     )
 
@@ -195,3 +199,21 @@ def test_the_start_up_check_names_the_longest_context_that_fits() -> None:
         "one sequence of 8192 tokens needs 512 blocks but the pool holds 300 (one is the null "
         "block); the longest max_model_len that fits is 4784"
     )
+
+
+def test_from_0_11_workers_group_the_whole_model_and_project_it_on_their_stages() -> None:
+    two = Parallelism(pipeline_parallel_size=2)
+    new = inputs(EngineOptions(engine_version="0.11.0"), parallel=two)
+    release = vllm_release(parse_vllm_version("0.11.0"))
+    stages, sizes, layout_at = worker_layouts(new, release, vllm_flags(new, release))
+    # kv_cache_utils get_kv_cache_configs: the specs of all workers merged, groups formed on the
+    # whole model, then projected on each worker: one 32-layer group, 16 layers per stage, so a
+    # block costs each stage 16 x 65,536 B = 1 MiB
+    assert ([stage.num_layers for stage in stages], sizes) == ([32], (16, 16))
+    assert layout_at(stages[0], 8192).stage_bytes_per_block == (MiB, MiB)
+    # before 0.11 each stage grouped its own 16 layers
+    old = inputs(EngineOptions(engine_version="0.10.2"), parallel=two)
+    release = vllm_release(parse_vllm_version("0.10.2"))
+    stages, sizes, layout_at = worker_layouts(old, release, vllm_flags(old, release))
+    assert ([stage.num_layers for stage in stages], sizes) == ([16, 16], ())
+    assert layout_at(stages[1], 8192).bytes_per_block == MiB
