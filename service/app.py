@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
-from .db import Database, create_db_engine
+from .db import Database
 from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
@@ -43,7 +43,7 @@ TAGS = [
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
-    database = database or Database(create_db_engine(settings))
+    database = database or Database.from_settings(settings)
     metrics = Metrics()
 
     def on_load(snapshot: CatalogSnapshot) -> None:
@@ -64,7 +64,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.db = database
     app.state.metrics = metrics
-    catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
+    catalog = CatalogCache(
+        database,
+        settings.catalog_ttl_seconds,
+        on_load,
+        wait_seconds=settings.db_answer_timeout_seconds or 2.0,
+    )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
     # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.

@@ -8,7 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from .catalog.snapshot import CatalogSnapshot
+from .catalog.snapshot import CatalogCache, CatalogSnapshot
+from .db import Database
+from .errors import ServiceUnavailable
 from .metrics import Metrics
 from .settings import Settings
 
@@ -31,11 +33,32 @@ def get_write_session(request: Request) -> Iterator[Session]:
     Commits when the endpoint returns, rolls back when it raises, then tells this replica's
     catalog snapshot to refresh. Used with `scope="function"`, so this runs when the endpoint
     returns, before the answer is sent: a client that reads after its write sees it.
+
+    While the database is not answering (`DatabaseHealth`), a write is refused at once (503)
+    instead of waiting out the answer deadline, except the one attempt per retry interval
+    that finds out whether it is back.
     """
-    with request.app.state.db.session() as session:
+    database: Database = request.app.state.db
+    if not database.health.may_try():
+        raise ServiceUnavailable(
+            f"the database has not answered for {database.health.silent_seconds:.0f} s; "
+            "writes are refused until it does"
+        )
+    with database.session() as session:
         yield session  # an exception from the endpoint rolls back (Database.session)
         session.commit()
     request.app.state.catalog.invalidate()
+
+
+def get_catalog_cache(request: Request) -> CatalogCache:
+    """The replica's snapshot holder itself, for reads that fall back to it."""
+    cache: CatalogCache = request.app.state.catalog
+    return cache
+
+
+def get_database(request: Request) -> Database:
+    database: Database = request.app.state.db
+    return database
 
 
 def get_settings(request: Request) -> Settings:
@@ -51,5 +74,7 @@ def get_metrics(request: Request) -> Metrics:
 CatalogDep = Annotated[CatalogSnapshot, Depends(get_catalog)]
 SessionDep = Annotated[Session, Depends(get_session)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+CatalogCacheDep = Annotated[CatalogCache, Depends(get_catalog_cache)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .sizing.errors import SizingError
@@ -252,6 +253,13 @@ def install_problem_handlers(app: FastAPI) -> None:
             return problem_response(_not_migrated(exc), request)
         log.warning("database unreachable: %s", exc.orig)
         return problem_response(ServiceUnavailable("the database is unreachable"), request)
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("no free database connection: %s", exc)
+        return problem_response(
+            ServiceUnavailable("every database connection is busy; the database is slow"), request
+        )
 
     @app.exception_handler(DBAPIError)
     async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
