@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -51,7 +53,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         metrics.catalog_entries.labels("gpu").set(len(snapshot.gpus))
         metrics.catalog_version.set(snapshot.version)
 
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.catalog_ttl_seconds > 0:
+            # a replica holds the catalog from its start, so that reads survive an outage
+            # that begins before the first capacity request
+            catalog.warm()
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="kvplan",
         version=__version__,
         summary="KV-cache capacity planning for LLM inference",

@@ -219,7 +219,7 @@ def http_problem(exc: StarletteHTTPException) -> Problem:
     )
 
 
-def _schema_missing(exc: DBAPIError) -> bool:
+def schema_missing(exc: DBAPIError) -> bool:
     """A table is missing: the database answers but was never migrated (or is mid-migration)."""
     # PostgreSQL's SQLSTATE undefined_table; SQLite says it in words
     return getattr(exc.orig, "sqlstate", None) == "42P01" or "no such table" in str(exc.orig)
@@ -249,7 +249,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     async def _db_down(request: Request, exc: OperationalError) -> JSONResponse:
-        if _schema_missing(exc):
+        if schema_missing(exc):
             return problem_response(_not_migrated(exc), request)
         log.warning("database unreachable: %s", exc.orig)
         return problem_response(ServiceUnavailable("the database is unreachable"), request)
@@ -263,7 +263,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
-        if _schema_missing(exc):
+        if schema_missing(exc):
             return problem_response(_not_migrated(exc), request)
         if exc.connection_invalidated:
             return problem_response(ServiceUnavailable("the database connection was lost"), request)

@@ -69,7 +69,7 @@ _GPU_CSV_FIELDS = (
 )
 
 
-def gpu_csv_row(row: GpuRow) -> dict[str, Any]:
+def gpu_csv_row(row: GpuRow | GpuRead) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(row, name) for name in _GPU_CSV_FIELDS}
     values["memory_gib"] = round(row.memory_bytes / 2**30, 2)
     return values

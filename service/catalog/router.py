@@ -14,12 +14,12 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from .. import conditional
-from ..deps import SessionDep, WriteSessionDep
+from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep
 from ..formats import csv_text
 from ..security import AdminRoute, bearer_scheme
 from ..sizing import LayerKind
-from . import answers, service
-from .models import GpuRow, ModelRow
+from . import answers, reads, service
+from .reads import STALE_HEADER, STALE_HEADER_DOC
 from .schemas import (
     MAX_MEMORY_BYTES,
     MAX_PARAMETERS,
@@ -85,15 +85,26 @@ def _responses(
 _READ_ONE = _responses(
     404,
     ok={
-        200: {"description": "The entry.", "headers": {"ETag": _ETAG_HEADER}},
-        304: {"description": "`If-None-Match` names the current revision: unchanged, no body."},
+        200: {
+            "description": "The entry.",
+            "headers": {"ETag": _ETAG_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+        },
+        304: {
+            "description": "`If-None-Match` names the current revision: unchanged, no body.",
+            "headers": {"ETag": _ETAG_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+        },
     },
 )
-_LISTED = {200: {"description": "One page.", "headers": {"Link": _LINK_HEADER}}}
+_LISTED = {
+    200: {
+        "description": "One page.",
+        "headers": {"Link": _LINK_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+    }
+}
 _LISTED_CSV = {
     200: {
         "description": "One page; with `format=csv`, one CSV row per GPU.",
-        "headers": {"Link": _LINK_HEADER},
+        "headers": {"Link": _LINK_HEADER, STALE_HEADER: STALE_HEADER_DOC},
         "content": {"text/csv": {"schema": {"type": "string"}}},
     }
 }
@@ -156,15 +167,19 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
     return url
 
 
+def _stale(response: Response, stale: bool) -> None:
+    if stale:
+        response.headers[STALE_HEADER] = "true"
+
+
 def _read_one(
-    response: Response, row: GpuRow | ModelRow, if_none_match: str | None
+    response: Response, revision: int, stale: bool, if_none_match: str | None
 ) -> Response | None:
-    if conditional.if_none_match(if_none_match, row.revision):
-        return Response(
-            status_code=304,
-            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
-        )
-    _entity_headers(response, row.revision)
+    _stale(response, stale)
+    if conditional.if_none_match(if_none_match, revision):
+        headers = {"ETag": conditional.etag(revision), "Cache-Control": "no-cache"}
+        return Response(status_code=304, headers={**headers, **response.headers})
+    _entity_headers(response, revision)
     response.headers["Cache-Control"] = "no-cache"
     return None
 
@@ -185,6 +200,7 @@ def list_gpus(
     request: Request,
     response: Response,
     session: SessionDep,
+    catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
     vendor: Annotated[
@@ -222,8 +238,9 @@ def list_gpus(
     ] = "json",
 ) -> GpuPage | Response:
     """GPUs in slug order, one page at a time; follow `next` (or the `Link` header)."""
-    rows, next_cursor = service.list_gpus(
+    page = reads.gpus(
         session,
+        catalog,
         limit=limit,
         cursor=cursor,
         vendor=vendor,
@@ -231,19 +248,15 @@ def list_gpus(
         max_price_usd_per_hour=max_price_usd_per_hour,
         fp8_support=fp8_support,
     )
-    next_url = _next_url(request, response, next_cursor)
+    _stale(response, page.stale)
+    next_url = _next_url(request, response, page.next_cursor)
     if format == "csv":
         return Response(
-            csv_text([answers.gpu_csv_row(row) for row in rows]),
+            csv_text([answers.gpu_csv_row(entry) for entry in page.items]),
             media_type="text/csv; charset=utf-8",
-            headers={k: v for k, v in response.headers.items() if k.lower() == "link"},
+            headers=dict(response.headers),
         )
-    return GpuPage(
-        items=[answers.gpu_read(row) for row in rows],
-        limit=limit,
-        next_cursor=next_cursor,
-        next=next_url,
-    )
+    return GpuPage(items=page.items, limit=limit, next_cursor=page.next_cursor, next=next_url)
 
 
 @gpus_router.post(
@@ -272,11 +285,16 @@ def create_gpu(
     responses=_READ_ONE,
 )
 def get_gpu(
-    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+    *,
+    slug: SlugPath,
+    response: Response,
+    session: SessionDep,
+    catalog: CatalogCacheDep,
+    if_none_match: IfNoneMatch = None,
 ) -> GpuRead | Response:
     """The GPU with its `ETag` (its revision), to send back in `If-Match` when editing it."""
-    row = service.get_gpu(session, slug)
-    return _read_one(response, row, if_none_match) or answers.gpu_read(row)
+    entry, stale = reads.gpu(session, catalog, slug)
+    return _read_one(response, entry.revision, stale, if_none_match) or entry
 
 
 @gpus_router.put(
@@ -354,6 +372,7 @@ def list_models(
     request: Request,
     response: Response,
     session: SessionDep,
+    catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
     family: Annotated[
@@ -392,8 +411,9 @@ def list_models(
     Models whose parameter count is unknown are left out when `min_parameters` or
     `max_parameters` is given.
     """
-    rows, next_cursor = service.list_models(
+    page = reads.models(
         session,
+        catalog,
         limit=limit,
         cursor=cursor,
         family=family,
@@ -402,11 +422,12 @@ def list_models(
         min_parameters=min_parameters,
         max_parameters=max_parameters,
     )
+    _stale(response, page.stale)
     return ModelPage(
-        items=[answers.model_read(row) for row in rows],
+        items=page.items,
         limit=limit,
-        next_cursor=next_cursor,
-        next=_next_url(request, response, next_cursor),
+        next_cursor=page.next_cursor,
+        next=_next_url(request, response, page.next_cursor),
     )
 
 
@@ -469,11 +490,16 @@ def import_model(
     responses=_READ_ONE,
 )
 def get_model(
-    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+    *,
+    slug: SlugPath,
+    response: Response,
+    session: SessionDep,
+    catalog: CatalogCacheDep,
+    if_none_match: IfNoneMatch = None,
 ) -> ModelRead | Response:
     """The model with its `ETag` (its revision), to send back in `If-Match` when editing it."""
-    row = service.get_model(session, slug)
-    return _read_one(response, row, if_none_match) or answers.model_read(row)
+    entry, stale = reads.model(session, catalog, slug)
+    return _read_one(response, entry.revision, stale, if_none_match) or entry
 
 
 @models_router.put(

@@ -166,9 +166,20 @@ class CatalogCache:
         return self._snapshot
 
     @property
+    def database_answering(self) -> bool:
+        """False after the database stopped answering, until it answers again."""
+        return self._db.health.answering
+
+    @property
     def loaded(self) -> bool:
         """A snapshot is held (reads can be answered even without the database)."""
         return self._snapshot is not None
+
+    def warm(self) -> None:
+        """Load the first snapshot in the background (at start), so that reads have one to fall
+        back on even if the database goes away before any request needed the catalog."""
+        if self._snapshot is None:
+            self._refresh_in_background()
 
     def invalidate(self) -> None:
         """This replica changed the catalog: the next `get()` waits for a fresh snapshot."""
@@ -198,13 +209,13 @@ class CatalogCache:
         """Refresh now, or wait (at most `wait_seconds`) for the refresh already running."""
         snapshot = self._snapshot
         if snapshot is not None and not self._db.health.may_try():
-            self._mark_stale("the database is not answering")
+            self.mark_stale("the database is not answering")
             return snapshot
         if not self._refreshing.acquire(timeout=self._wait):
             # a refresh is stuck on the database: answer from what is held
             if snapshot is None:
                 raise ServiceUnavailable("the catalog is loading and the database is slow")
-            self._mark_stale("a catalog refresh is waiting for the database")
+            self.mark_stale("a catalog refresh is waiting for the database")
             return snapshot
         try:
             # even after waiting for another refresh: it may have read before our write
@@ -235,14 +246,15 @@ class CatalogCache:
             # Fail static: autoscalers keep their answers while the database is away; the
             # catalog rarely moves, and a write cannot happen without the database anyway.
             # The next request after the TTL tries again.
-            self._mark_stale(str(exc.orig))
+            self.mark_stale(str(exc.orig))
             self._checked = time.monotonic()
             return current
         self.stale = False
         self._checked = time.monotonic()
         return current
 
-    def _mark_stale(self, why: str) -> None:
+    def mark_stale(self, why: str) -> None:
+        """The snapshot is being served because the database is away (until a refresh works)."""
         if not self.stale:
             log.warning("database unreachable, serving the last catalog: %s", why)
         self.stale = True

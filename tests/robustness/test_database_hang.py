@@ -211,6 +211,13 @@ def test_a_warm_replica_through_a_hang(replica: TestClient, proxy: FreezableProx
         assert waited < 2.5
     assert "kvplan_catalog_stale 1.0" in replica.get("/metrics").text
 
+    # catalog reads come from the snapshot, marked stale, at once
+    for path in ("/v1/gpus", "/v1/gpus/h100-sxm-80gb", "/v1/models", "/v1/gpus?format=csv"):
+        read, waited = timed(lambda path=path: replica.get(path))
+        assert read.status_code == 200, path  # type: ignore[attr-defined]
+        assert read.headers["kvplan-catalog-stale"] == "true"  # type: ignore[attr-defined]
+        assert waited < 0.5
+
     # the database comes back: ready, writable and fresh again without a restart
     proxy.thaw()
     deadline = time.monotonic() + 5
