@@ -7,8 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 
 from . import __version__
+from .catalog.reads import STALE_HEADER
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database
@@ -16,6 +19,7 @@ from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .middleware import BodyLimit, SecurityHeaders
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .settings import Settings
@@ -42,6 +46,27 @@ TAGS = [
 ]
 
 
+class KvplanApp(FastAPI):
+    """FastAPI with the security headers outside everything, even the 500 handler."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
+
+
+def install_limits(app: FastAPI, settings: Settings) -> None:
+    """The body limit, and CORS for the configured origins only (none: no CORS at all)."""
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origin_list),
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match"],
+            expose_headers=["ETag", "Link", "Location", "Retry-After", STALE_HEADER],
+            max_age=600,
+        )
+
+
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
@@ -61,7 +86,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             catalog.warm()
         yield
 
-    app = FastAPI(
+    app = KvplanApp(
         lifespan=lifespan,
         title="kvplan",
         version=__version__,
@@ -89,6 +114,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     install_problem_openapi(app)
     metrics.install(app)
     install_docs(app)
+    install_limits(app, settings)
     app.include_router(health_router)
     app.include_router(planning_router)
     app.include_router(models_router)

@@ -34,6 +34,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "not-acceptable": "The Accept header asks for a format kvplan cannot produce.",
     "service-unavailable": "The database is unreachable; retry later.",
     "method-not-allowed": "This path does not accept that method.",
+    "content-too-large": "The request body is larger than this server accepts "
+    "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read.",
     "internal-error": "kvplan failed; this is a bug.",
 }
 
@@ -135,6 +137,10 @@ class MethodNotAllowed(Problem):
     status, code, title = 405, "method-not-allowed", "Method not allowed"
 
 
+class ContentTooLarge(Problem):
+    status, code, title = 413, "content-too-large", "Content too large"
+
+
 class ServiceUnavailable(Problem):
     status, code, title = 503, "service-unavailable", "Service unavailable"
 
@@ -209,8 +215,23 @@ _HTTP_PROBLEMS: dict[int, type[Problem]] = {
 }
 
 
+def unreadable_body(cause: BaseException | None) -> InvalidRequest:
+    """A body FastAPI could not parse (its 400) as the 422 a JSON syntax error gets."""
+    if isinstance(cause, UnicodeDecodeError):
+        message = f"the body is not valid JSON (not UTF-8: byte {cause.start})"
+    elif isinstance(cause, RecursionError):
+        message = "the body is not valid JSON kvplan reads (nested too deeply)"
+    else:
+        message = "the body is not valid JSON"
+    error = {"field": "body", "in": "body", "message": message, "type": "json_invalid"}
+    return InvalidRequest(f"body: {message}", field="body", errors=[error])
+
+
 def http_problem(exc: StarletteHTTPException) -> Problem:
     """A Starlette/FastAPI HTTPException (unknown path, wrong method, ...) as a problem."""
+    if exc.status_code == 400:
+        # FastAPI's only 400: "There was an error parsing the body" (not UTF-8, too deep, ...)
+        return unreadable_body(exc.__cause__)
     cls = _HTTP_PROBLEMS.get(exc.status_code)
     if cls is not None:
         return cls(str(exc.detail))
@@ -293,6 +314,14 @@ def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
         schemas.pop(name, None)
     for methods in spec.get("paths", {}).values():
         for operation in methods.values():
+            if "requestBody" in operation:
+                operation["responses"].setdefault(
+                    "413",
+                    {
+                        "description": "The body is larger than the server accepts "
+                        "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read."
+                    },
+                )
             for status, answer in operation.get("responses", {}).items():
                 if status.isdigit() and int(status) >= 400:
                     answer["content"] = {PROBLEM_JSON: {"schema": dict(_PROBLEM_REF)}}
