@@ -14,11 +14,13 @@ so every connection is bounded three ways:
 `DatabaseHealth` remembers whether the database answered: after an answer deadline or a
 connect timeout, callers that can do without the database (catalog reads, the snapshot) skip
 it, writes fail at once with 503, and at most one attempt per `RETRY_INTERVAL_SECONDS` goes
-through to find out whether it is back. The first answer closes the gate again.
+through to find out whether it is back (`Database.probe_in_background` for writes, the
+snapshot's refresh, `/readyz`). The first answer opens the gate again.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -29,11 +31,13 @@ import psycopg
 from psycopg.abc import PQGen
 from psycopg.errors import ConnectionTimeout
 from psycopg.errors import _WaitTimeout as WaitTimeout
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from .settings import Settings
+
+log = logging.getLogger("kvplan.db")
 
 # While the database is not answering, one caller per interval may try it.
 RETRY_INTERVAL_SECONDS = 1.0
@@ -197,6 +201,20 @@ class Database:
         self.engine = engine
         self.health = health or DatabaseHealth()
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
+
+    def probe_in_background(self) -> None:
+        """While the database is silent: one `SELECT 1` per retry interval, in a thread of its
+        own, so that the first answer reopens the gate without a request having to wait."""
+        if self.health.answering or not self.health.may_try():
+            return
+        threading.Thread(target=self._probe, name="kvplan-db-probe", daemon=True).start()
+
+    def _probe(self) -> None:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as exc:  # the deadline already marked the database silent
+            log.info("database still not answering: %s", exc)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:

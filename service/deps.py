@@ -35,11 +35,12 @@ def get_write_session(request: Request) -> Iterator[Session]:
     returns, before the answer is sent: a client that reads after its write sees it.
 
     While the database is not answering (`DatabaseHealth`), a write is refused at once (503)
-    instead of waiting out the answer deadline, except the one attempt per retry interval
-    that finds out whether it is back.
+    instead of waiting out the answer deadline; a probe in the background finds out when it is
+    back.
     """
     database: Database = request.app.state.db
-    if not database.health.may_try():
+    if not database.health.answering:
+        database.probe_in_background()
         raise ServiceUnavailable(
             f"the database has not answered for {database.health.silent_seconds:.0f} s; "
             "writes are refused until it does"

@@ -8,10 +8,13 @@ Stale while revalidate: once the TTL has passed, the request that notices starts
 a background thread and every request, that one included, keeps the current snapshot until the
 refresh has swapped in the new one. No lock is held across the database round trip, so a
 database that hangs delays only the refresh thread (bounded by the answer deadline in
-`service/db.py`), never a read. A refresh is waited for only where the snapshot cannot be
-trusted: none loaded yet, this replica just wrote (`invalidate`), or a TTL of 0. While the
-database is unreachable a replica that holds a snapshot keeps answering from it
-(`kvplan_catalog_stale` says so); one that never loaded the catalog answers 503.
+`service/db.py`), never a read. Reads wait for a refresh only where the snapshot cannot serve:
+none loaded yet (bounded by the database's own timeouts), or a TTL of 0 (every request asks
+the database: for tests). After this replica's own write, the next read waits at most
+`wait_after_write_seconds` (0.5 s) for a refresh that sees the write, so a client reads its
+own write on the replica it wrote through. While the database is unreachable a replica that
+holds a snapshot keeps answering from it (`kvplan_catalog_stale` says so); one that never
+loaded the catalog answers 503.
 """
 
 from __future__ import annotations
@@ -136,12 +139,17 @@ class CatalogCache:
         ttl_seconds: float,
         on_load: Callable[[CatalogSnapshot], None] | None = None,
         wait_seconds: float = 2.0,
+        wait_after_write_seconds: float = 0.5,
     ) -> None:
         self._db = database
         self._ttl = ttl_seconds
         self._on_load = on_load
         # How long a request waits for a refresh it must have (see the module docstring).
         self._wait = wait_seconds
+        # How long the first read after this replica's own write waits to see it.
+        self._wait_after_write = wait_after_write_seconds
+        # Notified each time a background refresh ends.
+        self._finished = threading.Condition()
         # Held by the one refresh running; never by a request that only reads the snapshot.
         self._refreshing = threading.Lock()
         self._snapshot: CatalogSnapshot | None = None
@@ -152,13 +160,13 @@ class CatalogCache:
 
     def get(self) -> CatalogSnapshot:
         snapshot = self._snapshot
-        if snapshot is not None and not self._invalidated:
-            if time.monotonic() - self._checked < self._ttl:
-                return snapshot
-            if self._ttl > 0:
-                self._refresh_in_background()
-                return snapshot
-        return self._refresh_and_wait()
+        if snapshot is None or self._ttl == 0:
+            return self._refresh_and_wait()
+        if self._invalidated:
+            return self._after_write(snapshot)
+        if time.monotonic() - self._checked >= self._ttl:
+            self._refresh_in_background()
+        return snapshot
 
     @property
     def current(self) -> CatalogSnapshot | None:
@@ -204,6 +212,25 @@ class CatalogCache:
             log.exception("catalog refresh failed")
         finally:
             self._refreshing.release()
+            with self._finished:
+                self._finished.notify_all()
+
+    def _after_write(self, snapshot: CatalogSnapshot) -> CatalogSnapshot:
+        """This replica wrote: wait (briefly) for a refresh that started after the write."""
+        if not self._db.health.answering:
+            self.mark_stale("the database is not answering")
+            return snapshot
+        deadline = time.monotonic() + self._wait_after_write
+        with self._finished:
+            # a refresh clears the flag as it starts: one that started before the write
+            # leaves it set, and another one runs
+            while self._invalidated:
+                self._refresh_in_background()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._finished.wait(remaining)
+        return self._snapshot or snapshot
 
     def _refresh_and_wait(self) -> CatalogSnapshot:
         """Refresh now, or wait (at most `wait_seconds`) for the refresh already running."""

@@ -177,6 +177,33 @@ def test_a_hung_refresh_never_blocks_a_read(
         database.engine.dispose()
 
 
+def test_a_read_after_a_write_waits_for_a_hung_refresh_at_most_briefly(
+    hang_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = Database.from_settings(make_settings(hang_database))
+    cache = CatalogCache(database, ttl_seconds=60, wait_after_write_seconds=0.3)
+    try:
+        first = cache.get()
+        release = threading.Event()
+        real = repository.catalog_version
+
+        def hung(session: object) -> object:
+            release.wait(10)
+            return real(session)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(repository, "catalog_version", hung)
+        cache.invalidate()  # as a write through this replica does
+        snapshot, waited = timed(cache.get)
+        assert snapshot is first
+        assert 0.25 < waited < 1.0  # type: ignore[operator]
+        # the refresh is still running: nobody else waits at all
+        _, waited = timed(cache.get)
+        assert waited < 1.0  # type: ignore[operator]
+        release.set()
+    finally:
+        database.engine.dispose()
+
+
 # ---- a warm replica while the database hangs -------------------------------------------------
 
 
