@@ -20,7 +20,7 @@ class BodyLimit:
 
     A declared `Content-Length` over the limit is refused before one byte of the body is read.
     A body without one (chunked) is read as it streams in, counted, and refused the moment it
-    crosses the limit. A body within the limit is handed to the app as it was received.
+    crosses the limit; one within the limit is handed to the app whole.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -32,19 +32,17 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared: int | None = None
-        chunked = False
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit():
                 declared = int(value)
-            elif name == b"transfer-encoding":
-                chunked = True
-        if declared is not None and declared > self.max_bytes:
-            await self._refuse(scope, send, f"the body declares {declared} bytes")
-            return
-        if not chunked:
-            # the server reads at most Content-Length bytes (within the limit), or none
+        if declared is not None:
+            if declared > self.max_bytes:
+                await self._refuse(scope, send, f"the body declares {declared} bytes")
+                return
+            # the server hands over at most Content-Length bytes, within the limit
             await self.app(scope, receive, send)
             return
+        # no length declared (chunked, or none at all): count what arrives
         chunks: list[bytes] = []
         received = 0
         while True:

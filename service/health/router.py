@@ -96,9 +96,11 @@ async def readyz(
             raise TimeoutError(
                 f"the database has not answered for {database.health.silent_seconds:.0f} s"
             )
-        check = _readiness(request).start()
-        # shield: a probe that gives up leaves the check running for the next probe
-        current = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(check)), timeout)
+        check = asyncio.wrap_future(_readiness(request).start())
+        # a probe that gives up leaves the check running (shielded) for the next probe; its
+        # outcome is collected here so that asyncio never reports it as unretrieved
+        check.add_done_callback(lambda done: done.cancelled() or done.exception())
+        current = await asyncio.wait_for(asyncio.shield(check), timeout)
     except Exception as exc:  # any failure to reach the database means "not ready"
         if allow_stale and request.app.state.catalog.loaded:
             return {"status": "serving the last catalog; database unreachable", "revision": None}

@@ -92,6 +92,14 @@ def test_a_chunked_body_is_refused_when_it_crosses_the_limit(small: FastAPI) -> 
     assert read == 4
 
 
+def test_a_body_without_any_length_is_counted_too(small: FastAPI) -> None:
+    # HTTP/2 servers may hand over a body with neither Content-Length nor Transfer-Encoding
+    status, body, read = call(small, "/v1/plans", [], [b" " * 600] * 3)
+    assert status == 413
+    assert body["type"] == "/problems/content-too-large"
+    assert read == 2
+
+
 def test_a_chunked_body_within_the_limit_reaches_the_app(small: FastAPI) -> None:
     whole = json.dumps(CAPACITY).encode()
     chunks = [whole[:10], whole[10:]]
