@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database
@@ -15,9 +16,17 @@ from .metrics import Metrics
 from .settings import Settings
 
 
-def get_catalog(request: Request) -> CatalogSnapshot:
-    """The one way a request gets the catalog: this replica's current snapshot."""
-    snapshot: CatalogSnapshot = request.app.state.catalog.get()
+async def get_catalog(request: Request) -> CatalogSnapshot:
+    """The one way a request gets the catalog: this replica's current snapshot.
+
+    A coroutine: the snapshot held is returned without a worker thread; only a request that
+    must wait for a refresh (none loaded yet, a TTL of 0, right after a local write) waits in
+    one, so a slow database never blocks the event loop.
+    """
+    cache: CatalogCache = request.app.state.catalog
+    snapshot = cache.get_nowait()
+    if snapshot is None:
+        snapshot = await run_in_threadpool(cache.get)
     return snapshot
 
 

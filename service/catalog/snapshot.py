@@ -159,11 +159,20 @@ class CatalogCache:
         self.stale = False
 
     def get(self) -> CatalogSnapshot:
-        snapshot = self._snapshot
-        if snapshot is None or self._ttl == 0:
+        snapshot = self.get_nowait()
+        if snapshot is not None:
+            return snapshot
+        if self._snapshot is None or self._ttl == 0:
             return self._refresh_and_wait()
-        if self._invalidated:
-            return self._after_write(snapshot)
+        return self._after_write(self._snapshot)
+
+    def get_nowait(self) -> CatalogSnapshot | None:
+        """The snapshot when it can be had without waiting (a refresh due starts in the
+        background); None when `get()` would wait: none held, a TTL of 0, or just after a
+        local write. Safe to call from the event loop."""
+        snapshot = self._snapshot
+        if snapshot is None or self._ttl == 0 or self._invalidated:
+            return None
         if time.monotonic() - self._checked >= self._ttl:
             self._refresh_in_background()
         return snapshot
