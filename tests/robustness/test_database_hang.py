@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import anyio.to_thread
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -277,3 +278,17 @@ def test_a_cold_replica_answers_503_in_time_while_the_database_hangs(
     problem(response, 503)  # type: ignore[arg-type]
     assert waited < 4
     assert replica.get("/healthz").status_code == 200
+
+
+def test_liveness_needs_no_worker_thread(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/healthz answers even when every worker thread is taken (they are all stuck on a hung
+    database, say): it is a coroutine that touches nothing."""
+
+    async def no_thread(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("a worker thread was used")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        monkeypatch.setattr(anyio.to_thread, "run_sync", no_thread)
+        assert client.get("/healthz").json() == {"status": "ok"}
+        # a sync endpoint does need one: the patch is in force
+        assert client.get("/v1/gpus").status_code == 500
