@@ -136,7 +136,10 @@ class Cluster:
     def destroy(self) -> None:
         with contextlib.suppress(Exception):
             self.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
+        if os.environ.get("KVPLAN_FAULTS_KEEP"):
+            print(f"fault suite logs kept in {self.root}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 class Replica:

@@ -51,7 +51,7 @@ class Record:
             "healthz": "< 100 ms",
             "capacity": "< 100 ms (warm)",
             "readyz": "< 1 s, 503 while down",
-            "write": "503 < 2 s while down",
+            "write": "201; 503 < 2 s while down",
             "catalog": "200, stale while down",
         }
         lines = [
