@@ -171,7 +171,7 @@ def test_a_hung_refresh_never_blocks_a_read(
         for _ in range(20):
             snapshot, waited = timed(cache.get)
             assert snapshot is first
-            assert waited < 0.05
+            assert waited < 0.2  # the refresh hangs for 10 s
             # what the request dependency calls from the event loop: never waits either
             assert cache.get_nowait() is first
         assert entered.wait(2)
