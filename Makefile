@@ -9,7 +9,7 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 LINT_PATHS := $(wildcard service tests migrations)
 
-.PHONY: run test lint format openapi bench install clean
+.PHONY: run test faults lint format openapi bench install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,13 @@ run: $(STAMP)
 ## The whole suite against PostgreSQL (KVPLAN_TEST_DATABASE_URL; fails if unreachable).
 test: $(STAMP)
 	KVPLAN_TEST_DATABASE_URL="$${KVPLAN_TEST_DATABASE_URL:-$(TEST_DATABASE_URL)}" \
-		$(BIN)/python -m pytest $(PYTEST_ARGS)
+		$(BIN)/python -m pytest --ignore=tests/faults $(PYTEST_ARGS)
+
+## Faults measured from outside: a throwaway PostgreSQL cluster (initdb + pg_ctl) and two
+## replicas; prints the figures. Needs PostgreSQL's server binaries, not a running server.
+faults: $(STAMP)
+	KVPLAN_TEST_DATABASE_URL="$${KVPLAN_TEST_DATABASE_URL:-$(TEST_DATABASE_URL)}" \
+		$(BIN)/python -m pytest tests/faults -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 
 from . import __version__
+from .catalog.reads import STALE_HEADER
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
-from .db import Database, create_db_engine
+from .db import Database
 from .deployments.metrics import DeploymentGauges
 from .deployments.router import router as deployments_router
 from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .middleware import BodyLimit, SecurityHeaders
 from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
@@ -52,11 +58,32 @@ TAGS = [
 ]
 
 
+class KvplanApp(FastAPI):
+    """FastAPI with the security headers outside everything, even the 500 handler."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
+
+
+def install_limits(app: FastAPI, settings: Settings) -> None:
+    """The body limit, and CORS for the configured origins only (none: no CORS at all)."""
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origin_list),
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match"],
+            expose_headers=["ETag", "Link", "Location", "Retry-After", STALE_HEADER],
+            max_age=600,
+        )
+
+
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
     install_key_redaction()  # an `api_key` in a URL never reaches the access log
-    database = database or Database(create_db_engine(settings))
+    database = database or Database.from_settings(settings)
     metrics = Metrics()
 
     def on_load(snapshot: CatalogSnapshot) -> None:
@@ -64,7 +91,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         metrics.catalog_entries.labels("gpu").set(len(snapshot.gpus))
         metrics.catalog_version.set(snapshot.version)
 
-    app = FastAPI(
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.catalog_ttl_seconds > 0:
+            # a replica holds the catalog from its start, so that reads survive an outage
+            # that begins before the first capacity request
+            catalog.warm()
+        yield
+
+    app = KvplanApp(
+        lifespan=lifespan,
         title="kvplan",
         version=__version__,
         summary="KV-cache capacity planning for LLM inference",
@@ -77,7 +113,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.db = database
     app.state.metrics = metrics
-    catalog = CatalogCache(database, settings.catalog_ttl_seconds, on_load)
+    catalog = CatalogCache(
+        database,
+        settings.catalog_ttl_seconds,
+        on_load,
+        wait_seconds=settings.db_answer_timeout_seconds or 2.0,
+    )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
     # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
@@ -87,6 +128,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     install_problem_openapi(app)
     metrics.install(app)
     install_docs(app)
+    install_limits(app, settings)
     app.include_router(health_router)
     app.include_router(planning_router)
     app.include_router(models_router)

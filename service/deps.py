@@ -12,17 +12,27 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from .catalog.snapshot import CatalogSnapshot
-from .errors import InvalidRequest
+from .catalog.snapshot import CatalogCache, CatalogSnapshot
+from .db import Database
+from .errors import InvalidRequest, ServiceUnavailable
 from .metrics import Metrics
 from .security import READ_KEY_PARAMETER
 from .settings import Settings
 
 
-def get_catalog(request: Request) -> CatalogSnapshot:
-    """The one way a request gets the catalog: this replica's current snapshot."""
-    snapshot: CatalogSnapshot = request.app.state.catalog.get()
+async def get_catalog(request: Request) -> CatalogSnapshot:
+    """The one way a request gets the catalog: this replica's current snapshot.
+
+    A coroutine: the snapshot held is returned without a worker thread; only a request that
+    must wait for a refresh (none loaded yet, a TTL of 0, right after a local write) waits in
+    one, so a slow database never blocks the event loop.
+    """
+    cache: CatalogCache = request.app.state.catalog
+    snapshot = cache.get_nowait()
+    if snapshot is None:
+        snapshot = await run_in_threadpool(cache.get)
     return snapshot
 
 
@@ -38,11 +48,33 @@ def get_write_session(request: Request) -> Iterator[Session]:
     Commits when the endpoint returns, rolls back when it raises, then tells this replica's
     catalog snapshot to refresh. Used with `scope="function"`, so this runs when the endpoint
     returns, before the answer is sent: a client that reads after its write sees it.
+
+    While the database is not answering (`DatabaseHealth`), a write is refused at once (503)
+    instead of waiting out the answer deadline; a probe in the background finds out when it is
+    back.
     """
-    with request.app.state.db.session() as session:
+    database: Database = request.app.state.db
+    if not database.health.answering:
+        database.probe_in_background()
+        raise ServiceUnavailable(
+            f"the database has not answered for {database.health.silent_seconds:.0f} s; "
+            "writes are refused until it does"
+        )
+    with database.session() as session:
         yield session  # an exception from the endpoint rolls back (Database.session)
         session.commit()
     request.app.state.catalog.invalidate()
+
+
+def get_catalog_cache(request: Request) -> CatalogCache:
+    """The replica's snapshot holder itself, for reads that fall back to it."""
+    cache: CatalogCache = request.app.state.catalog
+    return cache
+
+
+def get_database(request: Request) -> Database:
+    database: Database = request.app.state.db
+    return database
 
 
 def get_settings(request: Request) -> Settings:
@@ -58,6 +90,8 @@ def get_metrics(request: Request) -> Metrics:
 CatalogDep = Annotated[CatalogSnapshot, Depends(get_catalog)]
 SessionDep = Annotated[Session, Depends(get_session)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+CatalogCacheDep = Annotated[CatalogCache, Depends(get_catalog_cache)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .sizing.errors import SizingError
@@ -40,6 +41,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "not-acceptable": "The Accept header asks for a format kvplan cannot produce.",
     "service-unavailable": "The database is unreachable; retry later.",
     "method-not-allowed": "This path does not accept that method.",
+    "content-too-large": "The request body is larger than this server accepts "
+    "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read.",
     "internal-error": "kvplan failed; this is a bug.",
 }
 
@@ -153,6 +156,10 @@ class MethodNotAllowed(Problem):
     status, code, title = 405, "method-not-allowed", "Method not allowed"
 
 
+class ContentTooLarge(Problem):
+    status, code, title = 413, "content-too-large", "Content too large"
+
+
 class ServiceUnavailable(Problem):
     status, code, title = 503, "service-unavailable", "Service unavailable"
 
@@ -227,8 +234,23 @@ _HTTP_PROBLEMS: dict[int, type[Problem]] = {
 }
 
 
+def unreadable_body(cause: BaseException | None) -> InvalidRequest:
+    """A body FastAPI could not parse (its 400) as the 422 a JSON syntax error gets."""
+    if isinstance(cause, UnicodeDecodeError):
+        message = f"the body is not valid JSON (not UTF-8: byte {cause.start})"
+    elif isinstance(cause, RecursionError):
+        message = "the body is not valid JSON kvplan reads (nested too deeply)"
+    else:
+        message = "the body is not valid JSON"
+    error = {"field": "body", "in": "body", "message": message, "type": "json_invalid"}
+    return InvalidRequest(f"body: {message}", field="body", errors=[error])
+
+
 def http_problem(exc: StarletteHTTPException) -> Problem:
     """A Starlette/FastAPI HTTPException (unknown path, wrong method, ...) as a problem."""
+    if exc.status_code == 400:
+        # FastAPI's only 400: "There was an error parsing the body" (not UTF-8, too deep, ...)
+        return unreadable_body(exc.__cause__)
     cls = _HTTP_PROBLEMS.get(exc.status_code)
     if cls is not None:
         return cls(str(exc.detail))
@@ -237,7 +259,7 @@ def http_problem(exc: StarletteHTTPException) -> Problem:
     )
 
 
-def _schema_missing(exc: DBAPIError) -> bool:
+def schema_missing(exc: DBAPIError) -> bool:
     """A table is missing: the database answers but was never migrated (or is mid-migration)."""
     # PostgreSQL's SQLSTATE undefined_table; SQLite says it in words
     return getattr(exc.orig, "sqlstate", None) == "42P01" or "no such table" in str(exc.orig)
@@ -267,14 +289,21 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     async def _db_down(request: Request, exc: OperationalError) -> JSONResponse:
-        if _schema_missing(exc):
+        if schema_missing(exc):
             return problem_response(_not_migrated(exc), request)
         log.warning("database unreachable: %s", exc.orig)
         return problem_response(ServiceUnavailable("the database is unreachable"), request)
 
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("no free database connection: %s", exc)
+        return problem_response(
+            ServiceUnavailable("every database connection is busy; the database is slow"), request
+        )
+
     @app.exception_handler(DBAPIError)
     async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
-        if _schema_missing(exc):
+        if schema_missing(exc):
             return problem_response(_not_migrated(exc), request)
         if exc.connection_invalidated:
             return problem_response(ServiceUnavailable("the database connection was lost"), request)
@@ -304,6 +333,14 @@ def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
         schemas.pop(name, None)
     for methods in spec.get("paths", {}).values():
         for operation in methods.values():
+            if "requestBody" in operation:
+                operation["responses"].setdefault(
+                    "413",
+                    {
+                        "description": "The body is larger than the server accepts "
+                        "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read."
+                    },
+                )
             for status, answer in operation.get("responses", {}).items():
                 if status.isdigit() and int(status) >= 400:
                     answer["content"] = {PROBLEM_JSON: {"schema": dict(_PROBLEM_REF)}}

@@ -45,8 +45,51 @@ class Settings(BaseSettings):
     log_level: Annotated[LogLevel, BeforeValidator(_upper)] = Field(
         default="INFO", description="Logging level name, in any case (`debug`, `INFO`, ...)."
     )
-    db_connect_timeout_seconds: int = Field(default=5, ge=1)
+    db_connect_timeout_seconds: int = Field(
+        default=2,
+        ge=2,
+        description="PostgreSQL connect_timeout: how long one connection attempt may take "
+        "(libpq's minimum is 2).",
+    )
     db_pool_size: int = Field(default=5, ge=1)
+    db_pool_timeout_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="How long a request waits for a free pooled connection before a 503.",
+    )
+    db_statement_timeout_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="PostgreSQL statement_timeout: the server cancels a statement running "
+        "longer (0: none). Every kvplan statement reads or writes a few rows.",
+    )
+    db_answer_timeout_seconds: float = Field(
+        default=1.5,
+        ge=0,
+        description="How long kvplan waits for any one answer from PostgreSQL before it drops "
+        "the connection (0: forever). Covers a server too frozen to honour statement_timeout; "
+        "keep it above db_statement_timeout_seconds.",
+    )
+    db_keepalives_idle_seconds: int = Field(
+        default=30,
+        ge=1,
+        description="TCP keepalive idle time of PostgreSQL connections; a dead peer is noticed "
+        "after this plus three probes a third of it apart.",
+    )
+    readiness_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="/readyz answers within this, 503 if the database has not answered by then.",
+    )
+    max_body_bytes: int = Field(
+        default=1 << 20,
+        ge=1,
+        description="Largest request body accepted (bytes); larger ones get 413 unread.",
+    )
+    cors_origins: str = Field(
+        default="",
+        description="Comma-separated origins allowed to call from a browser (CORS). Empty: none.",
+    )
 
     @cached_property
     def admin_token_list(self) -> tuple[str, ...]:
@@ -57,6 +100,10 @@ class Settings(BaseSettings):
     def read_key_list(self) -> tuple[str, ...]:
         keys = self.read_keys.get_secret_value().split(",")
         return tuple(k.strip() for k in keys if k.strip())
+
+    @cached_property
+    def cors_origin_list(self) -> tuple[str, ...]:
+        return tuple(o.strip() for o in self.cors_origins.split(",") if o.strip())
 
     @property
     def is_sqlite(self) -> bool:

@@ -72,7 +72,7 @@ _GPU_GIB = ("memory_bytes",)
 GPU_CSV_COLUMNS = tuple(gib_twins(dict.fromkeys(_GPU_CSV_FIELDS, 0), _GPU_GIB))
 
 
-def gpu_csv_row(row: GpuRow) -> dict[str, Any]:
+def gpu_csv_row(row: GpuRow | GpuRead) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(row, name) for name in _GPU_CSV_FIELDS}
     return gib_twins(values, _GPU_GIB)
 
@@ -95,9 +95,9 @@ _MODEL_GIB = ("weight_bytes",)
 MODEL_CSV_COLUMNS = tuple(gib_twins(dict.fromkeys(_MODEL_CSV_FIELDS, 0), _MODEL_GIB))
 
 
-def model_csv_row(row: ModelRow) -> dict[str, Any]:
+def model_csv_row(row: ModelRow | ModelRead) -> dict[str, Any]:
     """A model as one table row: the layer kinds `;`-separated, the weights also in GiB."""
-    read = model_read(row)
+    read = row if isinstance(row, ModelRead) else model_read(row)
     values: dict[str, Any] = {name: getattr(read, name) for name in _MODEL_CSV_FIELDS}
     values["layer_kinds"] = ";".join(read.layer_kinds)
     return gib_twins(values, _MODEL_GIB)

@@ -15,13 +15,13 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from .. import conditional
-from ..deps import SessionDep, WriteSessionDep, refuse_misspelt_parameters
+from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import MEDIA_TYPES, negotiate, render_table, single_value
 from ..security import READ, READ_KEY_PARAMETER, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing import LayerKind
-from . import answers, service
-from .models import GpuRow, ModelRow
+from . import answers, reads, service
+from .reads import STALE_HEADER, STALE_HEADER_DOC
 from .schemas import (
     MAX_MEMORY_BYTES,
     MAX_PARAMETERS,
@@ -95,8 +95,14 @@ _READ_ONE = _responses(
     401,
     404,
     ok={
-        200: {"description": "The entry.", "headers": {"ETag": _ETAG_HEADER}},
-        304: {"description": "`If-None-Match` names the current revision: unchanged, no body."},
+        200: {
+            "description": "The entry.",
+            "headers": {"ETag": _ETAG_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+        },
+        304: {
+            "description": "`If-None-Match` names the current revision: unchanged, no body.",
+            "headers": {"ETag": _ETAG_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+        },
     },
 )
 _TEXT = {"schema": {"type": "string"}}
@@ -108,7 +114,7 @@ def _listed(what: str) -> dict[int, dict[str, Any]]:
             "description": f"One page of {what} (JSON); with `format=csv` or `tsv` (or `Accept: "
             "text/csv`, `text/tab-separated-values`) every match as one table, not paged; with "
             f"`format=text` how many {what} match.",
-            "headers": {"Link": _LINK_HEADER},
+            "headers": {"Link": _LINK_HEADER, STALE_HEADER: STALE_HEADER_DOC},
             "content": {
                 "text/csv": _TEXT,
                 "text/tab-separated-values": _TEXT,
@@ -189,29 +195,34 @@ def _next_url(request: Request, response: Response, next_cursor: str | None) -> 
     return url
 
 
+def _stale(response: Response, stale: bool) -> None:
+    if stale:
+        response.headers[STALE_HEADER] = "true"
+
+
 def _read_one(
-    response: Response, row: GpuRow | ModelRow, if_none_match: str | None
+    response: Response, revision: int, stale: bool, if_none_match: str | None
 ) -> Response | None:
-    if conditional.if_none_match(if_none_match, row.revision):
-        return Response(
-            status_code=304,
-            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
-        )
-    _entity_headers(response, row.revision)
+    _stale(response, stale)
+    if conditional.if_none_match(if_none_match, revision):
+        headers = {"ETag": conditional.etag(revision), "Cache-Control": "no-cache"}
+        return Response(status_code=304, headers={**headers, **response.headers})
+    _entity_headers(response, revision)
     response.headers["Cache-Control"] = "no-cache"
     return None
 
 
 def _table(
     fmt: str,
-    rows: Sequence[GpuRow] | Sequence[ModelRow],
-    more: str | None,
+    page: reads.Page[Any],
     *,
     columns: Sequence[str],
     to_row: Callable[[Any], dict[str, Any]],
+    headers: dict[str, str],
 ) -> Response:
     """Every match as one CSV/TSV table, or how many match as text; never a page."""
-    if more is not None:
+    rows = page.items
+    if page.next_cursor is not None:
         raise InvalidRequest(
             f"more than {MAX_TABLE_ROWS} entries match: narrow the list with its filters",
             field="format",
@@ -221,7 +232,7 @@ def _table(
     else:
         table = [to_row(row) for row in rows]
         body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns)
-    return Response(body, media_type=MEDIA_TYPES[fmt], headers={"Vary": "Accept"})
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers={**headers, "Vary": "Accept"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +252,7 @@ def list_gpus(
     request: Request,
     response: Response,
     session: SessionDep,
+    catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
     vendor: Annotated[
@@ -278,8 +290,9 @@ def list_gpus(
     """
     fmt = negotiate(request, format, None)
     table = fmt != "json"
-    rows, next_cursor = service.list_gpus(
+    page = reads.gpus(
         session,
+        catalog,
         limit=MAX_TABLE_ROWS if table else limit,
         cursor=None if table else cursor,
         vendor=vendor,
@@ -287,17 +300,17 @@ def list_gpus(
         max_price_usd_per_hour=max_price_usd_per_hour,
         fp8_support=fp8_support,
     )
+    _stale(response, page.stale)
     if table:
         return _table(
-            fmt, rows, next_cursor, columns=answers.GPU_CSV_COLUMNS, to_row=answers.gpu_csv_row
+            fmt,
+            page,
+            columns=answers.GPU_CSV_COLUMNS,
+            to_row=answers.gpu_csv_row,
+            headers=dict(response.headers),
         )
-    next_url = _next_url(request, response, next_cursor)
-    return GpuPage(
-        items=[answers.gpu_read(row) for row in rows],
-        limit=limit,
-        next_cursor=next_cursor,
-        next=next_url,
-    )
+    next_url = _next_url(request, response, page.next_cursor)
+    return GpuPage(items=page.items, limit=limit, next_cursor=page.next_cursor, next=next_url)
 
 
 @gpus_router.post(
@@ -327,11 +340,16 @@ def create_gpu(
     **READS,
 )
 def get_gpu(
-    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+    *,
+    slug: SlugPath,
+    response: Response,
+    session: SessionDep,
+    catalog: CatalogCacheDep,
+    if_none_match: IfNoneMatch = None,
 ) -> GpuRead | Response:
     """The GPU with its `ETag` (its revision), to send back in `If-Match` when editing it."""
-    row = service.get_gpu(session, slug)
-    return _read_one(response, row, if_none_match) or answers.gpu_read(row)
+    entry, stale = reads.gpu(session, catalog, slug)
+    return _read_one(response, entry.revision, stale, if_none_match) or entry
 
 
 @gpus_router.put(
@@ -410,6 +428,7 @@ def list_models(
     request: Request,
     response: Response,
     session: SessionDep,
+    catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
     family: Annotated[
@@ -452,8 +471,9 @@ def list_models(
     """
     fmt = negotiate(request, format, None)
     table = fmt != "json"
-    rows, next_cursor = service.list_models(
+    page = reads.models(
         session,
+        catalog,
         limit=MAX_TABLE_ROWS if table else limit,
         cursor=None if table else cursor,
         family=family,
@@ -462,15 +482,20 @@ def list_models(
         min_parameters=min_parameters,
         max_parameters=max_parameters,
     )
+    _stale(response, page.stale)
     if table:
         return _table(
-            fmt, rows, next_cursor, columns=answers.MODEL_CSV_COLUMNS, to_row=answers.model_csv_row
+            fmt,
+            page,
+            columns=answers.MODEL_CSV_COLUMNS,
+            to_row=answers.model_csv_row,
+            headers=dict(response.headers),
         )
     return ModelPage(
-        items=[answers.model_read(row) for row in rows],
+        items=page.items,
         limit=limit,
-        next_cursor=next_cursor,
-        next=_next_url(request, response, next_cursor),
+        next_cursor=page.next_cursor,
+        next=_next_url(request, response, page.next_cursor),
     )
 
 
@@ -534,11 +559,16 @@ def import_model(
     **READS,
 )
 def get_model(
-    *, slug: SlugPath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+    *,
+    slug: SlugPath,
+    response: Response,
+    session: SessionDep,
+    catalog: CatalogCacheDep,
+    if_none_match: IfNoneMatch = None,
 ) -> ModelRead | Response:
     """The model with its `ETag` (its revision), to send back in `If-Match` when editing it."""
-    row = service.get_model(session, slug)
-    return _read_one(response, row, if_none_match) or answers.model_read(row)
+    entry, stale = reads.model(session, catalog, slug)
+    return _read_one(response, entry.revision, stale, if_none_match) or entry
 
 
 @models_router.put(

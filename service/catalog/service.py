@@ -100,6 +100,17 @@ def list_gpus(
     return _page(rows, limit)
 
 
+def check_model_filters(layer_kind: LayerKind | None) -> None:
+    """422 for a filter that could never match."""
+    if layer_kind is LayerKind.NO_CACHE:
+        # layer_kinds lists only the kinds that keep a cache: this filter would match nothing
+        raise InvalidRequest(
+            "layer_kind: no_cache layers keep no cache and are not indexed; filter on a kind "
+            "that keeps one",
+            field="layer_kind",
+        )
+
+
 def list_models(
     session: Session,
     *,
@@ -111,13 +122,7 @@ def list_models(
     min_parameters: int | None = None,
     max_parameters: int | None = None,
 ) -> tuple[list[ModelRow], str | None]:
-    if layer_kind is LayerKind.NO_CACHE:
-        # layer_kinds lists only the kinds that keep a cache: this filter would match nothing
-        raise InvalidRequest(
-            "layer_kind: no_cache layers keep no cache and are not indexed; filter on a kind "
-            "that keeps one",
-            field="layer_kind",
-        )
+    check_model_filters(layer_kind)
     rows = repository.list_models(
         session,
         family=family,

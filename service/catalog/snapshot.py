@@ -2,9 +2,19 @@
 
 Each replica keeps one snapshot in memory and, at most every `catalog_ttl_seconds`, asks the
 database for the catalog version (one row). A write through any replica bumps that version, so
-every replica sees it within the TTL. Nothing a replica holds is needed by another. When the
-database cannot be reached, a replica that already holds a snapshot keeps answering from it
-(`kvplan_catalog_stale` says so); one that never loaded the catalog answers 503.
+every replica sees it within the TTL. Nothing a replica holds is needed by another.
+
+Stale while revalidate: once the TTL has passed, the request that notices starts one refresh in
+a background thread and every request, that one included, keeps the current snapshot until the
+refresh has swapped in the new one. No lock is held across the database round trip, so a
+database that hangs delays only the refresh thread (bounded by the answer deadline in
+`service/db.py`), never a read. Reads wait for a refresh only where the snapshot cannot serve:
+none loaded yet (bounded by the database's own timeouts), or a TTL of 0 (every request asks
+the database: for tests). After this replica's own write, the next read waits at most
+`wait_after_write_seconds` (0.5 s) for a refresh that sees the write, so a client reads its
+own write on the replica it wrote through. While the database is unreachable a replica that
+holds a snapshot keeps answering from it (`kvplan_catalog_stale` says so); one that never
+loaded the catalog answers 503.
 """
 
 from __future__ import annotations
@@ -22,10 +32,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ..db import Database
-from ..errors import NotFound
+from ..errors import NotFound, ServiceUnavailable
 from ..sizing import Gpu, ModelArchitecture, SizingError, architecture_from_dict
-from . import repository
+from . import answers, repository
 from .models import GpuRow, ModelRow
+from .schemas import GpuRead, ModelRead
 
 log = logging.getLogger("kvplan.catalog")
 
@@ -65,6 +76,10 @@ class CatalogSnapshot:
     changed_at: datetime
     models: Mapping[str, ModelEntry] = field(default_factory=dict)
     gpus: Mapping[str, GpuEntry] = field(default_factory=dict)
+    # Every entry as the catalog endpoints answer it, by slug, for reads while the database is
+    # unreachable (models the arithmetic cannot read are here too, as the endpoints show them).
+    model_reads: Mapping[str, ModelRead] = field(default_factory=dict)
+    gpu_reads: Mapping[str, GpuRead] = field(default_factory=dict)
 
     @property
     def token(self) -> str:
@@ -145,66 +160,178 @@ class CatalogCache:
         database: Database,
         ttl_seconds: float,
         on_load: Callable[[CatalogSnapshot], None] | None = None,
+        wait_seconds: float = 2.0,
+        wait_after_write_seconds: float = 0.5,
     ) -> None:
         self._db = database
         self._ttl = ttl_seconds
         self._on_load = on_load
-        self._lock = threading.Lock()
+        # How long a request waits for a refresh it must have (see the module docstring).
+        self._wait = wait_seconds
+        # How long the first read after this replica's own write waits to see it.
+        self._wait_after_write = wait_after_write_seconds
+        # Notified each time a background refresh ends.
+        self._finished = threading.Condition()
+        # Held by the one refresh running; never by a request that only reads the snapshot.
+        self._refreshing = threading.Lock()
         self._snapshot: CatalogSnapshot | None = None
         self._checked = -math.inf
+        self._invalidated = False
         # True while the last refresh failed and the previous snapshot is being served.
         self.stale = False
 
     def get(self) -> CatalogSnapshot:
-        snapshot = self._snapshot
-        if snapshot is not None and time.monotonic() - self._checked < self._ttl:
+        snapshot = self.get_nowait()
+        if snapshot is not None:
             return snapshot
-        with self._lock:
-            if self._snapshot is not None and time.monotonic() - self._checked < self._ttl:
-                return self._snapshot
-            try:
-                with self._db.session() as session:
-                    version, changed_at = repository.catalog_version(session)
-                    current = self._snapshot
-                    if current is None or (current.version, current.changed_at) != (
-                        version,
-                        changed_at,
-                    ):
-                        current = self._load(session, version, changed_at)
-                        self._snapshot = current
-                        if self._on_load is not None:
-                            self._on_load(current)
-            except DBAPIError as exc:
-                if self._snapshot is None:
-                    raise
-                # Fail static: autoscalers keep their answers while the database is away; the
-                # catalog rarely moves, and a write cannot happen without the database anyway.
-                # The next request after the TTL tries again.
-                if not self.stale:
-                    log.warning("database unreachable, serving the last catalog: %s", exc.orig)
-                self.stale = True
-                self._checked = time.monotonic()
-                return self._snapshot
-            self.stale = False
-            self._checked = time.monotonic()
-            return current
+        if self._snapshot is None or self._ttl == 0:
+            return self._refresh_and_wait()
+        return self._after_write(self._snapshot)
+
+    def get_nowait(self) -> CatalogSnapshot | None:
+        """The snapshot when it can be had without waiting (a refresh due starts in the
+        background); None when `get()` would wait: none held, a TTL of 0, or just after a
+        local write. Safe to call from the event loop."""
+        snapshot = self._snapshot
+        if snapshot is None or self._ttl == 0 or self._invalidated:
+            return None
+        if time.monotonic() - self._checked >= self._ttl:
+            self._refresh_in_background()
+        return snapshot
+
+    @property
+    def current(self) -> CatalogSnapshot | None:
+        """The snapshot held now, without asking the database (None before the first load)."""
+        return self._snapshot
+
+    @property
+    def database_answering(self) -> bool:
+        """False after the database stopped answering, until it answers again."""
+        return self._db.health.answering
 
     @property
     def loaded(self) -> bool:
         """A snapshot is held (reads can be answered even without the database)."""
         return self._snapshot is not None
 
+    def warm(self) -> None:
+        """Load the first snapshot in the background (at start), so that reads have one to fall
+        back on even if the database goes away before any request needed the catalog."""
+        if self._snapshot is None:
+            self._refresh_in_background()
+
     def invalidate(self) -> None:
-        """The next `get()` asks the database (monotonic time may start near 0, so not 0.0)."""
-        self._checked = -math.inf
+        """This replica changed the catalog: the next `get()` waits for a fresh snapshot."""
+        self._invalidated = True
+
+    def _refresh_in_background(self) -> None:
+        if not self._refreshing.acquire(blocking=False):
+            return  # one refresh at a time; everyone else keeps the current snapshot
+        thread = threading.Thread(
+            target=self._refresh_then_release, name="kvplan-catalog-refresh", daemon=True
+        )
+        try:
+            thread.start()
+        except BaseException:
+            self._refreshing.release()
+            raise
+
+    def _refresh_then_release(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # a background thread has no caller to tell: log, keep the snapshot
+            log.exception("catalog refresh failed")
+        finally:
+            self._refreshing.release()
+            with self._finished:
+                self._finished.notify_all()
+
+    def _after_write(self, snapshot: CatalogSnapshot) -> CatalogSnapshot:
+        """This replica wrote: wait (briefly) for a refresh that started after the write."""
+        if not self._db.health.answering:
+            self.mark_stale("the database is not answering")
+            return snapshot
+        deadline = time.monotonic() + self._wait_after_write
+        with self._finished:
+            # a refresh clears the flag as it starts: one that started before the write
+            # leaves it set, and another one runs
+            while self._invalidated:
+                self._refresh_in_background()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._finished.wait(remaining)
+        return self._snapshot or snapshot
+
+    def _refresh_and_wait(self) -> CatalogSnapshot:
+        """Refresh now, or wait (at most `wait_seconds`) for the refresh already running."""
+        snapshot = self._snapshot
+        if snapshot is not None and not self._db.health.may_try():
+            self.mark_stale("the database is not answering")
+            return snapshot
+        if not self._refreshing.acquire(timeout=self._wait):
+            # a refresh is stuck on the database: answer from what is held
+            if snapshot is None:
+                raise ServiceUnavailable("the catalog is loading and the database is slow")
+            self.mark_stale("a catalog refresh is waiting for the database")
+            return snapshot
+        try:
+            # even after waiting for another refresh: it may have read before our write
+            return self._refresh()
+        finally:
+            self._refreshing.release()
+
+    def _refresh(self) -> CatalogSnapshot:
+        """Ask the database (the caller holds `_refreshing`); on failure keep the snapshot."""
+        self._invalidated = False
+        current = self._snapshot
+        if current is None and not self._db.health.may_try():
+            raise ServiceUnavailable("the database is not answering")
+        try:
+            with self._db.session() as session:
+                version, changed_at = repository.catalog_version(session)
+                if current is None or (current.version, current.changed_at) != (
+                    version,
+                    changed_at,
+                ):
+                    current = self._load(session, version, changed_at)
+                    self._snapshot = current
+                    if self._on_load is not None:
+                        self._on_load(current)
+        except DBAPIError as exc:
+            if current is None:
+                raise
+            # Fail static: autoscalers keep their answers while the database is away; the
+            # catalog rarely moves, and a write cannot happen without the database anyway.
+            # The next request after the TTL tries again.
+            self.mark_stale(str(exc.orig))
+            self._checked = time.monotonic()
+            return current
+        self.stale = False
+        self._checked = time.monotonic()
+        return current
+
+    def mark_stale(self, why: str) -> None:
+        """The snapshot is being served because the database is away (until a refresh works)."""
+        if not self.stale:
+            log.warning("database unreachable, serving the last catalog: %s", why)
+        self.stale = True
 
     @staticmethod
     def _load(session: Session, version: int, changed_at: datetime) -> CatalogSnapshot:
         models: dict[str, ModelEntry] = {}
-        for row in repository.all_rows(session, ModelRow):
+        model_rows = repository.all_rows(session, ModelRow)
+        for row in model_rows:
             try:
                 models[row.slug] = model_entry(row)
             except SizingError as exc:  # a row the arithmetic cannot read is left out, loudly
                 log.error("model %s has an unreadable architecture: %s", row.slug, exc)
-        gpus = {row.slug: gpu_entry(row) for row in repository.all_rows(session, GpuRow)}
-        return CatalogSnapshot(version=version, changed_at=changed_at, models=models, gpus=gpus)
+        gpu_rows = repository.all_rows(session, GpuRow)
+        return CatalogSnapshot(
+            version=version,
+            changed_at=changed_at,
+            models=models,
+            gpus={row.slug: gpu_entry(row) for row in gpu_rows},
+            model_reads={row.slug: answers.model_read(row) for row in model_rows},
+            gpu_reads={row.slug: answers.gpu_read(row) for row in gpu_rows},
+        )

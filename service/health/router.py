@@ -1,13 +1,23 @@
-"""Liveness, readiness and the problem-type pages."""
+"""Liveness, readiness and the problem-type pages.
+
+`/healthz` is a coroutine that touches nothing: it answers while the database hangs and while
+every worker thread is busy. `/readyz` asks the database from a thread of its own (one check at
+a time, shared by concurrent probes) and answers within `readiness_timeout_seconds` whatever
+the database does: 503 when the check has not come back by then.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from concurrent.futures import Future
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import text
 
+from ..db import Database
 from ..errors import PROBLEM_TYPES, NotFound, ServiceUnavailable
 from ..migrate import current_revision, head_revision
 
@@ -15,17 +25,60 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", summary="Liveness: the process answers", operation_id="healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     return {"status": "ok"}
+
+
+class ReadinessCheck:
+    """One database check in flight at a time, in its own thread; probes share its result."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self._lock = threading.Lock()
+        self._running: Future[str | None] | None = None
+
+    def start(self) -> Future[str | None]:
+        """The check in flight, or a new one: the schema revision the database is at."""
+        with self._lock:
+            if self._running is None or self._running.done():
+                future: Future[str | None] = Future()
+                threading.Thread(
+                    target=self._check, args=(future,), name="kvplan-readyz", daemon=True
+                ).start()
+                self._running = future
+            return self._running
+
+    def _check(self, future: Future[str | None]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            engine = self._db.engine
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            future.set_result(current_revision(engine))
+        except BaseException as exc:  # handed to the probe that waits
+            future.set_exception(exc)
+
+
+def _readiness(request: Request) -> ReadinessCheck:
+    check: ReadinessCheck | None = getattr(request.app.state, "readiness", None)
+    if check is None:
+        check = request.app.state.readiness = ReadinessCheck(request.app.state.db)
+    return check
 
 
 @router.get(
     "/readyz",
     summary="Readiness: the database answers and is migrated to head",
     operation_id="readyz",
-    responses={503: {"description": "Database unreachable or not migrated"}},
+    responses={
+        503: {
+            "description": "Database unreachable, not answering within the readiness timeout "
+            "(1 s by default), or not migrated"
+        }
+    },
 )
-def readyz(
+async def readyz(
     request: Request,
     allow_stale: Annotated[
         bool,
@@ -36,14 +89,24 @@ def readyz(
         ),
     ] = False,
 ) -> dict[str, str | None]:
-    engine = request.app.state.db.engine
+    database: Database = request.app.state.db
+    timeout: float = request.app.state.settings.readiness_timeout_seconds
     try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        current = current_revision(engine)
+        if not database.health.may_try():
+            raise TimeoutError(
+                f"the database has not answered for {database.health.silent_seconds:.0f} s"
+            )
+        check = asyncio.wrap_future(_readiness(request).start())
+        # a probe that gives up leaves the check running (shielded) for the next probe; its
+        # outcome is collected here so that asyncio never reports it as unretrieved
+        check.add_done_callback(lambda done: done.cancelled() or done.exception())
+        current = await asyncio.wait_for(asyncio.shield(check), timeout)
     except Exception as exc:  # any failure to reach the database means "not ready"
         if allow_stale and request.app.state.catalog.loaded:
             return {"status": "serving the last catalog; database unreachable", "revision": None}
+        if isinstance(exc, TimeoutError):
+            detail = str(exc) or f"the database did not answer within {timeout:g} s"
+            raise ServiceUnavailable(detail) from exc
         raise ServiceUnavailable(f"database unreachable: {type(exc).__name__}") from exc
     head = head_revision()
     if current != head:
@@ -58,8 +121,12 @@ def readyz(
     summary="What a problem type means",
     operation_id="getProblemType",
     response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        404: {"description": "No such problem type; `suggestions` lists those that exist."},
+    },
 )
-def problem_type(code: str) -> str:
+async def problem_type(code: str) -> str:
     if code not in PROBLEM_TYPES:
         raise NotFound(f"no problem type {code!r}", suggestions=sorted(PROBLEM_TYPES))
     return f"{code}: {PROBLEM_TYPES[code]}\n"
