@@ -114,14 +114,16 @@ def _sort_key(version: EngineVersion) -> tuple[object, ...]:
     return (version.epoch, tuple(release), pre, post, dev, local)
 
 
-def parse_engine_version(text: str, field: str = "engine_version") -> EngineVersion:
-    """A PEP 440 release string; anything else is refused, naming `field`."""
+def parse_engine_version(
+    text: str, field: str = "engine_version", engine: str = "release"
+) -> EngineVersion:
+    """A PEP 440 release string; anything else is refused, naming `field` (and the engine)."""
     cleaned = text.strip().lower()
     match = _PEP440.fullmatch(cleaned) if len(cleaned) <= _MAX_TEXT else None
     if match is None or any(len(n) > _MAX_DIGITS for n in re.findall(r"[0-9]+", cleaned)):
         raise SizingError(
             field,
-            f"not a release version (PEP 440, like 0.10.1.1, 0.11.0rc2 or v0.6.3.post1): {text!r}",
+            f"not a {engine} version (PEP 440, like 0.10.1.1, 0.11.0rc2 or v0.6.3.post1): {text!r}",
         )
     pre = None
     if match["pre_l"] is not None:
@@ -143,3 +145,53 @@ def parse_engine_version(text: str, field: str = "engine_version") -> EngineVers
         dev=None if match["dev_l"] is None else int(match["dev_n"] or 0),
         local=local,
     )
+
+
+# A number no engine release reaches: the "any patch" of a predecessor release tuple.
+_ANY = 1 << 30
+
+
+def modelled_release(version: EngineVersion, width: int) -> tuple[int, ...]:
+    """The release numbers (`width` of them) whose rules size `version`.
+
+    kvplan's rules change only at final releases named by their first `width` numbers (every
+    milestone in engines/calibration.py is one), so a release is sized by the newest such
+    release not newer than it: `0.10.1.1` by 0.10.1, `v0.6.3.post1` by 0.6.3. A pre-release or
+    dev build of X.Y.Z comes before X.Y.Z (PEP 440), so it gets the rules of everything before
+    X.Y.Z: the tuple just below (X, Y, Z), e.g. (0, 10, _ANY) for `0.11.0rc2`, which is at
+    least every milestone before 0.11.0 and below 0.11.0 itself.
+    """
+    numbers = (*version.release, *([0] * width))[:width]
+    beyond = any(version.release[width:])  # 0.10.1.1rc1 is still after 0.10.1
+    if not version.is_prerelease or beyond:
+        return numbers
+    return predecessor(numbers)
+
+
+def predecessor(numbers: tuple[int, ...]) -> tuple[int, ...]:
+    """The greatest tuple below `numbers` whose parts are under _ANY (itself for all zeros)."""
+    for i in range(len(numbers) - 1, -1, -1):
+        if numbers[i] > 0:
+            return (*numbers[:i], numbers[i] - 1, *([_ANY - 1] * (len(numbers) - i - 1)))
+    return numbers
+
+
+def release_label(numbers: tuple[int, ...]) -> str:
+    """`0.10.1`; a predecessor's open part reads `x` (`0.10.x`: every 0.10 release)."""
+    return ".".join("x" if n == _ANY - 1 else str(n) for n in numbers)
+
+
+def sizing_note(engine: str, asked: EngineVersion, modelled: str, newest: str) -> str | None:
+    """What the answer says when the release sized is not the one asked; None when it is."""
+    if asked > parse_engine_version(newest):
+        return (
+            f"{engine} {asked.text} is newer than the newest release kvplan models ({newest}); "
+            f"it is sized as {newest}"
+        )
+    if asked.is_prerelease:
+        final = ".".join(str(n) for n in asked.release)
+        return (
+            f"{engine} {asked.text} is a pre-release of {final} (PEP 440 orders it before "
+            f"{final}); it is sized by the releases before it ({modelled})"
+        )
+    return None

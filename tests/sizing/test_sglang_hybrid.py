@@ -340,7 +340,17 @@ def test_full_attention_models_keep_the_single_pool() -> None:
             "max_running_requests": 4096,
             "max_num_seqs": 4096,
         }
-        assert cap.warnings == ()
+        # 0.33.0 is newer than any SGLang release kvplan models (LATEST_SGLANG_VERSION 0.5.23):
+        # sized as 0.5.23, and the answer says so (issue 7: newer releases warn).
+        newer = version == "0.33.0"
+        assert cap.warnings == (
+            (
+                "SGLang 0.33.0 is newer than the newest release kvplan models (0.5.23); "
+                "it is sized as 0.5.23",
+            )
+            if newer
+            else ()
+        )
 
 
 def test_max_running_requests_caps_the_batch_and_is_capped_by_half_the_tokens() -> None:

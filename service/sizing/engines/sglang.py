@@ -39,6 +39,7 @@ from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
+from ..versions import parse_engine_version, predecessor, release_label, sizing_note
 from . import calibration as cal
 from .common import (
     BudgetLine,
@@ -175,19 +176,20 @@ def sglang_report(
 
 
 def parse_sglang_version(text: str, field: str = "engine_version") -> cal.SglangVersion:
-    """`0.5.2`, `v0.4.9.post3`, `0.5.10rc0` -> (major, minor, patch, post)."""
-    core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
-    core, _, post = core.partition(".post")
-    core = core.split(".dev")[0]
-    parts = core.split(".")
-    if (
-        not 1 <= len(parts) <= 3
-        or not all(p.isdigit() for p in parts)
-        or not (post == "" or post.isdigit())
-    ):
-        raise SizingError(field, f"not an SGLang version like 0.5.2 or 0.4.9.post3: {text!r}")
-    numbers = [int(p) for p in parts] + [0] * (3 - len(parts))
-    return numbers[0], numbers[1], numbers[2], int(post or 0)
+    """Any PEP 440 release string -> the (major, minor, patch, post) whose rules size it.
+
+    `0.5.2` -> (0, 5, 2, 0); `v0.4.9.post3` -> (0, 4, 9, 3) (SGLang ships behaviour in post
+    releases); a pre-release or dev build comes before its release and gets the rules of the
+    releases before it (`0.5.10rc0` -> (0, 5, 9, any post)), as versions.modelled_release.
+    """
+    version = parse_engine_version(text, field, "SGLang")
+    if any(version.release[3:]) or not version.is_prerelease:
+        numbers = (*(*version.release, 0, 0)[:3], version.post or 0)
+    elif version.pre is not None:
+        numbers = predecessor((*(*version.release, 0, 0)[:3], 0))
+    else:  # a dev build of a release or of a post-release: just before it
+        numbers = predecessor((*(*version.release, 0, 0)[:3], version.post or 0))
+    return numbers[0], numbers[1], numbers[2], numbers[3]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,16 @@ class SglangRelease:
 def sglang_release(engine_version: str | None) -> SglangRelease:
     text = engine_version or cal.LATEST_SGLANG_VERSION
     return SglangRelease(parse_sglang_version(text), text)
+
+
+def sglang_version_note(engine_version: str | None) -> tuple[str, ...]:
+    """A warning when the release asked is not one kvplan sizes as itself (newer, pre-release)."""
+    text = engine_version or cal.LATEST_SGLANG_VERSION
+    numbers = parse_sglang_version(text)
+    post = f".post{release_label(numbers[3:])}" if numbers[3] else ""
+    label = release_label(numbers[:3]) + post
+    note = sizing_note("SGLang", parse_engine_version(text), label, cal.LATEST_SGLANG_VERSION)
+    return (note,) if note else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1026,6 +1038,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     """One SGLang instance: rest_memory, then one token pool or the hybrid pools."""
     engine, max_model_len = inputs.engine, inputs.workload.max_model_len
     page_size = engine.block_size or 1
+    version_notes = sglang_version_note(engine.engine_version)  # refuses what is no version
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,
         weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
@@ -1042,6 +1055,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len=max_model_len,
         options=engine,
     )
+    notes = version_notes + notes
     if hybrid is not None:
         return _hybrid_capacity(inputs, hybrid, budget, page_size, inputs.warnings + notes)
     # Every attention layer holds the whole context (design section 2).

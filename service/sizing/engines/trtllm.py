@@ -19,7 +19,6 @@ tpb = tokens_per_block.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
 from ..kv import packed_mla, token_bytes_per_layer
 from ..units import GiB, cdiv
+from ..versions import parse_engine_version
 from . import calibration
 from .activation import forward_bytes_per_token
 from .common import (
@@ -132,20 +132,21 @@ def trtllm_report(
 
 # --- releases ------------------------------------------------------------------------------
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:(rc|\.dev|dev)(\d*))?")
-
 
 def parse_trtllm_version(text: str, field: str = "engine_version") -> calibration.TrtllmVersion:
-    """`1.1.0rc1` -> (1, 1, 0, 1); `1.0.0` -> (1, 0, 0, FINAL); `.post` suffixes are ignored;
-    a `.dev` build sorts before rc0 of its release."""
-    match = _VERSION.match(text.strip().lower())
-    if match is None:
-        raise SizingError(field, f"not a TensorRT-LLM version like 1.0.0 or 1.1.0rc1: {text!r}")
-    major, minor, patch = int(match[1]), int(match[2]), int(match[3] or 0)
-    if match[4] is None:
-        pre = calibration.TRTLLM_FINAL
-    elif match[4] == "rc":
-        pre = int(match[5] or 0)
+    """Any PEP 440 release string -> (major, minor, patch, pre), as pip orders them.
+
+    TensorRT-LLM ships behaviour in release candidates, so the rc number is part of the tuple:
+    `1.1.0rc1` -> (1, 1, 0, 1); a final release sorts after every rc (`1.0.0` -> (1, 0, 0,
+    TRTLLM_FINAL)); a post-release is its release; a dev build, or an alpha or beta, sorts
+    before rc0 of its release (-1), and a dev build of an rc before that rc.
+    """
+    version = parse_engine_version(text, field, "TensorRT-LLM")
+    major, minor, patch = (*version.release, 0, 0)[:3]
+    if version.pre is None:
+        pre = calibration.TRTLLM_FINAL if version.dev is None else -1
+    elif version.pre[0] == "rc":
+        pre = version.pre[1] - (1 if version.dev is not None and version.post is None else 0)
     else:
         pre = -1
     return major, minor, patch, pre
@@ -637,6 +638,7 @@ def trtllm_window_shares(
 def trtllm_capacity(inputs: SizingInputs) -> Capacity:
     """One TensorRT-LLM instance: one KV pool, per-window pools, or a Mamba hybrid's pools."""
     arch, engine = inputs.arch, inputs.engine
+    trtllm_release(engine.engine_version)  # what is not a version is refused on every path
     if arch.has_state_layers:
         return _mamba_capacity(inputs)
     warnings = inputs.warnings

@@ -36,6 +36,7 @@ from ..architecture import (
 from ..errors import SizingError
 from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
+from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
 from .activation import forward_bytes_per_token, sampler_bytes
 from .common import (
@@ -57,13 +58,12 @@ Version = tuple[int, int, int]
 
 @lru_cache(maxsize=256)
 def parse_vllm_version(text: str, field: str = "engine_version") -> Version:
-    """`0.10.1`, `v0.6.3.post1`, `0.11.0rc2` -> (major, minor, patch); suffixes are dropped."""
-    core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
-    core = core.split(".post")[0].split(".dev")[0]
-    parts = core.split(".")
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise SizingError(field, f"not a version number like 0.10.1: {text!r}")
-    numbers = [int(p) for p in parts] + [0] * (3 - len(parts))
+    """Any PEP 440 release string -> the (major, minor, patch) whose rules size it.
+
+    `0.10.1.1` -> (0, 10, 1); `v0.6.3.post1` -> (0, 6, 3); a pre-release such as `0.11.0rc2`
+    comes before 0.11.0 and gets the rules of the releases before it (versions.modelled_release).
+    """
+    numbers = modelled_release(parse_engine_version(text, field, "vLLM"), 3)
     return numbers[0], numbers[1], numbers[2]
 
 
@@ -135,7 +135,7 @@ def vllm_release(version: Version) -> VllmRelease:
     )
     return VllmRelease(
         version=version,
-        label=".".join(str(n) for n in version),
+        label=release_label(version),
         v1_engine=v1,
         non_torch_includes_context=(
             not since(cal.VLLM_V1_PER_INSTANCE) if v1 else not since(cal.VLLM_PER_INSTANCE_BUDGET)
@@ -791,9 +791,9 @@ def vllm_report(
 
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
-    release = vllm_release(
-        parse_vllm_version(inputs.engine.engine_version or cal.LATEST_VLLM_VERSION)
-    )
+    asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
+    release = vllm_release(parse_vllm_version(asked))
+    note = sizing_note("vLLM", parse_engine_version(asked), release.label, cal.LATEST_VLLM_VERSION)
     _check_release_runs(inputs.arch, release)
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
@@ -820,7 +820,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     )
     return Capacity(
         engine=Engine.VLLM,
-        engine_version=release.label,
+        engine_version=asked.strip(),
         facts=inputs.facts,
         budget=budget,
         layout=blocks.layout,
@@ -828,7 +828,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
             blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release
         ),
         engine_settings=_settings(release, flags, budget, blocks.layout, inputs.engine),
-        warnings=inputs.warnings + blocks.layout.notes,
+        warnings=inputs.warnings + blocks.layout.notes + ((note,) if note else ()),
         fits=reason is None,
         reason=reason,
         max_model_len_that_fits=longest,
