@@ -276,6 +276,11 @@ class ModelArchitecture:
     def num_layers(self) -> int:
         return len(self.layers)
 
+    @property
+    def weights_known(self) -> bool:
+        """Whether the weights can be sized (a parameter count or a checkpoint size is known)."""
+        return self.num_parameters is not None or self.weight_bytes is not None
+
     @cached_property
     def layer_counts(self) -> tuple[tuple[Layer, int], ...]:
         """Distinct layer geometries with how many layers have each, in first-seen order."""

@@ -59,6 +59,9 @@ def compute_capacity(
     warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
     stages = _check_parallelism(arch, gpu, parallel)
     warnings.extend(_check_workload(arch, workload, engine))
+    note = weights_note(arch, engine)
+    if note is not None:
+        warnings.append(note)
     inputs = SizingInputs(
         arch=arch,
         stages=stages,
@@ -124,6 +127,30 @@ def _check_workload(
     return warnings
 
 
+def _weights_if_needed(arch: ModelArchitecture, engine: EngineOptions) -> int:
+    """The weights of one copy of the model, or 0 where the answer does not need them.
+
+    A given pool (`kv_pool_bytes`: vLLM's --kv-cache-memory-bytes, or a log's "Available KV
+    cache memory") replaces the engine's budget, so weights play no part in the blocks or
+    max_num_seqs: a config whose weights cannot be counted still answers (the warning from
+    `weights_note` says the weights line is unknown). Without a pool they are needed, and the
+    missing fact is the problem (weights.weight_bytes_total names it).
+    """
+    if engine.kv_pool_bytes is None or arch.weights_known:
+        return weight_bytes_total(arch, engine.weight_format)
+    return 0
+
+
+def weights_note(arch: ModelArchitecture, engine: EngineOptions) -> str | None:
+    if engine.kv_pool_bytes is None or arch.weights_known:
+        return None
+    field, reason = arch.weights_unknown or ("num_parameters", "no parameter count")
+    return (
+        f"weights unknown ({field}: {reason}); not needed, since kv_pool_bytes gives the pool, "
+        "and shown as 0 in the budget"
+    )
+
+
 def model_facts(
     arch: ModelArchitecture,
     stages: tuple[ModelArchitecture, ...],
@@ -136,7 +163,7 @@ def model_facts(
     sequence = sequence_breakdown(
         arch, dtype, workload.max_model_len, 1, engine.mamba_ssm_cache_dtype
     )
-    weights = weight_bytes_total(arch, engine.weight_format)
+    weights = _weights_if_needed(arch, engine)
     return ModelFacts(
         kv_cache_dtype=dtype,
         kv_element_bytes=kv_cache_dtype_bytes(dtype, arch.dtype),

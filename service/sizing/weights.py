@@ -19,6 +19,14 @@ def weight_bytes_total(arch: ModelArchitecture, weight_format: str | None = None
     if arch.num_parameters is None:
         if arch.weight_bytes is not None:
             return arch.weight_bytes
+        if arch.weights_unknown is not None:
+            # A config.json the parameter count could not read: name the key it needed.
+            field, reason = arch.weights_unknown
+            raise SizingError(
+                f"model.hf_config.{field}",
+                f"{reason}; the weights cannot be counted without it: give num_parameters or "
+                "weight_bytes, or kv_pool_bytes (a known pool needs no weights)",
+            )
         raise SizingError(
             "model.num_parameters", "the model needs num_parameters or weight_bytes to size weights"
         )
