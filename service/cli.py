@@ -148,7 +148,9 @@ def _sizing_args(parser: argparse.ArgumentParser) -> None:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="catalog slug")
     model.add_argument("--model-file", help="JSON file with an inline architecture")
-    model.add_argument("--hf-config", help="a Hugging Face config.json")
+    model.add_argument(
+        "--config", "--hf-config", dest="hf_config", help="a config.json as published"
+    )
     parser.add_argument("--num-parameters", type=int)
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--kv-cache-dtype", default="auto")
