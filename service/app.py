@@ -11,6 +11,7 @@ from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
 from .docs import install_docs
+from .engine_logs.router import router as engine_logs_router
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
@@ -27,6 +28,8 @@ turns three questions (max context, peak concurrency, KV-cache precision) into a
   Small, cacheable (`Cache-Control`, `ETag`), also as CSV or a single value.
 * `POST /v1/plans` searches every GPU and tensor-parallel layout for the cheapest plan.
 * `/v1/models` and `/v1/gpus` are the catalog; reads are open, writes need an admin token.
+* `POST /v1/engine-logs` reads an engine's start-up log and sets it against kvplan's own
+  prediction, line by line.
 
 Bytes are integers. GiB is 2^30 bytes, GB is 10^9; every field name says which.
 Every error is an RFC 9457 problem (`application/problem+json`).
@@ -37,6 +40,10 @@ TAGS = [
     {"name": "plans", "description": "The three sizing questions -> the cheapest plan."},
     {"name": "models", "description": "The model catalog: architectures with their sources."},
     {"name": "gpus", "description": "The GPU catalog: memory as the runtime reports it, prices."},
+    {
+        "name": "engine-logs",
+        "description": "Engine start-up logs: their figures against kvplan's prediction.",
+    },
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
 
@@ -79,4 +86,5 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(planning_router)
     app.include_router(models_router)
     app.include_router(gpus_router)
+    app.include_router(engine_logs_router)
     return app

@@ -32,6 +32,7 @@ OPERATION_IDS = {
     ("put", "/v1/gpus/{slug}"): "replaceGpu",
     ("patch", "/v1/gpus/{slug}"): "patchGpu",
     ("delete", "/v1/gpus/{slug}"): "deleteGpu",
+    ("post", "/v1/engine-logs"): "explainEngineLog",
 }
 
 
