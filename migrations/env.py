@@ -6,7 +6,9 @@ from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 from sqlmodel import SQLModel
 
-import service.catalog.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+# imported to register their tables on SQLModel.metadata
+import service.catalog.models
+import service.deployments.models  # noqa: F401
 from service.db import normalize_url
 from service.migrate import context_options
 

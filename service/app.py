@@ -10,15 +10,19 @@ from . import __version__
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
+from .deployments.metrics import DeploymentGauges
+from .deployments.router import router as deployments_router
 from .docs import install_docs
 from .engine_logs.router import router as engine_logs_router
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
+from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache
 from .planning.router import router as planning_router
 from .security import install_key_redaction
 from .settings import Settings
+from .web.router import router as web_router
 
 DESCRIPTION = """
 **How many requests fit?** kvplan sizes the KV cache of an LLM deployment to the byte and
@@ -28,6 +32,8 @@ turns three questions (max context, peak concurrency, KV-cache precision) into a
   Small, cacheable (`Cache-Control`, `ETag`), also as CSV or a single value.
 * `POST /v1/plans` searches every GPU and tensor-parallel layout for the cheapest plan.
 * `/v1/models` and `/v1/gpus` are the catalog; reads are open, writes need an admin token.
+* `/v1/deployments` stores deployment profiles; `/v1/deployments/{name}/capacity` sizes one for
+  KEDA (`metrics-api`, JSON or `format=prometheus`), and `/metrics` exports their gauges.
 * `POST /v1/engine-logs` reads an engine's start-up log and sets it against kvplan's own
   prediction, line by line.
 
@@ -40,6 +46,11 @@ TAGS = [
     {"name": "plans", "description": "The three sizing questions -> the cheapest plan."},
     {"name": "models", "description": "The model catalog: architectures with their sources."},
     {"name": "gpus", "description": "The GPU catalog: memory as the runtime reports it, prices."},
+    {
+        "name": "deployments",
+        "description": "Stored deployment profiles and their capacity, for autoscalers.",
+    },
+    {"name": "pictures", "description": "A capacity drawn: memory budget, capacity by context."},
     {
         "name": "engine-logs",
         "description": "Engine start-up logs: their figures against kvplan's prediction.",
@@ -78,6 +89,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.catalog = catalog
     # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
     app.state.capacity_answers = AnswerCache()
+    metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
     install_problem_handlers(app)
     install_problem_openapi(app)
     metrics.install(app)
@@ -86,5 +98,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(planning_router)
     app.include_router(models_router)
     app.include_router(gpus_router)
+    app.include_router(deployments_router)
+    app.include_router(pictures_router)
+    app.include_router(web_router)
     app.include_router(engine_logs_router)
     return app

@@ -26,6 +26,12 @@ PROBLEM_TYPES: dict[str, str] = {
     "invalid-dtype": "A dtype or weight format kvplan does not know; the detail lists them.",
     "invalid-parallelism": "The tensor/pipeline layout does not divide the model.",
     "log-not-recognised": "No line of the engine log is one kvplan reads; the detail lists them.",
+    "weights-do-not-fit": "The weights and the engine's overheads leave no memory for a KV cache "
+    "on this GPU and layout: use more GPUs per replica, a larger GPU or smaller weights.",
+    "sequence-does-not-fit": "One sequence of max_model_len does not fit the KV pool; `detail` "
+    "says the longest max_model_len that does.",
+    "missing-catalog-entry": "A stored deployment names a model or GPU that is no longer in the "
+    "catalog; `field` says which.",
     "not-found": "No such resource; `suggestions` lists the closest slugs.",
     "conflict": "A resource with that slug already exists.",
     "unauthorized": "Writes need `Authorization: Bearer <admin token>`.",
@@ -125,6 +131,18 @@ class PreconditionFailed(Problem):
 
 class PreconditionRequired(Problem):
     status, code, title = 428, "precondition-required", "Precondition required"
+
+
+class WeightsDoNotFit(Problem):
+    status, code, title = 422, "weights-do-not-fit", "The weights leave no room for a KV cache"
+
+
+class SequenceDoesNotFit(Problem):
+    status, code, title = 422, "sequence-does-not-fit", "One sequence does not fit the KV cache"
+
+
+class MissingCatalogEntry(Problem):
+    status, code, title = 422, "missing-catalog-entry", "A catalog entry it names is gone"
 
 
 class NotAcceptable(Problem):

@@ -29,7 +29,11 @@ def citing_files() -> list[Path]:
         path
         for folder in CITING
         for path in sorted((ROOT / folder).rglob("*"))
-        if path.suffix in SUFFIXES and path.is_file() and path.resolve() != THIS_FILE
+        if path.suffix in SUFFIXES
+        and path.is_file()
+        and path.resolve() != THIS_FILE
+        # Installed npm packages (tests/deploy/backstage) are other projects' files, not ours.
+        and "node_modules" not in path.parts
     ]
     assert files
     return files

@@ -32,6 +32,17 @@ OPERATION_IDS = {
     ("put", "/v1/gpus/{slug}"): "replaceGpu",
     ("patch", "/v1/gpus/{slug}"): "patchGpu",
     ("delete", "/v1/gpus/{slug}"): "deleteGpu",
+    ("get", "/v1/deployments"): "listDeployments",
+    ("post", "/v1/deployments"): "createDeployment",
+    ("get", "/v1/deployments/{name}"): "getDeployment",
+    ("put", "/v1/deployments/{name}"): "replaceDeployment",
+    ("patch", "/v1/deployments/{name}"): "patchDeployment",
+    ("delete", "/v1/deployments/{name}"): "deleteDeployment",
+    ("get", "/v1/deployments/{name}/capacity"): "getDeploymentCapacity",
+    ("get", "/v1/pictures/memory-budget"): "getMemoryBudgetPicture",
+    ("post", "/v1/pictures/memory-budget"): "drawMemoryBudgetPicture",
+    ("get", "/v1/pictures/capacity-by-context"): "getCapacityByContextPicture",
+    ("post", "/v1/pictures/capacity-by-context"): "drawCapacityByContextPicture",
     ("post", "/v1/engine-logs"): "explainEngineLog",
 }
 
@@ -103,3 +114,14 @@ def test_every_error_answer_is_documented_as_one_problem_schema() -> None:
                 }, (key, status)
     problem = spec["components"]["schemas"]["ProblemDetail"]
     assert {"type", "title", "status", "detail", "instance"} <= set(problem["required"])
+
+
+def test_the_pictures_are_documented_as_svg_and_png() -> None:
+    operations = _operations(openapi_spec())
+    for path in ("/v1/pictures/memory-budget", "/v1/pictures/capacity-by-context"):
+        for method in ("get", "post"):
+            content = operations[(method, path)]["responses"]["200"]["content"]
+            assert set(content) == {"image/svg+xml", "image/png"}, (method, path)
+        names = {p["name"] for p in operations[("get", path)]["parameters"]}
+        capacity = {p["name"] for p in operations[("get", "/v1/capacity")]["parameters"]}
+        assert names == capacity  # the capacity URL's parameters, as they are

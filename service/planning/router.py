@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from .. import exposition
 from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import (
@@ -32,6 +33,7 @@ from ..formats import (
 from ..security import READ, READ_OPENAPI, check_read_key, reads_are_open
 from . import service
 from .cache import AnswerCache
+from .exposition import capacity_exposition
 from .schemas import (
     CAPACITY_HEADLINE,
     MAX_SCENARIO_BYTES,
@@ -66,6 +68,11 @@ TABLES: dict[str, Any] = {"text/csv": _TEXT, "text/tab-separated-values": _TEXT}
 ALT_FORMATS: dict[str, Any] = {**TABLES, "text/plain": _TEXT}
 # Answers that are tables get these GiB twins of their byte columns (formats.gib_twins).
 _CAPACITY_GIB = ("gpu_memory_bytes", "kv_bytes_per_sequence", "kv_pool_bytes")
+FIT_PROBLEMS = (
+    "Invalid input (`field` names it), or a layout that does not fit: type "
+    "`/problems/weights-do-not-fit` (no memory left for a KV cache) or "
+    "`/problems/sequence-does-not-fit` (one sequence of max_model_len does not fit)"
+)
 
 
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
@@ -102,13 +109,16 @@ def _respond(
         body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns).encode()
     elif fmt == "text":
         body = single_value(value).encode()
+    elif fmt == "prometheus":
+        body = capacity_exposition(json_body)
     else:
         body = json.dumps(json_body, separators=(",", ":")).encode()
     etag = etag_for(token, body)
     headers = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept"}
     if etag_matches(request, etag):
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type=MEDIA_TYPES[fmt], headers=headers)
+    media = exposition.CONTENT_TYPE if fmt == "prometheus" else MEDIA_TYPES[fmt]
+    return Response(body, media_type=media, headers=headers)
 
 
 @router.get(
@@ -122,9 +132,17 @@ def _respond(
     "(bytes columns with a `_gib` twin); `format=text` the bare `max_num_seqs`, "
     "`field=<name>` another bare value (Google Sheets `IMPORTDATA`, Excel `WEBSERVICE`). "
     "Parameters it does not know are ignored (a cache-busting `_=123`), except a near-miss of "
-    "one it knows, which is a 422 naming it.",
+    "one it knows, which is a 422 naming it. For KEDA's `metrics-api` scaler the number is the "
+    "top-level `max_num_seqs` (`valueLocation: max_num_seqs`; with `peak_concurrency`, "
+    "`replicas_for_peak_concurrency`), or with `format=prometheus` the gauge "
+    "`kvplan_capacity_max_num_seqs`. A layout that does not fit is a 422, never a 200 with 0.",
     response_model=CapacityAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    responses={
+        **PROBLEMS,
+        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}},
+        304: {"description": "Not modified"},
+        422: {"description": FIT_PROBLEMS},
+    },
     openapi_extra=READ_OPENAPI,
 )
 def get_capacity(
@@ -134,12 +152,14 @@ def get_capacity(
     settings: SettingsDep,
     metrics: MetricsDep,
 ) -> Response:
-    fmt = negotiate(request, query.format, query.field)
+    prometheus = query.format == "prometheus"
+    fmt = "prometheus" if prometheus else negotiate(request, query.format, query.field)
     key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
     detail = _answers(request).get(key)
     if detail is None:
         detail = service.capacity(CapacityQuestion.from_query(query), catalog)
         _answers(request).put(key, detail)
+    service.require_fit(detail)
     metrics.capacity_requests.labels("GET", fmt).inc()
     data = _answer_row(detail)
     return _respond(

@@ -33,6 +33,12 @@ FORMAT_DOC = (
 # KEDA's `api_key`); deps.refuse_misspelt_parameters still refuses a near-miss of a declared one.
 # JSON bodies stay strict: `extra="forbid"`.
 QUERY_CONFIG = ConfigDict(extra="ignore")
+# GET /v1/capacity also answers Prometheus's text format (KEDA metrics-api `format: prometheus`).
+CapacityFormat = Literal[ResponseFormat, "prometheus"]
+CAPACITY_FORMAT_DOC = (
+    FORMAT_DOC + " `prometheus`: one gauge per figure, `kvplan_capacity_<field>`, in Prometheus's "
+    "text format (`text/plain; version=0.0.4`)."
+)
 MODEL_REF_DOC = "A slug, an inline spec, or {hf_config: {...}}."
 CapacityField = Literal[
     "max_num_seqs",
@@ -251,7 +257,7 @@ class CapacityQuery(CapacityFields, _CatalogTarget):
 
     model_config = QUERY_CONFIG
 
-    format: ResponseFormat | None = Field(None, description=FORMAT_DOC)
+    format: CapacityFormat | None = Field(None, description=CAPACITY_FORMAT_DOC)
     field: CapacityField | None = Field(
         None,
         description="Answer with this one value as text/plain (spreadsheets). `format=text` "

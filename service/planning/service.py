@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..catalog.snapshot import CatalogSnapshot
-from ..errors import InvalidRequest, Problem
+from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
 from ..metrics import Metrics
 from ..sizing import (
     Capacity,
@@ -127,6 +127,24 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     return detail.model_copy(
         update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
     )
+
+
+def require_fit(detail: CapacityDetail) -> CapacityDetail:
+    """The answer if the layout holds a sequence; else the 422 an autoscaler can tell apart.
+
+    A caller that acts on one number (an autoscaler, a sheet) must never read the 0 a layout
+    that does not fit computes. The codes are the planner's rejection codes
+    (`sizing.planner._option`): no pool at all, or a pool too small for one sequence.
+    """
+    if detail.fits:
+        return detail
+    reason = detail.reason or "does not fit"
+    problem: Problem
+    if detail.kv_pool_bytes <= 0:
+        problem = WeightsDoNotFit(reason, field="gpu")
+    else:
+        problem = SequenceDoesNotFit(reason, field="max_model_len")
+    raise problem
 
 
 def plan(

@@ -32,6 +32,9 @@ from tests.conftest import ADMIN, create_database, drop_database, make_settings
 from tests.helpers import problem
 
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
+# 0003 adds the deployment profiles (service/deployments/models.py)
+TABLES = CATALOG_TABLES | {"deployment"}
+HEAD = "0003"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -67,7 +70,7 @@ def drift(engine: Engine) -> list[Any]:
 
 
 def test_the_models_define_exactly_the_migrated_tables() -> None:
-    assert set(SQLModel.metadata.tables) == CATALOG_TABLES
+    assert set(SQLModel.metadata.tables) == TABLES
 
 
 def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) -> None:
@@ -75,8 +78,8 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
     assert current_revision(fresh_engine) is None
 
     upgrade(empty_database)
-    assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}
-    assert current_revision(fresh_engine) == head_revision() == "0002"
+    assert tables(fresh_engine) == TABLES | {"alembic_version"}
+    assert current_revision(fresh_engine) == head_revision() == HEAD
     # the one version row every replica polls exists from the start, at version 0
     with fresh_engine.connect() as conn:
         assert conn.execute(select(CatalogState.version)).scalars().all() == [0]
@@ -86,17 +89,20 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
     assert current_revision(fresh_engine) is None
 
     upgrade(empty_database)
-    assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}
-    assert current_revision(fresh_engine) == "0002"
+    assert tables(fresh_engine) == TABLES | {"alembic_version"}
+    assert current_revision(fresh_engine) == HEAD
 
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0002")
+    assert current_revision(fresh_engine) == "0002"
+    assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}
     downgrade(empty_database, "0001")
     assert current_revision(fresh_engine) == "0001"
     assert tables(fresh_engine) == (CATALOG_TABLES - {"catalog_tombstone"}) | {"alembic_version"}
     upgrade(empty_database)
-    assert current_revision(fresh_engine) == "0002"
+    assert current_revision(fresh_engine) == HEAD
 
 
 def test_the_migrated_schema_matches_the_models(empty_database: str, fresh_engine: Engine) -> None:
@@ -107,7 +113,7 @@ def test_the_migrated_schema_matches_the_models(empty_database: str, fresh_engin
 def test_autogenerate_would_notice_a_missing_migration(fresh_engine: Engine) -> None:
     # guards the drift test itself: with no migration run, every table is reported missing
     added = {diff[1].name for diff in drift(fresh_engine) if diff[0] == "add_table"}
-    assert added == CATALOG_TABLES
+    assert added == TABLES
 
 
 def test_a_migrated_database_can_be_seeded_and_read(
@@ -157,7 +163,7 @@ def test_readyz_is_503_until_the_database_is_migrated(
         upgrade(empty_database)
         response = client.get("/readyz")
         assert response.status_code == 200
-        assert response.json() == {"status": "ready", "revision": "0002"}
+        assert response.json() == {"status": "ready", "revision": HEAD}
 
         downgrade(empty_database, "0001")
         # a schema behind the code is not ready either

@@ -136,3 +136,48 @@ Python (tempfile, uvicorn) expects a writable temp dir.
 - name: tmp
   mountPath: /tmp
 {{- end }}
+
+{{/* kvplan's in-cluster base URL, as the autoscalers call it. */}}
+{{- define "kvplan.serviceURL" -}}
+{{- printf "http://%s.%s.svc:%v" (include "kvplan.fullname" .) .Release.Namespace .Values.service.port }}
+{{- end }}
+
+{{/* Namespace of the workload KEDA scales (its ScaledObject must live there). */}}
+{{- define "kvplan.kedaNamespace" -}}
+{{- default .Release.Namespace .Values.keda.namespace }}
+{{- end }}
+
+{{/*
+The prometheus trigger's query: the workload's live sequences (vLLM's running
+plus waiting requests, summed over its pods) over what one replica holds
+(kvplan_deployment_max_num_seqs of the profile; max() over kvplan replicas,
+which all export it). A Deployment's pods are named <name>-<hash>-<suffix>;
+PromQL regexes are anchored, so another Deployment's pods do not match.
+*/}}
+{{- define "kvplan.kedaQuery" -}}
+{{- if .Values.keda.prometheus.query }}
+{{- .Values.keda.prometheus.query }}
+{{- else }}
+{{- $pods := printf "%s-[a-z0-9]+-[a-z0-9]+" (replace "." "\\\\." .Values.keda.scaleTargetRef.name) }}
+{{- $selector := printf `{namespace="%s",pod=~"%s"}` (include "kvplan.kedaNamespace" .) $pods }}
+{{- printf `(sum(vllm:num_requests_running%s) + sum(vllm:num_requests_waiting%s)) / max(kvplan_deployment_max_num_seqs{deployment="%s"})` $selector $selector .Values.keda.profile }}
+{{- end }}
+{{- end }}
+
+{{- define "kvplan.validateKeda" -}}
+{{- if not .Values.keda.profile }}
+{{- fail "keda.enabled needs keda.profile: the kvplan deployment profile of the workload" }}
+{{- end }}
+{{- if not .Values.keda.scaleTargetRef.name }}
+{{- fail "keda.enabled needs keda.scaleTargetRef.name: the vLLM Deployment to scale" }}
+{{- end }}
+{{- if not (or .Values.keda.metricsApi.enabled .Values.keda.prometheus.enabled) }}
+{{- fail "keda.enabled needs a trigger: keda.metricsApi.enabled or keda.prometheus.enabled" }}
+{{- end }}
+{{- if and .Values.keda.prometheus.enabled (not .Values.keda.prometheus.serverAddress) }}
+{{- fail "keda.prometheus.enabled needs keda.prometheus.serverAddress" }}
+{{- end }}
+{{- if and .Values.keda.authentication.enabled (not .Values.keda.authentication.secretName) }}
+{{- fail "keda.authentication.enabled needs keda.authentication.secretName" }}
+{{- end }}
+{{- end }}

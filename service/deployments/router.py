@@ -1,0 +1,391 @@
+"""Deployment profile endpoints: /v1/deployments and each profile's capacity.
+
+Thin, as the catalog's: each endpoint parses, calls one use case and renders. Writes need an
+admin token (`AdminRoute`, before the body is read) and commit through `WriteSessionDep`;
+updates and deletes need the profile's `ETag` in `If-Match`. The capacity endpoint answers as
+GET /v1/capacity does (JSON, CSV, one value, Prometheus text; `Cache-Control`, `ETag`, 304).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+
+from .. import conditional, exposition
+from ..deps import (
+    CatalogDep,
+    MetricsDep,
+    SessionDep,
+    SettingsDep,
+    WriteSessionDep,
+    refuse_misspelt_parameters,
+)
+from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..planning.cache import AnswerCache
+from ..planning.exposition import capacity_exposition
+from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat
+from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
+from ..sizing.planner import MAX_PEAK_CONCURRENCY
+from . import service
+from .models import DeploymentRow
+from .schemas import (
+    NAMESPACE_PATTERN,
+    DeploymentCapacity,
+    DeploymentCreate,
+    DeploymentPage,
+    DeploymentPatch,
+    DeploymentRead,
+    DeploymentReplace,
+)
+
+router = APIRouter(prefix="/v1/deployments", tags=["deployments"], route_class=AdminRoute)
+# Reads: the read key where one is configured, and no misspelt query parameter (as the catalog).
+READS: dict[str, Any] = {
+    "dependencies": [*READ, Depends(refuse_misspelt_parameters)],
+    "openapi_extra": READ_OPENAPI,
+}
+
+# Documents the bearer scheme on write operations (AdminRoute does the checking).
+WRITE = [Depends(bearer_scheme)]
+
+# Descriptions only: errors.document_problems gives every 4xx/5xx the one ProblemDetail body.
+_PROBLEMS: dict[int, str] = {
+    401: "A write without an admin token (`Authorization: Bearer`), checked before the body is "
+    "read; or, where KVPLAN_READ_KEYS is set, a read without a read key.",
+    404: "No profile with this name; `suggestions` lists the closest names.",
+    406: "The Accept header asks for a format this endpoint cannot produce.",
+    409: "A profile with this name already exists (names are unique).",
+    412: "`If-Match` names a stale revision: someone changed the profile since you read it. "
+    "GET it again (the current `ETag` is in this answer's headers) and reapply your change.",
+    422: "A field is missing, malformed or out of bounds (`field` names it), the catalog has "
+    "no such model or GPU, or the sizing arithmetic refuses the inputs (the problem's type "
+    "says which).",
+    428: "`If-Match` is missing: updates and deletes must send the profile's `ETag`.",
+    503: "The database is unreachable; retry later (`Retry-After`).",
+}
+_CAPACITY_422 = (
+    "The profile cannot be sized now, with a type an autoscaler can act on: "
+    "`/problems/missing-catalog-entry` (its model or GPU left the catalog), "
+    "`/problems/weights-do-not-fit` (no memory left for a KV cache), "
+    "`/problems/sequence-does-not-fit` (one sequence of max_model_len does not fit), or the "
+    "sizing error's own type. Never a 200 with a made-up number."
+)
+_ETAG_HEADER = {
+    "description": 'The profile\'s revision, quoted (e.g. `"3"`); send it back in `If-Match`.',
+    "schema": {"type": "string"},
+}
+
+
+def _responses(
+    *problems: int, ok: dict[int | str, dict[str, Any]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    out: dict[int | str, dict[str, Any]] = {**(ok or {})}
+    for code in (*problems, 503):
+        out[code] = {"description": _PROBLEMS[code]}
+    return out
+
+
+_UPDATED: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The profile as now stored.", "headers": {"ETag": _ETAG_HEADER}}
+}
+
+NamePath = Annotated[
+    str,
+    Path(description="The profile's name. An unknown one is a 404 that suggests the closest."),
+]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        description='The `ETag` from your GET (e.g. `"3"`). Required: missing is 428, stale 412.',
+    ),
+]
+IfNoneMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        description="An `ETag` you hold; if it is still current the answer is 304, no body.",
+    ),
+]
+
+
+def _entity(response: Response, row: DeploymentRow) -> DeploymentRead:
+    response.headers["ETag"] = conditional.etag(row.revision)
+    return service.read(row)
+
+
+@router.get(
+    "",
+    operation_id="listDeployments",
+    **READS,
+    summary="List deployment profiles",
+    response_model=DeploymentPage,
+    responses=_responses(
+        401,
+        422,
+        ok={
+            200: {
+                "description": "One page.",
+                "headers": {
+                    "Link": {
+                        "description": 'The next page, as `<url>; rel="next"` (absent on the '
+                        "last page).",
+                        "schema": {"type": "string"},
+                    }
+                },
+            }
+        },
+    ),
+)
+def list_deployments(
+    *,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500, description="Profiles per page (at most 500).")] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="The `next_cursor` of the previous page (opaque)."),
+    ] = None,
+    model: Annotated[
+        str | None, Query(max_length=100, description="Only profiles of this model slug.")
+    ] = None,
+    gpu: Annotated[
+        str | None, Query(max_length=100, description="Only profiles on this GPU slug.")
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        Query(max_length=63, pattern=NAMESPACE_PATTERN, description="Only workloads in this one."),
+    ] = None,
+) -> DeploymentPage:
+    """Profiles in name order, one page at a time; follow `next` (or the `Link` header)."""
+    rows, next_cursor = service.list_profiles(
+        session, limit=limit, cursor=cursor, model=model, gpu=gpu, namespace=namespace
+    )
+    next_url = None
+    if next_cursor is not None:
+        params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
+        next_url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
+        response.headers["Link"] = f'<{next_url}>; rel="next"'
+    return DeploymentPage(
+        items=[service.read(row) for row in rows],
+        limit=limit,
+        next_cursor=next_cursor,
+        next=next_url,
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    operation_id="createDeployment",
+    summary="Describe a deployment",
+    response_model=DeploymentRead,
+    dependencies=WRITE,
+    responses=_responses(
+        401,
+        409,
+        422,
+        ok={
+            201: {
+                "description": "Created.",
+                "headers": {
+                    "ETag": _ETAG_HEADER,
+                    "Location": {
+                        "description": "Where the new profile lives.",
+                        "schema": {"type": "string"},
+                    },
+                },
+            }
+        },
+    ),
+)
+def create_deployment(
+    *,
+    body: DeploymentCreate,
+    request: Request,
+    response: Response,
+    session: WriteSessionDep,
+    catalog: CatalogDep,
+) -> DeploymentRead:
+    """A name, a catalog model and GPU, and the engine flags it runs with. Needs an admin token.
+
+    The model and the GPU must be in the catalog and the arithmetic must accept the fields; a
+    layout that does not fit is stored, and its capacity answers 422 until it does.
+    """
+    row = service.create(session, body, catalog)
+    response.headers["Location"] = f"{request.scope.get('root_path', '')}{router.prefix}/{row.name}"
+    return _entity(response, row)
+
+
+@router.get(
+    "/{name}",
+    operation_id="getDeployment",
+    **READS,
+    summary="One deployment profile",
+    response_model=DeploymentRead,
+    responses=_responses(
+        401,
+        404,
+        ok={
+            200: {"description": "The profile.", "headers": {"ETag": _ETAG_HEADER}},
+            304: {"description": "`If-None-Match` names the current revision: no body."},
+        },
+    ),
+)
+def get_deployment(
+    *, name: NamePath, response: Response, session: SessionDep, if_none_match: IfNoneMatch = None
+) -> DeploymentRead | Response:
+    """The profile with its `ETag` (its revision), to send back in `If-Match` when editing it."""
+    row = service.get(session, name)
+    if conditional.if_none_match(if_none_match, row.revision):
+        return Response(
+            status_code=304,
+            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
+        )
+    response.headers["Cache-Control"] = "no-cache"
+    return _entity(response, row)
+
+
+@router.put(
+    "/{name}",
+    operation_id="replaceDeployment",
+    summary="Replace a deployment profile",
+    response_model=DeploymentRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def replace_deployment(
+    *,
+    name: NamePath,
+    body: DeploymentReplace,
+    response: Response,
+    session: WriteSessionDep,
+    catalog: CatalogDep,
+    if_match: IfMatch = None,
+) -> DeploymentRead:
+    """Every field is replaced (omitted ones take their defaults). Needs `If-Match`."""
+    return _entity(response, service.replace(session, name, body, if_match, catalog))
+
+
+@router.patch(
+    "/{name}",
+    operation_id="patchDeployment",
+    summary="Change some fields of a deployment profile",
+    response_model=DeploymentRead,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+)
+def patch_deployment(
+    *,
+    name: NamePath,
+    body: DeploymentPatch,
+    response: Response,
+    session: WriteSessionDep,
+    catalog: CatalogDep,
+    if_match: IfMatch = None,
+) -> DeploymentRead:
+    """JSON merge patch: send only what changes; `null` restores a default. Needs `If-Match`."""
+    return _entity(response, service.patch(session, name, body, if_match, catalog))
+
+
+@router.delete(
+    "/{name}",
+    status_code=204,
+    operation_id="deleteDeployment",
+    summary="Remove a deployment profile",
+    response_class=Response,
+    dependencies=WRITE,
+    responses=_responses(401, 404, 412, 428),
+)
+def delete_deployment(
+    *, name: NamePath, session: WriteSessionDep, if_match: IfMatch = None
+) -> Response:
+    """Needs `If-Match`. Its gauges leave /metrics at the next scrape."""
+    service.delete(session, name, if_match)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{name}/capacity",
+    operation_id="getDeploymentCapacity",
+    **READS,
+    summary="max_num_seqs for a stored deployment (for autoscalers)",
+    description="The GET /v1/capacity answer for the profile's model, GPU and flags, plus its "
+    "name and revision. For KEDA's `metrics-api` scaler: `valueLocation: max_num_seqs` (or "
+    "`replicas_for_peak_concurrency`, for the profile's planned peak or `peak_concurrency`); "
+    "with `format=prometheus`, `valueLocation: kvplan_capacity_max_num_seqs`. Cacheable: "
+    "`ETag` changes when the catalog, the profile or the answer does; `If-None-Match` gets a "
+    "304. An unknown name is a 404; a profile that cannot be sized is a 422 whose type says "
+    "why, never a 200 with a made-up number.",
+    response_model=DeploymentCapacity,
+    responses={
+        **_responses(401, 404, 406),
+        200: {
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}},
+                **exposition.OPENAPI_CONTENT,
+            }
+        },
+        304: {"description": "Not modified"},
+        422: {"description": _CAPACITY_422},
+    },
+)
+def get_deployment_capacity(
+    *,
+    name: NamePath,
+    request: Request,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    peak_concurrency: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_PEAK_CONCURRENCY,
+            description="Size for this peak instead of the profile's: the answer's "
+            "`replicas_for_peak_concurrency` holds it.",
+        ),
+    ] = None,
+    format: Annotated[CapacityFormat | None, Query(description=CAPACITY_FORMAT_DOC)] = None,
+    field: Annotated[
+        CapacityField | None,
+        Query(description="Answer with this one value as text/plain (spreadsheets)."),
+    ] = None,
+) -> Response:
+    fmt = "prometheus" if format == "prometheus" else negotiate(request, format, field)
+    row = service.get(session, name)
+    answers: AnswerCache = request.app.state.capacity_answers
+    detail = service.capacity(row, catalog, peak_concurrency, answers)
+    metrics.capacity_requests.labels("GET", fmt).inc()
+    data = {
+        **detail.model_dump(mode="json", include=set(DeploymentCapacity.model_fields)),
+        "deployment": row.name,
+        "revision": row.revision,
+    }
+    if fmt == "prometheus":
+        body, media = capacity_exposition(data, {"deployment": row.name}), exposition.CONTENT_TYPE
+    elif fmt == "csv":
+        body, media = csv_text([data]).encode(), "text/csv; charset=utf-8"
+    elif fmt == "text":
+        body, media = (
+            # the headline number unless `field` names another
+            single_value(data.get(field or "max_num_seqs")).encode(),
+            "text/plain; charset=utf-8",
+        )
+    else:
+        body, media = json.dumps(data, separators=(",", ":")).encode(), "application/json"
+    tag = etag_for(f"{catalog.token}.{row.revision}", body)
+    headers = {
+        "ETag": tag,
+        "Cache-Control": f"public, max-age={settings.capacity_max_age_seconds}",
+        "Vary": "Accept",
+    }
+    if etag_matches(request, tag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media, headers=headers)

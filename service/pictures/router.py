@@ -1,0 +1,307 @@
+"""GET and POST /v1/pictures/...: the capacity question drawn, as SVG or PNG.
+
+GET takes exactly the query parameters of GET /v1/capacity (a capacity URL works here with
+only its path changed), so a spreadsheet's `IMAGE()` can show one; POST takes the body of POST
+/v1/capacity (a model inline or as a config.json). Each asks the planning use case
+(`planning.service.capacity`) and draws its answer; bad input is a problem, never an image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import Field
+
+from ..catalog.snapshot import CatalogSnapshot
+from ..conditional import etag_for, etag_matches
+from ..deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
+from ..errors import NotAcceptable
+from ..planning import service
+from ..planning.schemas import (
+    CapacityDetail,
+    CapacityField,
+    CapacityFields,
+    CapacityQuery,
+    CapacityRequest,
+)
+from ..planning.service import CapacityQuestion
+from ..security import READ, READ_OPENAPI
+from ..sizing import SizingError
+from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
+from .png import render_png
+from .scene import Scene
+from .svg import render_svg
+
+# The capacity's own guards: a read key where KVPLAN_READ_KEYS is set, and a near-miss of a
+# parameter name refused (any other unknown parameter is ignored, as a sheet's `&_=2`).
+router = APIRouter(
+    prefix="/v1/pictures",
+    tags=["pictures"],
+    dependencies=[*READ, Depends(refuse_misspelt_parameters)],
+)
+
+PictureFormat = Literal["svg", "png"]
+MEDIA = {"svg": "image/svg+xml", "png": "image/png"}
+PICTURE_FORMAT_DOC = (
+    "svg or png; overrides Accept (`image/svg+xml` or `image/png`). Without either: png, "
+    "which every spreadsheet IMAGE() function shows."
+)
+
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "A read key is needed (KVPLAN_READ_KEYS) and none was given"},
+    404: {"description": "Unknown model or GPU slug"},
+    406: {"description": "Accept names neither image/svg+xml nor image/png"},
+    422: {"description": "Invalid input; `field` names it"},
+    503: {"description": "Database unreachable"},
+}
+IMAGES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The picture",
+        "content": {
+            "image/svg+xml": {"schema": {"type": "string"}},
+            "image/png": {"schema": {"type": "string", "format": "binary"}},
+        },
+    },
+}
+CACHED_IMAGES: dict[int | str, dict[str, Any]] = {**IMAGES, 304: {"description": "Not modified"}}
+
+
+class PictureQuery(CapacityQuery):
+    """GET /v1/pictures/...: the GET /v1/capacity parameters; `format` picks the image type."""
+
+    format: PictureFormat | None = Field(None, description=PICTURE_FORMAT_DOC)  # type: ignore[assignment]
+    field: CapacityField | None = Field(
+        None, description="Ignored here: accepted so that a /v1/capacity URL draws as it is."
+    )
+
+
+def _quality(accept: str, media: str) -> tuple[float, int]:
+    """The q an Accept header gives `media`, and how specific the range that gave it was."""
+    best = (0.0, -1)
+    kind = media.split("/", maxsplit=1)[0]
+    for part in accept.split(","):
+        pieces = [p.strip() for p in part.split(";")]
+        name, q = pieces[0].lower(), 1.0
+        for param in pieces[1:]:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        specificity = {media: 2, f"{kind}/*": 1, "*/*": 0}.get(name, -1)
+        if specificity > best[1]:
+            best = (q, specificity)
+    return best
+
+
+def picture_format(request: Request, explicit: PictureFormat | None) -> PictureFormat:
+    """`format=` wins; then Accept (the best q, an exact type before a wildcard); else PNG."""
+    if explicit is not None:
+        return explicit
+    accept = request.headers.get("accept", "").strip()
+    if not accept:
+        return "png"
+    ranked = sorted(
+        (
+            (*_quality(accept, media), -order, fmt)
+            for order, (fmt, media) in enumerate((("png", MEDIA["png"]), ("svg", MEDIA["svg"])))
+        ),
+        reverse=True,
+    )
+    q, _, _, fmt = ranked[0]
+    if q <= 0:
+        raise NotAcceptable(
+            f"cannot answer {accept!r} with a picture: ask for image/svg+xml or image/png "
+            "(or give format=svg|png)",
+            field="Accept",
+        )
+    return "svg" if fmt == "svg" else "png"
+
+
+def _picture(
+    request: Request, scene: Scene, fmt: PictureFormat, token: str, max_age: int | None
+) -> Response:
+    """The rendered picture; a GET (`max_age` given) is cacheable and answers 304 on its ETag."""
+    body = render_svg(scene) if fmt == "svg" else render_png(scene)
+    if max_age is None:
+        return Response(body, media_type=MEDIA[fmt], headers={"Cache-Control": "no-store"})
+    etag = etag_for(token, body)
+    headers = {"ETag": etag, "Cache-Control": f"public, max-age={max_age}", "Vary": "Accept"}
+    if etag_matches(request, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=MEDIA[fmt], headers=headers)
+
+
+def _question(
+    question: CapacityQuestion, fields: CapacityFields, **changes: Any
+) -> CapacityQuestion:
+    """The same question at another context length; only its headline figures are drawn."""
+    return CapacityQuestion(
+        question.model,
+        question.gpu,
+        fields.model_copy(update=changes),
+        gpu_memory_bytes=question.gpu_memory_bytes,
+        explain=False,
+    )
+
+
+def _model_max_context(
+    question: CapacityQuestion, fields: CapacityFields, catalog: CatalogSnapshot
+) -> int | None:
+    """The model's longest context: what the capacity answer takes when none is asked."""
+    try:
+        default = service.capacity(_question(question, fields, max_model_len=None), catalog)
+    except SizingError:
+        return None
+    return default.max_model_len
+
+
+def _curve(
+    question: CapacityQuestion,
+    fields: CapacityFields,
+    catalog: CatalogSnapshot,
+    requested: CapacityDetail,
+) -> list[ContextPoint]:
+    points = []
+    model_max = _model_max_context(question, fields, catalog)
+    for length in context_lengths(requested.max_model_len, model_max):
+        if length == requested.max_model_len:
+            continue
+        try:
+            answer = service.capacity(_question(question, fields, max_model_len=length), catalog)
+        except SizingError:
+            continue  # a length these flags refuse is left out of the curve, not drawn as 0
+        points.append(ContextPoint(length, answer.max_num_seqs))
+    return points
+
+
+Draw = Callable[[CapacityQuestion, CapacityFields, CatalogSnapshot], Scene]
+
+
+def draw_memory_budget(
+    question: CapacityQuestion, fields: CapacityFields, catalog: CatalogSnapshot
+) -> Scene:
+    return memory_budget_scene(service.capacity(question, catalog))
+
+
+def draw_capacity_by_context(
+    question: CapacityQuestion, fields: CapacityFields, catalog: CatalogSnapshot
+) -> Scene:
+    detail = service.capacity(question, catalog)
+    return context_scene(detail, _curve(question, fields, catalog, detail))
+
+
+def _get(
+    draw: Draw, request: Request, query: PictureQuery, catalog: CatalogSnapshot, max_age: int
+) -> Response:
+    fmt = picture_format(request, query.format)
+    question = CapacityQuestion(
+        query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes, explain=True
+    )
+    scene = draw(question, query, catalog)
+    return _picture(request, scene, fmt, catalog.token, max_age)
+
+
+def _post(
+    draw: Draw,
+    request: Request,
+    body: CapacityRequest,
+    fmt: PictureFormat | None,
+    catalog: CatalogSnapshot,
+) -> Response:
+    picked = picture_format(request, fmt)
+    question = CapacityQuestion(body.model, body.gpu, body, explain=True)
+    return _picture(request, draw(question, body, catalog), picked, catalog.token, None)
+
+
+FormatParam = Annotated[PictureFormat | None, Query(description=PICTURE_FORMAT_DOC)]
+
+MEMORY_DOC = (
+    "One stacked bar of one GPU's memory as the engine splits it: weights, engine overhead "
+    "(activation peak, non-torch memory, CUDA graphs, or SGLang's reserve), the KV cache in use "
+    "at `peak_concurrency` (at max_num_seqs without it) and the free headroom, each labelled in "
+    "GiB. "
+)
+CONTEXT_DOC = (
+    "max_num_seqs per replica at each context length from 1K tokens (doubling) to the model's "
+    "maximum, on a log-scale axis, with the requested `max_model_len` marked. "
+)
+GET_DOC = (
+    "The GET /v1/capacity query parameters, as they are. SVG or PNG (`format`, or Accept); "
+    "cacheable like the capacity (`ETag`, `If-None-Match` -> 304). For spreadsheets: "
+    '`=IMAGE("https://kvplan.example/v1/pictures/...?model=...&gpu=...&format=png")`.'
+)
+POST_DOC = (
+    "The POST /v1/capacity body: the model may be inline or a config.json, the GPU "
+    "`{memory_bytes: N}`. SVG or PNG (`format`, or Accept)."
+)
+
+
+@router.get(
+    "/memory-budget",
+    operation_id="getMemoryBudgetPicture",
+    summary="Picture: one GPU's memory budget (SVG or PNG)",
+    description=MEMORY_DOC + GET_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **CACHED_IMAGES},
+)
+def get_memory_budget(
+    request: Request,
+    query: Annotated[PictureQuery, Query()],
+    catalog: CatalogDep,
+    settings: SettingsDep,
+) -> Response:
+    return _get(draw_memory_budget, request, query, catalog, settings.capacity_max_age_seconds)
+
+
+@router.post(
+    "/memory-budget",
+    operation_id="drawMemoryBudgetPicture",
+    summary="Picture: one GPU's memory budget for an inline model or GPU",
+    description=MEMORY_DOC + POST_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **IMAGES},
+)
+def post_memory_budget(
+    request: Request, body: CapacityRequest, catalog: CatalogDep, format: FormatParam = None
+) -> Response:
+    return _post(draw_memory_budget, request, body, format, catalog)
+
+
+@router.get(
+    "/capacity-by-context",
+    operation_id="getCapacityByContextPicture",
+    summary="Picture: sequences that fit against context length (SVG or PNG)",
+    description=CONTEXT_DOC + GET_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **CACHED_IMAGES},
+)
+def get_capacity_by_context(
+    request: Request,
+    query: Annotated[PictureQuery, Query()],
+    catalog: CatalogDep,
+    settings: SettingsDep,
+) -> Response:
+    return _get(
+        draw_capacity_by_context, request, query, catalog, settings.capacity_max_age_seconds
+    )
+
+
+@router.post(
+    "/capacity-by-context",
+    operation_id="drawCapacityByContextPicture",
+    summary="Picture: sequences against context for an inline model or GPU",
+    description=CONTEXT_DOC + POST_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **IMAGES},
+)
+def post_capacity_by_context(
+    request: Request, body: CapacityRequest, catalog: CatalogDep, format: FormatParam = None
+) -> Response:
+    return _post(draw_capacity_by_context, request, body, format, catalog)

@@ -1,0 +1,1 @@
+"""The self-service page at `/`: plain HTML, a little JavaScript and CSS, shipped as files."""

@@ -1,0 +1,363 @@
+// kvplan's self-service page: fill the form, ask POST v1/plans, show the plan, the pictures
+// (v1/pictures/...) and the explanation. Plain browser JavaScript, no build step, no library.
+// Every URL is relative (the page may sit behind a path prefix), and every figure and text
+// from the API goes into the page as text, never as markup.
+"use strict";
+
+const GiB = 2 ** 30;
+const $ = (id) => document.getElementById(id);
+
+class Problem extends Error {
+  constructor(body, status) {
+    super(body.detail || `HTTP ${status}`);
+    this.field = body.field || null;
+    this.status = status;
+  }
+}
+
+// The read key a person typed, where kvplan asks for one (KVPLAN_READ_KEYS): sent as the
+// X-API-KEY header, and as `api_key` in the pictures' URLs (an <img> sends no header).
+function readKey() {
+  return $("api-key").value.trim();
+}
+
+function keyed(headers) {
+  return readKey() ? { ...headers, "X-API-KEY": readKey() } : headers;
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, {
+    ...options,
+    headers: keyed({ Accept: "application/json", ...(options.headers || {}) }),
+  });
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("json") ? await response.json() : { detail: await response.text() };
+  if (!response.ok) throw new Problem(body, response.status);
+  return body;
+}
+
+// A catalog list, every page: follow `next` (a path from the root; made relative here).
+async function listAll(path) {
+  const items = [];
+  let next = path;
+  while (next) {
+    const page = await api(next);
+    items.push(...page.items);
+    next = page.next ? page.next.replace(/^\//, "") : null;
+  }
+  return items;
+}
+
+function option(value, text) {
+  const element = document.createElement("option");
+  element.value = value;
+  element.textContent = text;
+  return element;
+}
+
+function integer(value) {
+  return Number(value).toLocaleString("en-US");
+}
+
+function bytes(value) {
+  return `${(value / GiB).toFixed(2)} GiB`;
+}
+
+async function loadCatalog() {
+  $("problem").hidden = true;
+  const [models, gpus] = await Promise.all([
+    listAll("v1/models?limit=500"),
+    listAll("v1/gpus?limit=500"),
+  ]);
+  const modelSelect = $("model");
+  modelSelect.replaceChildren(option("", "pick a model"));
+  for (const model of models) {
+    const context = model.max_position_embeddings
+      ? `, ${integer(model.max_position_embeddings)} tokens`
+      : "";
+    modelSelect.append(option(model.slug, `${model.name} (${model.slug}${context})`));
+  }
+  const gpuSelect = $("gpu");
+  gpuSelect.replaceChildren(option("", "any GPU in the catalog (the cheapest plan)"));
+  for (const gpu of gpus) {
+    const price = gpu.price_usd_per_hour == null ? "" : `, $${gpu.price_usd_per_hour}/h`;
+    gpuSelect.append(option(gpu.slug, `${gpu.name}: ${bytes(gpu.memory_bytes)}${price}`));
+  }
+  document.body.dataset.catalog = "loaded";
+}
+
+function modelSource() {
+  return document.querySelector('input[name="model-source"]:checked').value;
+}
+
+function showSource() {
+  const pasted = modelSource() === "config";
+  $("catalog-model").hidden = pasted;
+  $("config-model").hidden = !pasted;
+}
+
+// The model as the API takes it: a slug, or {hf_config: {...}} from the pasted text.
+function modelRef() {
+  if (modelSource() === "catalog") {
+    if (!$("model").value) throw new Problem({ detail: "pick a model", field: "model" }, 0);
+    return $("model").value;
+  }
+  let config;
+  try {
+    config = JSON.parse($("hf-config").value);
+  } catch (error) {
+    throw new Problem({ detail: `config.json is not JSON: ${error.message}`, field: "hf_config" }, 0);
+  }
+  const ref = { hf_config: config };
+  if ($("num-parameters").value) ref.num_parameters = Number($("num-parameters").value);
+  return ref;
+}
+
+function whole(id, field) {
+  const value = Number($(id).value);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Problem({ detail: `${field}: give a whole number of at least 1`, field }, 0);
+  }
+  return value;
+}
+
+function question() {
+  const body = {
+    model: modelRef(),
+    max_model_len: whole("max-model-len", "max_model_len"),
+    peak_concurrency: whole("peak-concurrency", "peak_concurrency"),
+    kv_cache_dtype: $("kv-cache-dtype").value,
+    engine: $("engine").value,
+  };
+  if ($("gpu").value) body.gpus = [$("gpu").value];
+  return body;
+}
+
+function setFigure(id, value, text) {
+  const element = $(id);
+  element.dataset.value = value == null ? "" : String(value);
+  element.textContent = text;
+}
+
+function showBest(best) {
+  setFigure("result-gpu", best.gpu, `${best.gpu_name || best.gpu} (${best.gpu})`);
+  setFigure("result-tensor-parallel-size", best.tensor_parallel_size, integer(best.tensor_parallel_size));
+  setFigure("result-replicas", best.replicas, integer(best.replicas));
+  setFigure("result-total-gpus", best.total_gpus, integer(best.total_gpus));
+  setFigure("result-max-num-seqs", best.max_num_seqs, integer(best.max_num_seqs));
+  setFigure("result-kv-pool", best.kv_pool_bytes, bytes(best.kv_pool_bytes));
+  setFigure(
+    "result-headroom",
+    best.headroom_fraction,
+    `${(best.headroom_fraction * 100).toFixed(1)}% of the pool`,
+  );
+  setFigure(
+    "result-cost",
+    best.cost_per_hour_usd,
+    best.cost_per_hour_usd == null ? "no price known" : `$${best.cost_per_hour_usd.toFixed(2)}`,
+  );
+  const flags = Object.entries(best.engine_flags).map(([engine, line]) => `# ${engine}\n${line}`);
+  $("result-flags").textContent = flags.join("\n");
+}
+
+// The capacity question of the recommendation, for the pictures.
+function pictureQuestion(body, best) {
+  return {
+    model: body.model,
+    gpu: best.gpu,
+    tensor_parallel_size: best.tensor_parallel_size,
+    max_model_len: body.max_model_len,
+    kv_cache_dtype: body.kv_cache_dtype,
+    peak_concurrency: body.peak_concurrency,
+    engine: body.engine,
+  };
+}
+
+function pictureImage(kind, capacity, alt) {
+  const image = document.createElement("img");
+  const query = new URLSearchParams({ ...capacity, format: "svg" });
+  if (readKey()) query.set("api_key", readKey());
+  image.src = `v1/pictures/${kind}?${query}`;
+  image.alt = alt;
+  image.width = 760;
+  image.height = 440;
+  return image;
+}
+
+// A model pasted as config.json cannot go in a URL: POST the question, place the SVG inline.
+async function pictureInline(kind, capacity) {
+  const response = await fetch(`v1/pictures/${kind}`, {
+    method: "POST",
+    headers: keyed({ Accept: "image/svg+xml", "Content-Type": "application/json" }),
+    body: JSON.stringify(capacity),
+  });
+  if (!response.ok) throw new Problem(await response.json(), response.status);
+  const parsed = new DOMParser().parseFromString(await response.text(), "image/svg+xml");
+  const svg = parsed.documentElement;
+  if (svg.nodeName !== "svg") throw new Error("the picture is not SVG");
+  return document.importNode(svg, true);
+}
+
+async function showPictures(body, best) {
+  const capacity = pictureQuestion(body, best);
+  const pictures = [
+    ["memory-budget", "picture-budget", "One GPU's memory budget"],
+    ["capacity-by-context", "picture-context", "Sequences that fit by context length"],
+  ];
+  for (const [kind, id, alt] of pictures) {
+    const holder = $(id);
+    if (typeof capacity.model === "string") {
+      holder.replaceChildren(pictureImage(kind, capacity, alt));
+    } else {
+      holder.replaceChildren(await pictureInline(kind, capacity));
+    }
+  }
+}
+
+function showAlternatives(answer) {
+  const rows = answer.alternatives.slice(0, 8).map((option) => {
+    const row = document.createElement("tr");
+    const cells = [
+      option.gpu,
+      integer(option.tensor_parallel_size),
+      integer(option.replicas),
+      integer(option.total_gpus),
+      integer(option.max_num_seqs),
+      option.cost_per_hour_usd == null ? "" : option.cost_per_hour_usd.toFixed(2),
+    ];
+    for (const text of cells) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      row.append(cell);
+    }
+    return row;
+  });
+  $("alternatives").tBodies[0].replaceChildren(...rows);
+  $("rejected").textContent = answer.rejected.length
+    ? `${answer.rejected.length} candidate layouts rejected (first: ${answer.rejected[0].gpu}: ` +
+      `${answer.rejected[0].reason})`
+    : "";
+}
+
+function words(key) {
+  return key.replaceAll("_", " ");
+}
+
+// Any JSON value as nested lists and tables, all as text.
+function render(value, key = "") {
+  if (Array.isArray(value)) {
+    if (value.length && value.every((item) => item && typeof item === "object" && !Array.isArray(item))) {
+      const columns = [...new Set(value.flatMap((item) => Object.keys(item)))];
+      const table = document.createElement("table");
+      const head = table.createTHead().insertRow();
+      for (const column of columns) {
+        const th = document.createElement("th");
+        th.textContent = words(column);
+        head.append(th);
+      }
+      const tbody = table.createTBody();
+      for (const item of value) {
+        const row = tbody.insertRow();
+        for (const column of columns) row.insertCell().append(render(item[column], column));
+      }
+      return table;
+    }
+    const list = document.createElement("ul");
+    for (const item of value) {
+      const entry = document.createElement("li");
+      entry.append(render(item));
+      list.append(entry);
+    }
+    return list;
+  }
+  if (value && typeof value === "object") {
+    const list = document.createElement("dl");
+    for (const [name, item] of Object.entries(value)) {
+      const term = document.createElement("dt");
+      term.textContent = words(name);
+      const detail = document.createElement("dd");
+      detail.append(render(item, name));
+      list.append(term, detail);
+    }
+    return list;
+  }
+  if (typeof value === "number" && key.endsWith("bytes") && Math.abs(value) >= GiB / 100) {
+    return document.createTextNode(`${integer(value)} B (${bytes(value)})`);
+  }
+  if (typeof value === "number") return document.createTextNode(integer(value));
+  return document.createTextNode(value == null ? "" : String(value));
+}
+
+function showExplanation(explanation) {
+  const holder = $("explanation");
+  holder.replaceChildren();
+  if (!explanation) return;
+  for (const [step, value] of Object.entries(explanation)) {
+    const section = document.createElement("section");
+    const title = document.createElement("h4");
+    title.textContent = words(step);
+    section.append(title, render(value, step));
+    holder.append(section);
+  }
+}
+
+function showProblem(problem) {
+  if (problem.status === 401) $("key-box").open = true;
+  const box = $("problem");
+  box.textContent = problem.field ? `${problem.field}: ${problem.message}` : problem.message;
+  box.dataset.field = problem.field || "";
+  box.hidden = false;
+}
+
+async function plan(event) {
+  event.preventDefault();
+  $("problem").hidden = true;
+  const result = $("result");
+  result.dataset.state = "asking";
+  $("status").textContent = "Planning...";
+  $("submit").disabled = true;
+  try {
+    const body = question();
+    const answer = await api("v1/plans", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ...body, explain: true }),
+    });
+    const best = answer.recommendation;
+    result.hidden = false;
+    $("result-best").hidden = !best;
+    $("result-none").hidden = Boolean(best);
+    $("result-none").textContent = best ? "" : "No GPU in the search holds this: see the rejected layouts.";
+    const warnings = [...answer.warnings, ...(best ? best.warnings : [])];
+    $("result-warnings").replaceChildren(
+      ...warnings.map((text) => {
+        const item = document.createElement("li");
+        item.textContent = text;
+        return item;
+      }),
+    );
+    showAlternatives(answer);
+    showExplanation(answer.explanation);
+    if (best) {
+      showBest(best);
+      await showPictures(body, best);
+    }
+    result.dataset.state = "ready";
+    $("status").textContent = "";
+  } catch (error) {
+    result.dataset.state = "problem";
+    $("status").textContent = "";
+    showProblem(error);
+  } finally {
+    $("submit").disabled = false;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const radio of document.querySelectorAll('input[name="model-source"]')) {
+    radio.addEventListener("change", showSource);
+  }
+  $("question").addEventListener("submit", plan);
+  $("api-key").addEventListener("change", () => loadCatalog().catch(showProblem));
+  loadCatalog().catch(showProblem);
+});

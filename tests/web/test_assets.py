@@ -1,0 +1,81 @@
+"""The page's files: served from the package, nothing inline, shipped in the wheel."""
+
+from __future__ import annotations
+
+import tomllib
+from fnmatch import fnmatch
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from service.web.router import MEDIA
+from tests.helpers import problem
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.inline_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        if self.tags and self.tags[-1][0] == "script" and data.strip():
+            self.inline_script = True
+
+
+def test_the_page_has_no_inline_script_or_style(client: TestClient) -> None:
+    # A Content-Security-Policy without 'unsafe-inline' must allow the page as it is.
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    parser = Tags()
+    parser.feed(response.text)
+    assert not parser.inline_script
+    for tag, attrs in parser.tags:
+        assert tag != "style"
+        assert "style" not in attrs, tag
+        assert not [name for name in attrs if name.startswith("on")], tag
+        if tag == "script":
+            assert attrs.get("src") == "web/app.js"
+    # every URL is relative: the page works behind a path prefix (a Backstage proxy route)
+    for tag, attrs in parser.tags:
+        for name in ("src", "href"):
+            value = attrs.get(name)
+            assert value is None or not value.startswith(("/", "http")), (tag, value)
+    script = client.get("/web/app.js").text
+    assert "innerHTML" not in script
+    assert "eval(" not in script
+
+
+def test_the_assets_are_served_with_their_types_and_tags(client: TestClient) -> None:
+    for name, media in MEDIA.items():
+        path = "/" if name == "index.html" else f"/web/{name}"
+        first = client.get(path)
+        assert first.status_code == 200, name
+        assert first.headers["content-type"] == media
+        assert first.headers["cache-control"] == "no-cache"
+        again = client.get(path, headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304
+
+
+def test_an_unknown_asset_is_a_problem(client: TestClient) -> None:
+    body = problem(client.get("/web/secrets.txt"), 404)
+    assert body["field"] == "name"
+    problem(client.get("/web/index.html"), 404)
+
+
+def test_the_files_ship_in_the_wheel() -> None:
+    # The image installs a wheel (Dockerfile): each served file must match the package data.
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["service.web"]
+    static = resources.files("service.web").joinpath("static")
+    for name in MEDIA:
+        assert static.joinpath(name).is_file(), name
+        assert any(fnmatch(f"static/{name}", pattern) for pattern in globs), name
