@@ -13,6 +13,7 @@ from .db import Database, create_db_engine
 from .deployments.metrics import DeploymentGauges
 from .deployments.router import router as deployments_router
 from .docs import install_docs
+from .engine_logs.router import calibrations_router
 from .engine_logs.router import router as engine_logs_router
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
@@ -35,7 +36,8 @@ turns three questions (max context, peak concurrency, KV-cache precision) into a
 * `/v1/deployments` stores deployment profiles; `/v1/deployments/{name}/capacity` sizes one for
   KEDA (`metrics-api`, JSON or `format=prometheus`), and `/metrics` exports their gauges.
 * `POST /v1/engine-logs` reads an engine's start-up log and sets it against kvplan's own
-  prediction, line by line.
+  prediction, line by line; `/v1/calibrations` keeps one, and capacity questions for the same
+  deployment then use what it measured.
 
 Bytes are integers. GiB is 2^30 bytes, GB is 10^9; every field name says which.
 Every error is an RFC 9457 problem (`application/problem+json`).
@@ -54,6 +56,10 @@ TAGS = [
     {
         "name": "engine-logs",
         "description": "Engine start-up logs: their figures against kvplan's prediction.",
+    },
+    {
+        "name": "calibrations",
+        "description": "Logs kept as what they measured; capacity answers for them use it.",
     },
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
@@ -102,4 +108,5 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(pictures_router)
     app.include_router(web_router)
     app.include_router(engine_logs_router)
+    app.include_router(calibrations_router)
     return app

@@ -44,6 +44,10 @@ OPERATION_IDS = {
     ("get", "/v1/pictures/capacity-by-context"): "getCapacityByContextPicture",
     ("post", "/v1/pictures/capacity-by-context"): "drawCapacityByContextPicture",
     ("post", "/v1/engine-logs"): "explainEngineLog",
+    ("post", "/v1/calibrations"): "createCalibration",
+    ("get", "/v1/calibrations"): "listCalibrations",
+    ("get", "/v1/calibrations/{calibration_id}"): "getCalibration",
+    ("delete", "/v1/calibrations/{calibration_id}"): "deleteCalibration",
 }
 
 

@@ -8,6 +8,7 @@ printed with its unit in the name, absent when the log does not print it.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -169,3 +170,93 @@ class EngineLogAnswer(BaseModel):
         description="Each budget line, predicted against reported; empty without a prediction."
     )
     warnings: list[str]
+
+
+# ---------------------------------------------------------------------------------------------
+# calibrations
+
+
+class CalibrationCreate(EngineLogRequest):
+    """POST /v1/calibrations as JSON: the log, the hints, and a note for people."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "log": LOG_EXAMPLE,
+                    "model": "llama-3.1-8b-instruct",
+                    "gpu": "h100-sxm-80gb",
+                    "engine_version": "0.19.0",
+                    "notes": "prod-chat pod, 2026-04-22",
+                }
+            ]
+        },
+    )
+
+    notes: str | None = Field(None, max_length=2000, description="Free text for people.")
+
+
+class CalibrationRead(BaseModel):
+    """A stored calibration: what it measured and the key questions are matched on."""
+
+    id: int
+    model: str = Field(
+        description="A catalog model slug, or `sha256:<hex>` of the attached config.json's "
+        "canonical JSON (sorted keys, no spaces)."
+    )
+    gpu: str = Field(description="A catalog GPU slug, or `<bytes>B` for an unnamed GPU.")
+    engine: EngineName
+    engine_version: str | None = Field(description="The release it was sized as.")
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    kv_cache_dtype: str
+    max_num_batched_tokens: int | None
+    enforce_eager: bool
+    fraction_name: str = Field(
+        description="gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."
+    )
+    fraction: float | None = Field(description="The fraction the engine ran with.")
+    fraction_base_bytes: int | None = Field(
+        description="What the fraction is of: vLLM total memory, SGLang memory free at start, "
+        "TensorRT-LLM memory free after warm-up (as printed where the log prints it)."
+    )
+    gpu_memory_bytes: int = Field(description="The GPU's total as the prediction used it.")
+    kv_pool_bytes: int = Field(
+        description="The pool, per GPU, that gives the log's own blocks and tokens by kvplan's "
+        "arithmetic: within the printed pool's last digit, the middle of the pools that do."
+    )
+    reproduces: bool = Field(
+        description="True when such a pool exists (the log's blocks, tokens and concurrency "
+        "come out exactly); false when kvplan's cache layout differs from the engine's, and "
+        "the printed pool is kept."
+    )
+    weights_bytes: int | None
+    activation_peak_bytes: int | None
+    non_torch_bytes: int | None
+    cudagraph_bytes: int | None
+    reported_kv_pool_bytes: int | None = Field(description="The pool as the log printed it.")
+    num_gpu_blocks: int | None
+    kv_cache_tokens: int | None
+    max_concurrency: float | None
+    max_model_len: int | None
+    replaced: list[str] = Field(description="kvplan's budget lines the measurement replaces.")
+    settings: dict[str, Any] = Field(description="Every flag the log revealed.")
+    log_sha256: str = Field(description="sha256 of the log as sent (UTF-8).")
+    notes: str | None
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class CalibrationPage(BaseModel):
+    """One page of calibrations, oldest first; follow `next` until it is null."""
+
+    items: list[CalibrationRead]
+    limit: int = Field(description="The page size asked for (default 50, at most 500).")
+    next_cursor: str | None = Field(
+        description="Opaque: pass as `cursor` for the next page; null on the last page."
+    )
+    next: str | None = Field(
+        description="Relative URL of the next page (same filters); null on the last page."
+    )

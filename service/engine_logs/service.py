@@ -67,6 +67,8 @@ class Explained:
     target: Target | None
     question: CapacityQuestion | None
     answer: EngineLogAnswer
+    # Without a prediction: the input that would give one (model, gpu, or the log's settings).
+    missing_field: str | None = None
 
 
 def parse(question: LogQuestion) -> ParsedLog:
@@ -98,7 +100,7 @@ def explain(question: LogQuestion, catalog: CatalogSnapshot) -> Explained:
     """The log read, kvplan's prediction for the same deployment, and each line's difference."""
     parsed = parse(question)
     warnings: list[str] = []
-    target, missing = _target(question, parsed, catalog)
+    target, missing, missing_field = _target(question, parsed, catalog)
     capacity_question: CapacityQuestion | None = None
     prediction: CapacityDetail | None = None
     if target is not None:
@@ -107,10 +109,13 @@ def explain(question: LogQuestion, catalog: CatalogSnapshot) -> Explained:
             prediction = planning.capacity(capacity_question, catalog)
         except ValidationError as exc:
             missing = "the log's settings cannot be asked: " + _validation_message(exc)
+            missing_field = "log"
         except SizingError as exc:
             missing = f"kvplan cannot size it: {exc.field}: {exc.reason}"
+            missing_field = "log"
         except Problem as exc:
             missing = f"kvplan cannot size it: {exc.detail}"
+            missing_field = "log"
     if prediction is not None and parsed.engine_version is None:
         warnings.append(
             "the log prints no engine version: the prediction is for kvplan's default release "
@@ -136,7 +141,9 @@ def explain(question: LogQuestion, catalog: CatalogSnapshot) -> Explained:
         differences=differences(parsed.reported, prediction, budget),
         warnings=warnings,
     )
-    return Explained(parsed, target, capacity_question if prediction else None, answer)
+    if prediction is None:
+        return Explained(parsed, target, None, answer, missing_field)
+    return Explained(parsed, target, capacity_question, answer)
 
 
 def answer_json(answer: EngineLogAnswer) -> dict[str, Any]:
@@ -162,7 +169,7 @@ def catalog_model_for(model_id: str, catalog: CatalogSnapshot) -> str | None:
 
 def _target(
     question: LogQuestion, parsed: ParsedLog, catalog: CatalogSnapshot
-) -> tuple[Target | None, str]:
+) -> tuple[Target | None, str, str | None]:
     """The model and the GPU to predict for, or why there are none. A slug the caller names
     must exist (404); one the log names need not."""
     model_ref: str | HfConfigModel
@@ -179,18 +186,20 @@ def _target(
                 if named
                 else "the log does not name its model"
             )
-            return None, f"{why}: give model (a catalog slug) or hf_config (its config.json)"
+            give = "give model (a catalog slug) or hf_config (its config.json)"
+            return None, f"{why}: {give}", "model"
         model_ref = model = slug
     if question.gpu is not None:
         gpu = catalog.gpu(question.gpu).slug
-        return Target(model_ref, model, gpu, gpu), ""
+        return Target(model_ref, model, gpu, gpu), "", None
     total = parsed.reported.total_memory_bytes
     if total is None:
-        return None, "the log does not print the GPU's total memory: give gpu (a catalog slug)"
+        why = "the log does not print the GPU's total memory: give gpu (a catalog slug)"
+        return None, why, "gpu"
     known = catalog.gpu_by_memory(total)
     if known is not None:
-        return Target(model_ref, model, known.slug, known.slug), ""
-    return Target(model_ref, model, InlineGpu(memory_bytes=total), f"{total}B"), ""
+        return Target(model_ref, model, known.slug, known.slug), "", None
+    return Target(model_ref, model, InlineGpu(memory_bytes=total), f"{total}B"), "", None
 
 
 _RELEASE = re.compile(r"^v?(\d{1,3}(?:\.\d{1,3}){0,2})")

@@ -37,6 +37,7 @@ from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
+from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,
     SCENARIO_FACTS,
@@ -69,6 +70,11 @@ class CapacityQuestion:
     fields: CapacityFields
     gpu_memory_bytes: int | None = None
     explain: bool = False
+    # A stored calibration with the question's key replaces kvplan's non-KV estimate
+    # (calibrated.py); False answers with kvplan's own arithmetic (POST /v1/engine-logs).
+    calibrations: bool = True
+    # The hook for a caller that names its calibration (a deployment profile, later).
+    calibration_id: int | None = None
 
     @classmethod
     def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
@@ -104,15 +110,26 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
-    result = compute_capacity(
-        arch,
-        gpu,
-        Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype),
-        Parallelism(
-            fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
-        ),
-        engine_options(fields),
+    workload = Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype)
+    parallel = Parallelism(
+        fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
+    options = engine_options(fields)
+    result = compute_capacity(arch, gpu, workload, parallel, options)
+    used = None
+    if question.calibrations and fields.kv_pool_bytes is None:
+        model_key = calibrated.model_key(question.model, label)
+        key = None
+        if model_key is not None:
+            key = calibrated.key_of(
+                model_key, calibrated.gpu_key(question.gpu, gpu, catalog), result
+            )
+        entry = calibrated.matching(key, catalog, question.calibration_id)
+        if entry is not None:
+            fraction = result.budget.fraction
+            options = dataclasses.replace(options, kv_pool_bytes=entry.pool_for(fraction))
+            result = compute_capacity(arch, gpu, workload, parallel, options)
+            used = calibrated.calibrated_from(entry, result, fraction)
     detail = _capacity_detail(
         result,
         label,
@@ -121,6 +138,8 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
     )
+    if used is not None:
+        detail = detail.model_copy(update={"calibrated_from": used})
     if recognised is None:
         return detail
     slug, note = recognised
