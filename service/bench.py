@@ -16,19 +16,20 @@ from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
 from .sizing import (
     EngineOptions,
+    GiB,
     Gpu,
     ModelArchitecture,
     Parallelism,
+    PlanRequest,
     Workload,
     compute_capacity,
     kv,
     parallel,
+    plan,
     planner,
 )
 from .sizing.engines import activation, vllm
 from .sizing.performance import ERROR_BAND, FITTED
-from .sizing.planner import PlanRequest, plan
-from .sizing.units import GiB
 
 CAPACITY_TARGET_US = 50.0
 PLAN_TARGET_MS = 5.0
@@ -43,9 +44,9 @@ def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
     return models, {slug: entry.gpu for slug, entry in snapshot.gpus.items()}
 
 
-# What a first question about a model, GPU and layout pays for. A release's behaviour table
-# (vllm.behaviour_for) is a constant of the engine version, resolved once per process, so it
-# stays warm, as the catalog's parsed architectures do.
+# What a first question about a model, GPU and layout pays for. A release's rules
+# (vllm.vllm_release) are a constant of the engine version, resolved once per process, so they
+# stay warm, as the catalog's parsed architectures do.
 _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,
     kv.sequence_breakdown,

@@ -15,13 +15,13 @@ from ..sizing import (
     Capacity,
     Engine,
     EngineOptions,
+    GiB,
     Gpu,
     ModelArchitecture,
     Parallelism,
     Workload,
     compute_capacity,
 )
-from ..sizing.units import GiB
 
 
 def load_cases() -> list[dict[str, Any]]:

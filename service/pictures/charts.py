@@ -211,95 +211,83 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
 
 
-def memory_budget_scene(detail: CapacityDetail) -> Scene:
-    budget = memory_budget(detail)
-    height = PLOT_BOTTOM - PLOT_TOP
-    per_byte = height / budget.scale_bytes
-    items: list[Item] = [
-        Text(20, 24, f"GPU memory budget: {detail.model} on {detail.gpu}", size=16, bold=True),
-        Text(20, 48, _subtitle(detail), size=12, fill=MUTED),
-    ]
-    # The GiB axis.
+def _gib_axis(budget: MemoryBudget, per_byte: float) -> list[Item]:
     axis_x = BAR_X - 10
-    items.append(Line(axis_x, PLOT_TOP, axis_x, PLOT_BOTTOM, INK))
+    items: list[Item] = [Line(axis_x, PLOT_TOP, axis_x, PLOT_BOTTOM, INK)]
     for value in _ticks(budget.scale_bytes / GiB):
         y = PLOT_BOTTOM - value * GiB * per_byte
         items.append(Line(axis_x - 4, y, axis_x, y, INK))
         items.append(Text(axis_x - 8, y, f"{_number(value)} GiB", size=11, anchor="end"))
-    # The stacked segments, bottom up, and their legend rows, top down.
-    bottom = PLOT_BOTTOM
+    return items
+
+
+def _stacked_bar(budget: MemoryBudget, per_byte: float) -> tuple[list[Item], dict[str, float]]:
+    """The segments bottom up, and the middle of each (where its legend line starts)."""
+    items: list[Item] = []
     mids: dict[str, float] = {}
+    bottom = PLOT_BOTTOM
     for segment in budget.segments:
         h = segment.bytes * per_byte
         top = bottom - h
-        items.append(
-            Rect(
-                BAR_X,
-                top,
-                BAR_WIDTH,
-                h,
-                COLORS[segment.key],
-                data=(("segment", segment.key), ("bytes", str(segment.bytes))),
-            )
-        )
+        data = (("segment", segment.key), ("bytes", str(segment.bytes)))
+        items.append(Rect(BAR_X, top, BAR_WIDTH, h, COLORS[segment.key], data=data))
         mids[segment.key] = (top + bottom) / 2
         bottom = top
+    return items, mids
+
+
+def _gpu_memory_marker(budget: MemoryBudget, per_byte: float) -> list[Item]:
     total_y = PLOT_BOTTOM - budget.gpu_memory_bytes * per_byte
-    items.append(
-        Line(
-            axis_x,
-            total_y,
-            BAR_X + BAR_WIDTH + 12,
-            total_y,
-            INK,
-            dashed=True,
-            data=(("marker", "gpu_memory"),),
-        )
-    )
+    right = BAR_X + BAR_WIDTH + 12
     label = f"GPU memory {gib(budget.gpu_memory_bytes)}"
-    items.append(  # a white ground, so the label reads over a segment too
-        Rect(
-            BAR_X + BAR_WIDTH + 12 - 6.2 * len(label),
-            total_y - 17,
-            6.2 * len(label),
-            14,
-            BACKGROUND,
-        )
-    )
-    items.append(
-        Text(
-            BAR_X + BAR_WIDTH + 12,
-            total_y - 10,
-            label,
-            size=11,
-            anchor="end",
-        )
-    )
+    marker = (("marker", "gpu_memory"),)
+    return [
+        Line(BAR_X - 10, total_y, right, total_y, INK, dashed=True, data=marker),
+        # a white ground, so the label reads over a segment too
+        Rect(right - 6.2 * len(label), total_y - 17, 6.2 * len(label), 14, BACKGROUND),
+        Text(right, total_y - 10, label, size=11, anchor="end"),
+    ]
+
+
+def _legend(budget: MemoryBudget, mids: dict[str, float]) -> list[Item]:
+    """One row per segment, top down, each tied to its segment by a line."""
+    items: list[Item] = []
     legend_x, row_y = 330.0, 105.0
     for segment in reversed(budget.segments):
         share = segment.bytes / budget.gpu_memory_bytes if budget.gpu_memory_bytes else 0.0
         items.append(Line(BAR_X + BAR_WIDTH, mids[segment.key], legend_x - 6, row_y, "#999999"))
         items.append(Rect(legend_x, row_y - 7, 14, 14, COLORS[segment.key], stroke="#777777"))
-        items.append(
-            Text(
-                legend_x + 22,
-                row_y,
-                f"{LABELS[segment.key]}: {gib(segment.bytes)} ({share:.0%})",
-                size=13,
-                bold=True,
-                data=(("label", segment.key),),
-            )
-        )
+        title = f"{LABELS[segment.key]}: {gib(segment.bytes)} ({share:.0%})"
+        data = (("label", segment.key),)
+        items.append(Text(legend_x + 22, row_y, title, size=13, bold=True, data=data))
         items.append(Text(legend_x + 22, row_y + 19, segment.detail, size=11, fill=MUTED))
         row_y += 72
-    if detail.fits:
-        caption = (
-            f"KV pool {gib(budget.kv_pool_bytes)} holds {detail.max_num_seqs:,} sequences of "
-            f"{detail.max_model_len:,} tokens (max_concurrency {detail.max_concurrency:,.2f})"
-        )
-        items.extend(_caption(caption, MUTED))
-    else:
-        items.extend(_caption(f"Does not fit: {detail.reason or ''}", RED))
+    return items
+
+
+def _budget_caption(detail: CapacityDetail, budget: MemoryBudget) -> list[Item]:
+    if not detail.fits:
+        return _caption(f"Does not fit: {detail.reason or ''}", RED)
+    caption = (
+        f"KV pool {gib(budget.kv_pool_bytes)} holds {detail.max_num_seqs:,} sequences of "
+        f"{detail.max_model_len:,} tokens (max_concurrency {detail.max_concurrency:,.2f})"
+    )
+    return _caption(caption, MUTED)
+
+
+def memory_budget_scene(detail: CapacityDetail) -> Scene:
+    budget = memory_budget(detail)
+    per_byte = (PLOT_BOTTOM - PLOT_TOP) / budget.scale_bytes
+    bar, mids = _stacked_bar(budget, per_byte)
+    items: list[Item] = [
+        Text(20, 24, f"GPU memory budget: {detail.model} on {detail.gpu}", size=16, bold=True),
+        Text(20, 48, _subtitle(detail), size=12, fill=MUTED),
+        *_gib_axis(budget, per_byte),
+        *bar,
+        *_gpu_memory_marker(budget, per_byte),
+        *_legend(budget, mids),
+        *_budget_caption(detail, budget),
+    ]
     segments = ", ".join(f"{LABELS[s.key]} {gib(s.bytes)}" for s in budget.segments)
     return Scene(
         width=WIDTH,
@@ -350,92 +338,68 @@ def x_position(n: int, low: int, high: int) -> float:
     return PLOT_LEFT + share * (PLOT_RIGHT - PLOT_LEFT)
 
 
-def context_scene(detail: CapacityDetail, points: Sequence[ContextPoint]) -> Scene:
-    """max_num_seqs against max_model_len; `detail` is the requested point's answer."""
-    requested = ContextPoint(detail.max_model_len, detail.max_num_seqs)
-    points = sorted(
-        {p.max_model_len: p for p in [*points, requested]}.values(), key=lambda p: p.max_model_len
-    )
-    low, high = points[0].max_model_len, points[-1].max_model_len
-    top_value = max(1, *(p.max_num_seqs for p in points))
-    step = _nice_step(top_value)
-    y_max = math.ceil(top_value / step) * step
-    per_seq = (PLOT_BOTTOM - PLOT_TOP) / y_max
+@dataclass(frozen=True, slots=True)
+class _ContextFrame:
+    """Where the context plot's points land: x by log2 of the tokens, y by sequences."""
 
-    def y_of(seqs: int) -> float:
-        return PLOT_BOTTOM - seqs * per_seq
+    low: int
+    high: int
+    y_max: float
 
-    title = f"Sequences that fit by context: {detail.model} on {detail.gpu}"
+    def x(self, tokens: int) -> float:
+        return x_position(tokens, self.low, self.high)
+
+    def y(self, seqs: float) -> float:
+        return PLOT_BOTTOM - seqs * (PLOT_BOTTOM - PLOT_TOP) / self.y_max
+
+
+def _context_axes(frame: _ContextFrame) -> list[Item]:
     items: list[Item] = [
-        Text(20, 24, title, size=16, bold=True),
-        Text(
-            20,
-            48,
-            _subtitle(detail).split(", max_model_len")[0]
-            + f", kv_cache_dtype {detail.kv_cache_dtype}",
-            size=12,
-            fill=MUTED,
-        ),
-        Text(PLOT_LEFT, PLOT_TOP - 14, "max_num_seqs per replica", size=11, fill=MUTED),
+        Text(PLOT_LEFT, PLOT_TOP - 14, "max_num_seqs per replica", size=11, fill=MUTED)
     ]
-    for value in _ticks(y_max):
-        y = PLOT_BOTTOM - value * per_seq
+    for value in _ticks(frame.y_max):
+        y = frame.y(value)
         items.append(Line(PLOT_LEFT, y, PLOT_RIGHT, y, GRID))
         items.append(Text(PLOT_LEFT - 8, y, _number(value), size=11, anchor="end"))
     items.append(Line(PLOT_LEFT, PLOT_BOTTOM, PLOT_RIGHT, PLOT_BOTTOM, INK))
     items.append(Line(PLOT_LEFT, PLOT_TOP, PLOT_LEFT, PLOT_BOTTOM, INK))
     tick = 1
-    while tick < low:
+    while tick < frame.low:
         tick *= 2
-    while tick <= high:
-        x = x_position(tick, low, high)
+    while tick <= frame.high:
+        x = frame.x(tick)
         items.append(Line(x, PLOT_BOTTOM, x, PLOT_BOTTOM + 5, INK))
         items.append(Text(x, PLOT_BOTTOM + 16, tokens_label(tick), size=11, anchor="middle"))
         tick *= 2
-    items.append(
-        Text(
-            (PLOT_LEFT + PLOT_RIGHT) / 2,
-            420,
-            "max_model_len (tokens, log scale)",
-            size=12,
-            anchor="middle",
-            fill=MUTED,
-        )
-    )
-    xy = tuple((x_position(p.max_model_len, low, high), y_of(p.max_num_seqs)) for p in points)
-    if len(xy) > 1:
-        items.append(Polyline(xy, "#3b6fb6", width=2))
+    middle = (PLOT_LEFT + PLOT_RIGHT) / 2
+    axis_title = "max_model_len (tokens, log scale)"
+    items.append(Text(middle, 420, axis_title, size=12, anchor="middle", fill=MUTED))
+    return items
+
+
+def _context_series(frame: _ContextFrame, points: Sequence[ContextPoint]) -> list[Item]:
+    xy = tuple((frame.x(p.max_model_len), frame.y(p.max_num_seqs)) for p in points)
+    items: list[Item] = [Polyline(xy, "#3b6fb6", width=2)] if len(xy) > 1 else []
     for point, (x, y) in zip(points, xy, strict=True):
-        items.append(
-            Circle(
-                x,
-                y,
-                3.5,
-                "#3b6fb6",
-                data=(("tokens", str(point.max_model_len)), ("seqs", str(point.max_num_seqs))),
-            )
-        )
-    rx, ry = x_position(requested.max_model_len, low, high), y_of(requested.max_num_seqs)
-    items.append(Line(rx, PLOT_TOP, rx, PLOT_BOTTOM, RED, dashed=True))
-    items.append(
-        Circle(
-            rx,
-            ry,
-            7,
-            RED,
-            stroke="#ffffff",
-            data=(
-                ("requested", "true"),
-                ("tokens", str(requested.max_model_len)),
-                ("seqs", str(requested.max_num_seqs)),
-            ),
-        )
+        data = (("tokens", str(point.max_model_len)), ("seqs", str(point.max_num_seqs)))
+        items.append(Circle(x, y, 3.5, "#3b6fb6", data=data))
+    return items
+
+
+def _requested_marker(frame: _ContextFrame, requested: ContextPoint) -> tuple[list[Item], str]:
+    rx, ry = frame.x(requested.max_model_len), frame.y(requested.max_num_seqs)
+    data = (
+        ("requested", "true"),
+        ("tokens", str(requested.max_model_len)),
+        ("seqs", str(requested.max_num_seqs)),
     )
     label = f"{requested.max_model_len:,} tokens: {requested.max_num_seqs:,} sequences"
     anchor: Anchor = "start" if rx < (PLOT_LEFT + PLOT_RIGHT) / 2 else "end"
     label_x = rx + 12 if anchor == "start" else rx - 12
     label_y = max(PLOT_TOP + 10, ry - 16)
-    items.append(
+    items: list[Item] = [
+        Line(rx, PLOT_TOP, rx, PLOT_BOTTOM, RED, dashed=True),
+        Circle(rx, ry, 7, RED, stroke="#ffffff", data=data),
         Text(
             label_x,
             label_y,
@@ -445,8 +409,34 @@ def context_scene(detail: CapacityDetail, points: Sequence[ContextPoint]) -> Sce
             anchor=anchor,
             bold=True,
             data=(("label", "requested"),),
-        )
+        ),
+    ]
+    return items, label
+
+
+def context_scene(detail: CapacityDetail, points: Sequence[ContextPoint]) -> Scene:
+    """max_num_seqs against max_model_len; `detail` is the requested point's answer."""
+    requested = ContextPoint(detail.max_model_len, detail.max_num_seqs)
+    points = sorted(
+        {p.max_model_len: p for p in [*points, requested]}.values(), key=lambda p: p.max_model_len
     )
+    top_value = max(1, *(p.max_num_seqs for p in points))
+    step = _nice_step(top_value)
+    frame = _ContextFrame(
+        points[0].max_model_len, points[-1].max_model_len, math.ceil(top_value / step) * step
+    )
+    title = f"Sequences that fit by context: {detail.model} on {detail.gpu}"
+    subtitle = (
+        _subtitle(detail).split(", max_model_len")[0] + f", kv_cache_dtype {detail.kv_cache_dtype}"
+    )
+    marker, label = _requested_marker(frame, requested)
+    items: list[Item] = [
+        Text(20, 24, title, size=16, bold=True),
+        Text(20, 48, subtitle, size=12, fill=MUTED),
+        *_context_axes(frame),
+        *_context_series(frame, points),
+        *marker,
+    ]
     series = ", ".join(f"{tokens_label(p.max_model_len)}: {p.max_num_seqs}" for p in points)
     return Scene(
         width=WIDTH,

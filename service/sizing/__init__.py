@@ -1,25 +1,49 @@
 """The sizing arithmetic: pure, typed, no web or database imports.
 
-Every endpoint, the CLI, the benchmark and the tests call these same functions.
+Every endpoint, the CLI, the benchmark and the tests call these same functions; the slices
+import them from here, not from the submodules.
 """
 
 from .architecture import LayerKind, ModelArchitecture
-from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from .capacity import (
+    MAX_CONTEXT_TOKENS,
+    Capacity,
+    Gpu,
+    Parallelism,
+    Workload,
+    compute_capacity,
+)
 from .engines.common import Engine, EngineOptions
 from .errors import SizingError
+from .explain import explain
+from .hf_config import architecture_from_hf_config
+from .kv import kv_bytes_per_token
+from .planner import MAX_PEAK_CONCURRENCY, Plan, PlanOption, PlanRequest, Rejection, plan
 from .schedule import architecture_from_dict, architecture_to_dict
+from .units import GiB
 
 __all__ = [
+    "MAX_CONTEXT_TOKENS",
+    "MAX_PEAK_CONCURRENCY",
     "Capacity",
     "Engine",
     "EngineOptions",
+    "GiB",
     "Gpu",
     "LayerKind",
     "ModelArchitecture",
     "Parallelism",
+    "Plan",
+    "PlanOption",
+    "PlanRequest",
+    "Rejection",
     "SizingError",
     "Workload",
     "architecture_from_dict",
+    "architecture_from_hf_config",
     "architecture_to_dict",
     "compute_capacity",
+    "explain",
+    "kv_bytes_per_token",
+    "plan",
 ]

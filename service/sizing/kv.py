@@ -6,6 +6,9 @@ These are the model's own numbers, before any engine rounds them into blocks:
   sliding window   as full attention, for at most `sliding_window` tokens
   chunked local    as full attention, for at most `attention_chunk_size` tokens
   linear / Mamba   a fixed state per sequence, in the state dtype (not the KV-cache dtype)
+
+Short local names: tp = tensor_parallel_size; conv_b / ssm_b = bytes per element of the conv
+and SSM states.
 """
 
 from __future__ import annotations
@@ -15,9 +18,7 @@ from functools import lru_cache
 
 from .architecture import (
     ChunkedLocalAttention,
-    FullAttention,
     GatedDeltaNet,
-    Layer,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -47,28 +48,31 @@ PACKED_MLA_SCALE_BYTES = 4
 PACKED_MLA_ROPE_BYTES = 2
 
 
-def mla_latent_bytes(layer: MultiHeadLatentAttention, kv_bytes: int, packed: bool) -> int:
+def mla_latent_bytes(layer: MultiHeadLatentAttention, kv_element_bytes: int, packed: bool) -> int:
     """One token's latent in one MLA layer: plain elements, or the packed fp8_ds_mla row."""
     if packed:
         scales = layer.kv_lora_rank // PACKED_MLA_SCALE_BLOCK * PACKED_MLA_SCALE_BYTES
         return layer.kv_lora_rank + scales + layer.qk_rope_head_dim * PACKED_MLA_ROPE_BYTES
-    return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_bytes
+    return (layer.kv_lora_rank + layer.qk_rope_head_dim) * kv_element_bytes
 
 
 def token_bytes_per_layer(
-    layer: TokenLayer, kv_bytes: int, tensor_parallel_size: int = 1, packed_mla: bool = False
+    layer: TokenLayer,
+    kv_element_bytes: int,
+    tensor_parallel_size: int = 1,
+    packed_mla: bool = False,
 ) -> int:
     """Bytes one token adds to one layer's cache on one GPU."""
     if isinstance(layer, MultiHeadLatentAttention):
         # vllm/v1/kv_cache_interface.py MLAAttentionSpec: one latent "head", no K/V split,
         # identical on every TP rank.
-        return mla_latent_bytes(layer, kv_bytes, packed_mla) + indexer_bytes(layer)
+        return mla_latent_bytes(layer, kv_element_bytes, packed_mla) + indexer_bytes(layer)
     v_head_dim = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
     # FullAttentionSpec page: block_size x kv_heads x (head_size_k + head_size_v) x dtype bytes.
     return (
         kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size)
         * (layer.head_dim + v_head_dim)
-        * kv_bytes
+        * kv_element_bytes
     )
 
 
@@ -135,10 +139,13 @@ def state_shape(layer: StateLayer, tensor_parallel_size: int = 1) -> StateShape:
 
 
 def state_bytes_per_sequence(
-    layer: StateLayer, conv_bytes: int, ssm_bytes: int, tensor_parallel_size: int = 1
+    layer: StateLayer,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
+    tensor_parallel_size: int = 1,
 ) -> int:
     shape = state_shape(layer, tensor_parallel_size)
-    return shape.conv_elements * conv_bytes + shape.ssm_elements * ssm_bytes
+    return shape.conv_elements * conv_element_bytes + shape.ssm_elements * ssm_element_bytes
 
 
 def state_dtype_bytes(
@@ -151,13 +158,6 @@ def state_dtype_bytes(
     conv = MODEL_DTYPE_BYTES[arch.dtype]
     ssm_name = ssm_cache_dtype or arch.state_dtype or arch.dtype
     return conv, MODEL_DTYPE_BYTES[ssm_name]
-
-
-def is_token_layer(layer: Layer) -> bool:
-    return isinstance(
-        layer,
-        FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MultiHeadLatentAttention,
-    )
 
 
 @dataclass(frozen=True, slots=True)

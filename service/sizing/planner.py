@@ -3,13 +3,14 @@
 Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
 feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
 for; the cheapest wins (by price per hour, by GPU count where no price is known).
+Short local names: m = max_model_len, tp = tensor_parallel_size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .architecture import ModelArchitecture
@@ -232,28 +233,17 @@ def _option(
     if not capacity.fits:
         code = "weights-do-not-fit" if capacity.kv_pool_bytes <= 0 else "sequence-does-not-fit"
         return Rejection(gpu, tp, code, capacity.reason or "does not fit")
-    layout = capacity.layout
-    usable = _usable_blocks(capacity)
-    per_sequence = layout.blocks_per_request
-    if request.avg_context_tokens is not None:
-        # Paged attention: a sequence holds blocks for the tokens it has, not the maximum.
-        per_sequence = _blocks_at(capacity, request.avg_context_tokens)
-    cap = capacity.engine_settings.get("max_num_seqs")
-    fit_seqs = usable // per_sequence
-    if fit_seqs == 0:
+    fit = _fit_for(capacity, request.avg_context_tokens)
+    if fit.sequences_that_fit == 0:
         # The start-up check passed, but the null block leaves too little for one sequence.
         return Rejection(
             gpu,
             tp,
             "sequence-does-not-fit",
-            f"one sequence needs {per_sequence} blocks but only {usable} of the "
-            f"{capacity.num_gpu_blocks} blocks can be handed out",
+            f"one sequence needs {fit.blocks_per_sequence} blocks but only {fit.usable_blocks} "
+            f"of the {capacity.num_gpu_blocks} blocks can be handed out",
         )
-    seqs = min(fit_seqs, cap) if isinstance(cap, int) else fit_seqs
-    budget_blocks = usable * (1 - request.headroom_fraction)
-    by_memory = math.ceil(request.peak_concurrency * per_sequence / budget_blocks)
-    by_batch = cdiv(request.peak_concurrency, max(1, seqs))
-    replicas = max(1, by_memory, by_batch)
+    replicas = _replicas(request, fit)
     if replicas > request.max_replicas:
         return Rejection(
             gpu,
@@ -262,20 +252,62 @@ def _option(
             f"needs {replicas} replicas of {tp} GPUs, more than max_replicas "
             f"{request.max_replicas}",
         )
-    demand = request.peak_concurrency * per_sequence
-    supply = replicas * usable
+    return _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How one replica's blocks hold sequences of the workload's context."""
+
+    usable_blocks: int
+    blocks_per_sequence: int
+    sequences_that_fit: int  # by the cache alone
+    max_num_seqs: int | None  # the engine's cap on running sequences, if it has one
+
+    @property
+    def sequences_per_replica(self) -> int:
+        if self.max_num_seqs is None:
+            return self.sequences_that_fit
+        return min(self.sequences_that_fit, self.max_num_seqs)
+
+
+def _fit_for(capacity: Capacity, avg_context_tokens: int | None) -> _Fit:
+    usable = _usable_blocks(capacity)
+    per_sequence = capacity.layout.blocks_per_request
+    if avg_context_tokens is not None:
+        # Paged attention: a sequence holds blocks for the tokens it has, not the maximum.
+        per_sequence = _blocks_at(capacity, avg_context_tokens)
+    cap = capacity.engine_settings.get("max_num_seqs")
+    return _Fit(usable, per_sequence, usable // per_sequence, cap if isinstance(cap, int) else None)
+
+
+def _replicas(request: PlanRequest, fit: _Fit) -> int:
+    """Replicas that hold the peak: by blocks (less the headroom asked for) and by batch."""
+    budget_blocks = fit.usable_blocks * (1 - request.headroom_fraction)
+    by_memory = math.ceil(request.peak_concurrency * fit.blocks_per_sequence / budget_blocks)
+    by_batch = cdiv(request.peak_concurrency, max(1, fit.sequences_per_replica))
+    return max(1, by_memory, by_batch)
+
+
+def _priced(
+    gpu: Gpu, tp: int, capacity: Capacity, request: PlanRequest, *, fit: _Fit, replicas: int
+) -> PlanOption:
+    """The option with its headroom, warnings and cost."""
+    demand = request.peak_concurrency * fit.blocks_per_sequence
+    supply = replicas * fit.usable_blocks
     free_blocks = supply - demand
     headroom = free_blocks / supply
     warnings = list(capacity.warnings)
-    if isinstance(cap, int) and fit_seqs > cap:
+    cap = fit.max_num_seqs
+    if cap is not None and fit.sequences_that_fit > cap:
         why = (
             "raising it also raises the profile run's sampler peak"
             if capacity.engine is Engine.VLLM
             else "that is the engine's limit on running requests"
         )
         warnings.append(
-            f"the KV cache holds {fit_seqs} sequences per replica but max_num_seqs {cap} caps the "
-            f"batch; {why}"
+            f"the KV cache holds {fit.sequences_that_fit} sequences per replica but max_num_seqs "
+            f"{cap} caps the batch; {why}"
         )
     total = replicas * tp
     cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
@@ -285,9 +317,9 @@ def _option(
         replicas=replicas,
         total_gpus=total,
         max_num_seqs=capacity.max_num_seqs,
-        sequences_per_replica=seqs,
+        sequences_per_replica=fit.sequences_per_replica,
         headroom_fraction=round(headroom, 4),
-        headroom_bytes=free_blocks * layout.bytes_per_block,
+        headroom_bytes=free_blocks * capacity.layout.bytes_per_block,
         headroom_tokens=int(headroom * replicas * capacity.kv_cache_tokens),
         cost_per_hour_usd=cost,
         warnings=tuple(warnings),
@@ -313,7 +345,3 @@ def _blocks_at(capacity: Capacity, context_tokens: int) -> int:
             # Windows, chunks and recurrent state do not grow past what max_model_len needs.
             total += min(group.blocks_per_request, cdiv(context_tokens, group.block_size) + 1)
     return max(1, total)
-
-
-def with_engine(request: PlanRequest, engine: EngineOptions) -> PlanRequest:
-    return replace(request, engine=engine)

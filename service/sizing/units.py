@@ -5,8 +5,6 @@ from __future__ import annotations
 KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
-KB = 10**3
-MB = 10**6
 GB = 10**9
 
 
@@ -18,11 +16,3 @@ def cdiv(numerator: int, denominator: int) -> int:
 def gib_to_bytes(gib: float) -> int:
     """A GiB figure read from a log (`14.99 GiB`) as whole bytes, rounded to nearest."""
     return round(gib * GiB)
-
-
-def bytes_to_gib(n: int) -> float:
-    return n / GiB
-
-
-def bytes_to_gb(n: int) -> float:
-    return n / GB

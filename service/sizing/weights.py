@@ -28,13 +28,9 @@ def weight_bytes_total(arch: ModelArchitecture, weight_format: str | None = None
 
 
 def weight_bytes_per_gpu(
-    arch: ModelArchitecture,
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    weight_format: str | None = None,
+    weight_bytes: int, tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1
 ) -> int:
+    """One GPU's share of `weight_bytes` (one copy of the model, `weight_bytes_total`)."""
     # Weights shard across TP ranks and PP stages (replicated norms and routers are
     # a fraction of a percent and are not modelled).
-    return cdiv(
-        weight_bytes_total(arch, weight_format), tensor_parallel_size * pipeline_parallel_size
-    )
+    return cdiv(weight_bytes, tensor_parallel_size * pipeline_parallel_size)

@@ -23,7 +23,7 @@ from service.sizing import (
     compute_capacity,
 )
 from service.sizing.engines.common import CacheGroup, CacheLayout
-from service.sizing.engines.vllm import behaviour_for, parse_version, vllm_report
+from service.sizing.engines.vllm import parse_vllm_version, vllm_release, vllm_report
 from service.sizing.units import GiB, MiB
 
 CASES = {case["id"]: case for case in load_cases()}
@@ -133,7 +133,7 @@ def test_pr_12569_v1_log_of_1381_blocks_prints_10_79x() -> None:
         padding_layers=0,
         notes=(),
     )
-    report = vllm_report(1381, layout, 2048, behaviour_for(parse_version("0.7.2")))
+    report = vllm_report(1381, layout, 2048, vllm_release(parse_vllm_version("0.7.2")))
     # The PR ran the opt-in V1 engine (VLLM_USE_V1=1), whose executor logs "# GPU blocks: 1381"
     # alone; 0.7.2's default V0 engine, which kvplan models for that release, adds the swap
     # blocks: 4 GiB // (16 x 327,680 B = 5 MiB) = 819.
@@ -155,7 +155,7 @@ def test_pr_13596_prints_tokens_with_thousands_separators() -> None:
         padding_layers=0,
         notes=(),
     )
-    report = vllm_report(127_626, layout, 2048, behaviour_for(parse_version("0.8.0")))
+    report = vllm_report(127_626, layout, 2048, vllm_release(parse_vllm_version("0.8.0")))
     assert report.log_lines == (
         "GPU KV cache size: 2,042,016 tokens",
         "Maximum concurrency for 2,048 tokens per request: 997.08x",

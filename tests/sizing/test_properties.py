@@ -26,7 +26,7 @@ from service.sizing.architecture import (
 )
 from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
 from service.sizing.engines.common import Engine, EngineOptions
-from service.sizing.engines.vllm import behaviour_for, parse_version, vllm_layout, vllm_report
+from service.sizing.engines.vllm import parse_vllm_version, vllm_layout, vllm_release, vllm_report
 from service.sizing.errors import SizingError
 from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token, sequence_breakdown
 from service.sizing.planner import PlanRequest, plan
@@ -174,13 +174,13 @@ def test_chunked_layers_are_flat_past_the_chunk(
 def test_vllm_blocks_needed_are_linear_in_concurrency(
     layer: FullAttention, count: int, m: int, k: int, version: str
 ) -> None:
-    behaviour = behaviour_for(parse_version(version))
+    behaviour = vllm_release(parse_vllm_version(version))
     lay = vllm_layout(
         model((layer,) * count),
-        behaviour=behaviour,
-        kv_bytes=2,
-        conv_bytes=2,
-        ssm_bytes=2,
+        release=behaviour,
+        kv_element_bytes=2,
+        conv_element_bytes=2,
+        ssm_element_bytes=2,
         tensor_parallel_size=1,
         pipeline_parallel_size=1,
         max_model_len=m,
@@ -539,15 +539,15 @@ def test_planner_never_recommends_replicas_that_hold_no_sequence() -> None:
 def test_vllm_reported_tokens_and_concurrency_agree(
     layers: list[FullAttention | SlidingWindowAttention], m: int, blocks: int, version: str
 ) -> None:
-    behaviour = behaviour_for(parse_version(version))
+    behaviour = vllm_release(parse_vllm_version(version))
     arch = model(tuple(layers))
     try:
         lay = vllm_layout(
             arch,
-            behaviour=behaviour,
-            kv_bytes=2,
-            conv_bytes=2,
-            ssm_bytes=2,
+            release=behaviour,
+            kv_element_bytes=2,
+            conv_element_bytes=2,
+            ssm_element_bytes=2,
             tensor_parallel_size=1,
             pipeline_parallel_size=1,
             max_model_len=m,

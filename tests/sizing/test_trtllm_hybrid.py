@@ -36,7 +36,7 @@ from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.engines.trtllm import (
     WINDOWED_DEFAULT_NOTE,
     parse_trtllm_version,
-    trtllm_rules,
+    trtllm_release,
     trtllm_window_pools,
 )
 from service.sizing.errors import SizingError
@@ -297,7 +297,7 @@ GPT_OSS_WINDOWS = [(128, 2_048), (1 << 30, 2_048)] * 18
 
 def test_vswa_gives_each_window_an_equal_share_from_1_2_0rc0() -> None:
     pools = trtllm_window_pools(
-        trtllm_rules("1.2.0"),
+        trtllm_release("1.2.0"),
         pool_bytes=8 * GiB,
         layer_windows=GPT_OSS_WINDOWS,
         tokens_per_block=32,
@@ -324,7 +324,7 @@ def test_vswa_gives_each_window_an_equal_share_from_1_2_0rc0() -> None:
 
 def test_vswa_shares_follow_bytes_times_window_from_1_1_0rc2() -> None:
     pools = trtllm_window_pools(
-        trtllm_rules("1.1.0rc2"),
+        trtllm_release("1.1.0rc2"),
         pool_bytes=8 * GiB,
         layer_windows=GPT_OSS_WINDOWS,
         tokens_per_block=32,
@@ -342,7 +342,7 @@ def test_vswa_shares_follow_bytes_times_window_from_1_1_0rc2() -> None:
 
 def test_vswa_before_1_1_0rc2_is_capped_at_max_tokens() -> None:
     pools = trtllm_window_pools(
-        trtllm_rules("1.0.0rc2"),
+        trtllm_release("1.0.0rc2"),
         pool_bytes=8 * GiB,
         layer_windows=GPT_OSS_WINDOWS,
         tokens_per_block=32,
@@ -354,7 +354,7 @@ def test_vswa_before_1_1_0rc2_is_capped_at_max_tokens() -> None:
     # 1.0.0rc1 and before: no VSWA pools in the PyTorch backend (PR #5151 -> 1.0.0rc2)
     with pytest.raises(SizingError, match=re.escape("1.0.0rc2")):
         trtllm_window_pools(
-            trtllm_rules("0.21.0"),
+            trtllm_release("0.21.0"),
             pool_bytes=8 * GiB,
             layer_windows=GPT_OSS_WINDOWS,
             tokens_per_block=32,
@@ -365,7 +365,7 @@ def test_vswa_before_1_1_0rc2_is_capped_at_max_tokens() -> None:
 def test_one_window_is_the_standard_pool() -> None:
     # a window at or above max_seq_len clamps to it: one pool, tokens = pool // bytes, blocks up
     pools = trtllm_window_pools(
-        trtllm_rules(None),
+        trtllm_release(None),
         pool_bytes=GiB,
         layer_windows=[(8_192, 4_096), (4_096, 4_096)],
         tokens_per_block=32,

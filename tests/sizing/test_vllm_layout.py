@@ -18,12 +18,12 @@ from service.sizing.architecture import (
 )
 from service.sizing.engines.common import CacheLayout
 from service.sizing.engines.vllm import (
-    VllmBehaviour,
+    VllmRelease,
     batch_defaults,
-    behaviour_for,
     mla_block_size,
-    parse_version,
+    parse_vllm_version,
     vllm_layout,
+    vllm_release,
     vllm_report,
 )
 from service.sizing.units import GiB, MiB, cdiv
@@ -49,8 +49,8 @@ B200_BYTES, B200 = B200_TORCH.memory_bytes, B200_TORCH.name
 L40S_BYTES, L40S = L40S_TORCH.memory_bytes, L40S_TORCH.name
 
 
-def behaviour(version: str) -> VllmBehaviour:
-    return behaviour_for(parse_version(version))
+def behaviour(version: str) -> VllmRelease:
+    return vllm_release(parse_vllm_version(version))
 
 
 def layout(
@@ -69,10 +69,10 @@ def layout(
 ) -> CacheLayout:
     return vllm_layout(
         arch,
-        behaviour=behaviour(version),
-        kv_bytes=kv_bytes,
-        conv_bytes=conv_bytes,
-        ssm_bytes=ssm_bytes,
+        release=behaviour(version),
+        kv_element_bytes=kv_bytes,
+        conv_element_bytes=conv_bytes,
+        ssm_element_bytes=ssm_bytes,
         tensor_parallel_size=tp,
         pipeline_parallel_size=pp,
         max_model_len=max_model_len,

@@ -135,6 +135,8 @@ SGLANG_MAX_REQS: Final = 4096
 TRTLLM_DEFAULT_FREE_FRACTION: Final = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TRTLLM_TOKENS_PER_BLOCK: Final = 32  # KvCacheConfig.tokens_per_block
 TRTLLM_NON_TORCH: Final = round(0.5 * GiB)  # context + NCCL + graphs outside torch (estimate)
+# Tokens of the warm-up batch when max_num_tokens is not given (kvplan's estimate).
+TRTLLM_MAX_NUM_TOKENS: Final = 8192
 # LLM API / trtllm-serve default max_batch_size (llmapi/llm_args.py BaseLlmArgs.max_batch_size):
 # a Mamba hybrid's state slots.
 TRTLLM_DEFAULT_MAX_BATCH_SIZE: Final = 2048

@@ -1,10 +1,25 @@
-"""Types shared by the engine profiles."""
+"""What every engine profile shares: the question, the model's own facts, and the answer.
+
+Gpu, Workload and Parallelism are the question; ModelFacts is what the model holds under it
+before any engine rounds it into blocks; SizingInputs carries both into one engine's pipeline
+(engines/vllm.py `vllm_capacity`, engines/sglang.py `sglang_capacity`, engines/trtllm.py
+`trtllm_capacity`), which answers with a Capacity built from a MemoryBudget, a CacheLayout and
+a PoolReport.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from ..architecture import ModelArchitecture
+from ..dtypes import normalize_kv_cache_dtype
+from ..errors import SizingError
+from ..kv import LayerBytes
+from ..units import cdiv
+
+MAX_CONTEXT_TOKENS = 10_000_000
 
 
 class Engine(StrEnum):
@@ -81,6 +96,32 @@ class MemoryBudget:
         return self.describe()
 
 
+def given_pool_budget(
+    *, total_bytes: int, weights_per_gpu: int, pool_bytes: int, fraction_name: str, note: str
+) -> MemoryBudget:
+    """A pool the caller already knows replaces the engine's budget, whatever the engine.
+
+    vLLM's --kv-cache-memory-bytes (PR #21489: available KV memory is that value, the
+    utilization ignored; ../shared/design/engine-memory.md section 1.2), or the pool an
+    engine's log reports: no fraction and no profiled peak stand between it and the blocks.
+    """
+    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
+    given_line = BudgetLine("kv_cache_memory", pool_bytes, note)
+    return MemoryBudget(
+        total_bytes=total_bytes,
+        fraction=None,
+        fraction_name=fraction_name,
+        requested_bytes=pool_bytes,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=0,
+        non_torch_bytes=0,
+        cudagraph_bytes=0,
+        pool_bytes=pool_bytes,
+        pool_given=True,
+        describe=lambda: (total_line, given_line),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CacheGroup:
     """Layers that share one block table (vLLM KV-cache group) on one GPU."""
@@ -121,3 +162,196 @@ class PoolReport:
     def log_lines(self) -> tuple[str, ...]:
         """What the engine would print, built on demand."""
         return self.describe()
+
+
+def single_group_layout(bytes_per_token: int, block_size: int, max_model_len: int) -> CacheLayout:
+    """One pool for every layer: what SGLang and TensorRT-LLM do without hybrid pools."""
+    per_request = cdiv(max_model_len, block_size)
+    block_bytes = block_size * bytes_per_token
+    return CacheLayout(
+        groups=(CacheGroup("all_layers", 0, block_size, block_bytes, per_request),),
+        bytes_per_block=block_bytes,
+        blocks_per_request=per_request,
+        block_size=block_size,
+        padding_layers=0,
+        notes=(),
+    )
+
+
+# --- the question ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """An accelerator as the engine sees it: total memory as the CUDA runtime reports it."""
+
+    memory_bytes: int
+    name: str = ""
+    slug: str = ""
+    price_usd_per_hour: float | None = None
+    max_gpus_per_node: int = 8
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes < 1:
+            raise SizingError("gpu.memory_bytes", "must be a positive number of bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    max_model_len: int
+    kv_cache_dtype: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_model_len <= MAX_CONTEXT_TOKENS:
+            raise SizingError("max_model_len", f"must be between 1 and {MAX_CONTEXT_TOKENS}")
+        object.__setattr__(self, "kv_cache_dtype", normalize_kv_cache_dtype(self.kv_cache_dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_replica * self.data_parallel_size
+
+
+# --- what the model holds, and what an engine is handed ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """The model's own bytes under one question, before any engine cuts them into blocks."""
+
+    kv_cache_dtype: str
+    kv_element_bytes: int
+    max_model_len: int
+    parallel: Parallelism
+    kv_bytes_per_token: int  # the whole model
+    kv_bytes_per_token_per_gpu: int  # the largest pipeline stage, on one TP rank
+    kv_bytes_per_sequence: int  # one sequence of max_model_len, windows capped
+    sequence: tuple[LayerBytes, ...]
+    weights_bytes: int
+    weights_bytes_per_gpu: int
+
+
+@dataclass(frozen=True, slots=True)
+class SizingInputs:
+    """Everything one engine pipeline needs, checked: the question and the model's facts."""
+
+    arch: ModelArchitecture
+    stages: tuple[ModelArchitecture, ...]  # the layers each pipeline stage holds
+    gpu: Gpu
+    workload: Workload
+    parallel: Parallelism
+    engine: EngineOptions
+    facts: ModelFacts
+    warnings: tuple[str, ...]
+
+
+# --- the answer -----------------------------------------------------------------------------
+
+# What an engine's settings table holds: flag values as the engine spells them.
+SettingValue = str | int | float | bool | list[int] | dict[str, int] | None
+EngineSettings = dict[str, SettingValue]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Everything one capacity computation found, per GPU unless the name says otherwise."""
+
+    engine: Engine
+    engine_version: str | None
+    facts: ModelFacts
+    budget: MemoryBudget
+    layout: CacheLayout
+    report: PoolReport
+    engine_settings: EngineSettings
+    warnings: tuple[str, ...]
+    fits: bool
+    reason: str | None
+    max_model_len_that_fits: int | None = None
+    per_stage_blocks: tuple[int, ...] = field(default=())
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        return self.facts.kv_cache_dtype
+
+    @property
+    def kv_element_bytes(self) -> int:
+        return self.facts.kv_element_bytes
+
+    @property
+    def max_model_len(self) -> int:
+        return self.facts.max_model_len
+
+    @property
+    def parallel(self) -> Parallelism:
+        return self.facts.parallel
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.facts.kv_bytes_per_token
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> int:
+        return self.facts.kv_bytes_per_token_per_gpu
+
+    @property
+    def kv_bytes_per_sequence(self) -> int:
+        return self.facts.kv_bytes_per_sequence
+
+    @property
+    def sequence(self) -> tuple[LayerBytes, ...]:
+        return self.facts.sequence
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.facts.weights_bytes
+
+    @property
+    def weights_bytes_per_gpu(self) -> int:
+        return self.facts.weights_bytes_per_gpu
+
+    @property
+    def kv_pool_bytes(self) -> int:
+        return self.budget.pool_bytes
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        return self.report.num_gpu_blocks
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        return self.report.kv_cache_tokens
+
+    @property
+    def max_concurrency(self) -> float:
+        return round(self.report.max_concurrency, 2)
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.report.max_num_seqs
+
+    @property
+    def total_max_num_seqs(self) -> int:
+        return self.report.max_num_seqs * self.parallel.data_parallel_size
+
+    @property
+    def running_sequences_per_replica(self) -> int:
+        """Sequences at max_model_len one replica runs at once: the cache or the engine's cap."""
+        cap = self.engine_settings.get("max_num_seqs")
+        return min(self.max_num_seqs, cap) if isinstance(cap, int) else self.max_num_seqs
+
+    def replicas_for(self, peak_concurrency: int) -> int | None:
+        """Engine replicas of this layout that run `peak_concurrency` sequences at once."""
+        per_replica = self.running_sequences_per_replica
+        if not self.fits or per_replica <= 0:
+            return None
+        return cdiv(peak_concurrency, per_replica)

@@ -9,6 +9,11 @@ window models split rest_memory into a full-attention and an SWA token pool
 (--swa-full-tokens-ratio); Mamba / gated-delta-net models give part of it to a pool of
 per-request state slots (--mamba-full-memory-ratio) and the rest to full-attention tokens.
 Each release's behaviour, with the SGLang file and function: docs/engines/sglang.md.
+
+`sglang_capacity` is the whole path: rest_memory (`sglang_budget`), then one token pool
+(`sglang_report`) or the hybrid pools (`sglang_hybrid`: `_swa_pools`, `_mamba_pools`, each cut
+into SGLang's own steps). Short local names: m = max_model_len, tp = tensor_parallel_size,
+page = page_size (tokens per page).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -36,7 +40,20 @@ from ..errors import SizingError
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
 from . import calibration as cal
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    Capacity,
+    Engine,
+    EngineOptions,
+    EngineSettings,
+    MemoryBudget,
+    PoolReport,
+    SizingInputs,
+    given_pool_budget,
+    single_group_layout,
+)
 
 
 def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> float:
@@ -67,21 +84,13 @@ def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> 
 def sglang_budget(
     *, total_bytes: int, weights_per_gpu: int, tensor_parallel_size: int, options: EngineOptions
 ) -> MemoryBudget:
-    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        return MemoryBudget(
+        return given_pool_budget(
             total_bytes=total_bytes,
-            fraction=None,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
             fraction_name="mem_fraction_static",
-            requested_bytes=pool,
-            weights_bytes=weights_per_gpu,
-            activation_bytes=0,
-            non_torch_bytes=0,
-            cudagraph_bytes=0,
-            pool_bytes=pool,
-            pool_given=True,
-            describe=lambda: (total_line, BudgetLine("kv_cache_memory", pool, "given")),
+            note="given",
         )
     fraction = options.mem_fraction_static or default_mem_fraction_static(
         total_bytes, tensor_parallel_size
@@ -94,7 +103,7 @@ def sglang_budget(
     # rest_memory = free after loading - free_at_start x (1 - mem_fraction_static)
     pool = free_at_start - loaded - reserved
     lines = (
-        total_line,
+        BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
         BudgetLine("startup", -startup, "CUDA context and NCCL before SGLang reads free memory"),
         BudgetLine("weights", -loaded, "model weights on this GPU, with loading slack"),
         BudgetLine(
@@ -182,7 +191,7 @@ def parse_sglang_version(text: str, field: str = "engine_version") -> cal.Sglang
 
 
 @dataclass(frozen=True, slots=True)
-class SglangRules:
+class SglangRelease:
     """The parts of SGLang's hybrid-pool arithmetic one release has."""
 
     version: cal.SglangVersion
@@ -192,9 +201,9 @@ class SglangRules:
         return self.version >= milestone
 
 
-def sglang_rules(engine_version: str | None) -> SglangRules:
+def sglang_release(engine_version: str | None) -> SglangRelease:
     text = engine_version or cal.LATEST_SGLANG_VERSION
-    return SglangRules(parse_sglang_version(text), text)
+    return SglangRelease(parse_sglang_version(text), text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +218,7 @@ class SwaSplit:
 
 
 def swa_split(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     rest_bytes: int,
     full_bytes: int,
@@ -235,23 +244,23 @@ def swa_split(
     def align(tokens: int) -> int:
         return tokens // page_size * page_size
 
-    if rules.has(cal.SGLANG_SWA_SPLIT_BY_COEFF):
+    if release.has(cal.SGLANG_SWA_SPLIT_BY_COEFF):
         full = align(int(rest // (full_bytes + ratio * swa_bytes)))
         return SwaSplit(full, full, align(int(full * ratio)))
     profiled = rest // (full_bytes + swa_bytes)
     capacity = align(profiled)
-    if rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+    if release.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
         total_memory = capacity * (full_bytes + swa_bytes)
         full = align(int(total_memory / (full_bytes + ratio * swa_bytes)))
         return SwaSplit(profiled, full, align(int(full * ratio)))
     full = int(capacity * (full_layers + swa_layers) / (ratio * swa_layers + full_layers))
     swa = int(full * ratio)
-    if rules.has(cal.SGLANG_SWA_SPLIT_PAGE_ALIGNED):
+    if release.has(cal.SGLANG_SWA_SPLIT_PAGE_ALIGNED):
         full, swa = align(full), align(swa)
     return SwaSplit(profiled, full, swa)
 
 
-def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: int) -> int:
+def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_element_bytes: int) -> int:
     """Bytes one request's state takes in one recurrent layer on one GPU (MambaPool).
 
     configs/mamba_utils.py Mamba2StateShape.create (0.5.4 ... 0.5.23; qwen3_next.py builds GDN
@@ -263,7 +272,10 @@ def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: 
     if isinstance(layer, Mamba1):
         # No hybrid Mamba-1 model in SGLang; attention-free Mamba-1 (models/mamba.py, 0.5.20+).
         shape = state_shape(layer, tp)
-        return shape.conv_elements * cal.SGLANG_MAMBA_CONV_BYTES + shape.ssm_elements * ssm_bytes
+        return (
+            shape.conv_elements * cal.SGLANG_MAMBA_CONV_BYTES
+            + shape.ssm_elements * ssm_element_bytes
+        )
     if isinstance(layer, GatedDeltaNet):
         heads, head_dim = layer.num_value_heads, layer.value_head_dim
         groups, state = layer.num_key_heads, layer.key_head_dim
@@ -274,7 +286,7 @@ def sglang_state_bytes(layer: StateLayer, tensor_parallel_size: int, ssm_bytes: 
         groups += tp - groups  # extra_groups_for_head_shards
     conv = (layer.conv_kernel - 1) * ((heads * head_dim + 2 * groups * state) // tp)
     temporal = (heads // tp) * head_dim * state
-    return conv * cal.SGLANG_MAMBA_CONV_BYTES + temporal * ssm_bytes
+    return conv * cal.SGLANG_MAMBA_CONV_BYTES + temporal * ssm_element_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +300,7 @@ class MambaSplit:
 
 
 def mamba_split(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     rest_bytes: int,
     per_request: int,
@@ -308,10 +320,10 @@ def mamba_split(
     """
     rest = max(0, rest_bytes)
     fixed = slots is not None or (
-        not rules.has(cal.SGLANG_MAMBA_MEMORY_RATIO)
-        or (not radix_cache and not rules.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX))
+        not release.has(cal.SGLANG_MAMBA_MEMORY_RATIO)
+        or (not radix_cache and not release.has(cal.SGLANG_MAMBA_FIT_WITHOUT_RADIX))
     )
-    padding = 1 if rules.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
+    padding = 1 if release.has(cal.SGLANG_MAMBA_PADDING_SLOT) else 0
     if slots is not None:
         count = slots
     elif fixed:
@@ -325,7 +337,7 @@ def mamba_split(
     return MambaSplit(slots, state, max(0, rest - state), not fixed)
 
 
-def mamba_slots_per_request(rules: SglangRules, radix_cache: bool) -> int:
+def mamba_slots_per_request(release: SglangRelease, radix_cache: bool) -> int:
     """State slots one running request may pin: _calculate_mamba_ratio.
 
     1 without radix cache; 3 with it (0.5.4+); from 0.5.14 --mamba-radix-cache-strategy auto
@@ -333,12 +345,12 @@ def mamba_slots_per_request(rules: SglangRules, radix_cache: bool) -> int:
     """
     if not radix_cache:
         return 1
-    extra = cal.SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if rules.has(cal.SGLANG_MAMBA_EXTRA_BUFFER) else 0
+    extra = cal.SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if release.has(cal.SGLANG_MAMBA_EXTRA_BUFFER) else 0
     return cal.SGLANG_MAMBA_SLOTS_PER_REQUEST + extra
 
 
 def max_running_requests(
-    rules: SglangRules,
+    release: SglangRelease,
     *,
     profiled_tokens: int,
     tokens: int,
@@ -357,7 +369,7 @@ def max_running_requests(
     if requested is not None:
         requests = requested
     else:
-        base = profiled_tokens if not rules.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
+        base = profiled_tokens if not release.has(cal.SGLANG_REQS_FROM_FINAL_TOKENS) else tokens
         requests = _estimated_requests(base, context_len)
     if state_cap is not None:
         requests = min(requests, state_cap)
@@ -374,7 +386,7 @@ class SglangHybrid:
     running: int  # max_running_requests
     sequences: int  # sequences of max_model_len that run at once
     concurrency: float
-    settings: dict[str, Any]
+    settings: EngineSettings
     problem: str | None  # why not even one sequence runs; None when it fits
     describe: Callable[[], tuple[str, ...]] = field(compare=False, repr=False)
 
@@ -399,8 +411,10 @@ def _recurrent(layers: Iterable[Layer]) -> list[StateLayer]:
     return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
 
 
-def _bytes_per_token(layers: Iterable[TokenLayer], kv_bytes: int, tp: int) -> int:
-    return sum(token_bytes_per_layer(g, kv_bytes, tp) for g in layers)
+def _bytes_per_token(
+    layers: Iterable[TokenLayer], kv_element_bytes: int, tensor_parallel_size: int
+) -> int:
+    return sum(token_bytes_per_layer(g, kv_element_bytes, tensor_parallel_size) for g in layers)
 
 
 # Which sliding-window models SGLang puts in the SWA pool is decided by architecture name
@@ -421,7 +435,7 @@ _GEMMA_2_3 = re.compile(r"gemma[-_ ]?[23]")
 _NO_SWA_POOL_MODELS = re.compile(r"exaone|olmo|cohere|command[-_ ]?[ra]|c4ai")
 
 
-def _swa_pool_by_name(name: str, rules: SglangRules) -> bool | None:
+def _swa_pool_by_name(name: str, release: SglangRelease) -> bool | None:
     """True / False when the name says whether SGLang uses its SWA pool, None when unknown."""
     lowered = name.lower()
     if _SWA_POOL_MODELS.search(lowered):
@@ -429,25 +443,29 @@ def _swa_pool_by_name(name: str, rules: SglangRules) -> bool | None:
     if _GEMMA_2_3.search(lowered):
         # server_args._handle_model_specific_adjustments (0.5.1+) and
         # arg_groups/model_overrides/gemma2_gemma3.py (0.5.23): disable_hybrid_swa_memory.
-        return not rules.has(cal.SGLANG_GEMMA_SWA_OFF)
+        return not release.has(cal.SGLANG_GEMMA_SWA_OFF)
     if _NO_SWA_POOL_MODELS.search(lowered):
         return False
     return None
 
 
-def _kv_lines(tokens: int, layers: Sequence[TokenLayer], kv_bytes: int, tp: int) -> tuple[str, ...]:
+def _kv_lines(
+    tokens: int, layers: Sequence[TokenLayer], kv_element_bytes: int, tensor_parallel_size: int
+) -> tuple[str, ...]:
     """memory_pool.py MHATokenToKVPool / MLATokenToKVPool: "KV Cache is allocated." (GB = GiB)."""
     latent = [layer for layer in layers if isinstance(layer, MultiHeadLatentAttention)]
     if latent:
-        size = tokens * sum(token_bytes_per_layer(layer, kv_bytes, tp) for layer in layers)
+        size = tokens * sum(
+            token_bytes_per_layer(layer, kv_element_bytes, tensor_parallel_size) for layer in layers
+        )
         return (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size / GiB:.2f} GB",)
     k = v = 0
     for layer in layers:
         if isinstance(layer, MultiHeadLatentAttention):
             continue
-        heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
-        k += heads * layer.head_dim * kv_bytes
-        v += heads * (layer.v_head_dim or layer.head_dim) * kv_bytes
+        heads = kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size)
+        k += heads * layer.head_dim * kv_element_bytes
+        v += heads * (layer.v_head_dim or layer.head_dim) * kv_element_bytes
     return (
         f"KV Cache is allocated. #tokens: {tokens}, K size: {tokens * k / GiB:.2f} GB, "
         f"V size: {tokens * v / GiB:.2f} GB",
@@ -459,7 +477,7 @@ def sglang_hybrid(
     *,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
+    kv_element_bytes: int,
     tensor_parallel_size: int,
     page_size: int,
     max_model_len: int,
@@ -468,53 +486,34 @@ def sglang_hybrid(
     """The SWA or Mamba pools, or None when SGLang sizes every attention layer for the whole
     context (then the notes say why). Raises SizingError for models SGLang does not run."""
     if arch.has_state_layers:
-        rules = sglang_rules(options.engine_version)
         return _mamba_pools(
             arch,
-            rules,
+            sglang_release(options.engine_version),
             stages=stages,
             pool_bytes=pool_bytes,
-            kv_bytes=kv_bytes,
-            tp=tensor_parallel_size,
-            page=page_size,
-            m=max_model_len,
+            kv_element_bytes=kv_element_bytes,
+            tensor_parallel_size=tensor_parallel_size,
+            page_size=page_size,
+            max_model_len=max_model_len,
             options=options,
         )
     windowed = _windowed(layer for layer, _ in arch.cache_layer_counts)
     if not windowed:
         return None, ()
-    rules = sglang_rules(options.engine_version)
-    chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
-    everything = "every attention layer is sized for the whole context"
-    if options.disable_hybrid_kv_cache_manager:
-        return None, (f"--disable-hybrid-swa-memory: SGLang {everything}",)
-    if not rules.has(cal.SGLANG_SWA_POOL):
-        return None, (f"SGLang {rules.label} has no SWA pool (0.4.9.post3+): {everything}",)
-    if chunked and not rules.has(cal.SGLANG_CHUNKED_AS_SWA):
-        return None, (
-            f"SGLang {rules.label} keeps chunked-attention layers in the SWA pool only with "
-            f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}",
-        )
-    if len(windowed) == len(arch.cache_layer_counts):
-        return None, (
-            "SGLang has no SWA pool for models whose every layer is windowed (Mistral v0.1, "
-            f"Phi-3): {everything}",
-        )
-    by_name = _swa_pool_by_name(arch.name, rules)
-    if by_name is False:
-        return None, (
-            f"SGLang {rules.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
-            f"(disable_hybrid_swa_memory for this architecture): {everything}",
-        )
+    release = sglang_release(options.engine_version)
+    by_name = _swa_pool_by_name(arch.name, release)
+    refusal = _without_swa_pool(arch, release, options, windowed, by_name)
+    if refusal is not None:
+        return None, (refusal,)
     return _swa_pools(
-        rules,
+        release,
         known=by_name is True,
         stages=stages,
         pool_bytes=pool_bytes,
-        kv_bytes=kv_bytes,
-        tp=tensor_parallel_size,
-        page=page_size,
-        m=max_model_len,
+        kv_element_bytes=kv_element_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+        page_size=page_size,
+        max_model_len=max_model_len,
         ratio=(
             options.swa_full_tokens_ratio
             if options.swa_full_tokens_ratio is not None
@@ -524,61 +523,123 @@ def sglang_hybrid(
     )
 
 
-def _swa_pools(
-    rules: SglangRules,
+def _without_swa_pool(
+    arch: ModelArchitecture,
+    release: SglangRelease,
+    options: EngineOptions,
+    windowed: Sequence[WindowedLayer],
+    by_name: bool | None,
+) -> str | None:
+    """Why SGLang sizes this windowed model's every layer for the whole context, or None."""
+    everything = "every attention layer is sized for the whole context"
+    if options.disable_hybrid_kv_cache_manager:
+        return f"--disable-hybrid-swa-memory: SGLang {everything}"
+    if not release.has(cal.SGLANG_SWA_POOL):
+        return f"SGLang {release.label} has no SWA pool (0.4.9.post3+): {everything}"
+    chunked = any(isinstance(layer, ChunkedLocalAttention) for layer in windowed)
+    if chunked and not release.has(cal.SGLANG_CHUNKED_AS_SWA):
+        return (
+            f"SGLang {release.label} keeps chunked-attention layers in the SWA pool only with "
+            f"--hybrid-kvcache-ratio (the SWA pool takes them from 0.5.8): {everything}"
+        )
+    if len(windowed) == len(arch.cache_layer_counts):
+        return (
+            "SGLang has no SWA pool for models whose every layer is windowed (Mistral v0.1, "
+            f"Phi-3): {everything}"
+        )
+    if by_name is False:
+        return (
+            f"SGLang {release.label} keeps {arch.name}'s sliding-window layers out of its SWA pool "
+            f"(disable_hybrid_swa_memory for this architecture): {everything}"
+        )
+    return None
+
+
+# --- sliding-window pools -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _StageSplit:
+    """One pipeline stage's SWA split and the layers on each side of it."""
+
+    split: SwaSplit
+    full: list[TokenLayer]
+    windowed: list[WindowedLayer]
+
+
+def _tightest_stage_split(
+    release: SglangRelease,
     *,
-    known: bool,
     stages: Sequence[ModelArchitecture],
     pool_bytes: int,
-    kv_bytes: int,
-    tp: int,
-    page: int,
-    m: int,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
     ratio: float,
-    requested: int | None,
-) -> tuple[SglangHybrid, tuple[str, ...]]:
-    notes = [] if known else [SWA_ARCHITECTURES_NOTE]
-    # Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count.
-    best: tuple[SwaSplit, list[TokenLayer], list[WindowedLayer]] | None = None
+) -> _StageSplit:
+    """Pipeline stages: each rank splits its own layers; SGLang keeps the smallest token count."""
+    tp = tensor_parallel_size
+    best: _StageSplit | None = None
     for stage in stages:
         full, windowed = _whole_context(stage.layers), _windowed(stage.layers)
-        full_bytes = _bytes_per_token(full, kv_bytes, tp)
-        swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
+        full_bytes = _bytes_per_token(full, kv_element_bytes, tp)
+        swa_bytes = _bytes_per_token(windowed, kv_element_bytes, tp)
         if full_bytes + swa_bytes == 0:
             continue
         split = swa_split(
-            rules,
+            release,
             rest_bytes=pool_bytes,
             full_bytes=full_bytes,
             swa_bytes=swa_bytes,
             full_layers=len(full),
             swa_layers=len(windowed),
-            page_size=page,
+            page_size=page_size,
             ratio=ratio,
         )
-        if best is None or split.full_tokens < best[0].full_tokens:
-            best = (split, full, windowed)
+        if best is None or split.full_tokens < best.split.full_tokens:
+            best = _StageSplit(split, full, windowed)
     if best is None:
         raise SizingError("layer_schedule", "no attention layer to size")
-    split, full, windowed = best
-    if len(stages) > 1:
-        notes.append(
-            "pipeline parallel: each stage's SWA split is computed on its own layers and the "
-            "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
-            "count with MIN across ranks before or after the split, by version)"
-        )
-    per_layer = {token_bytes_per_layer(g, kv_bytes, tp) for g in [*full, *windowed]}
-    if len(per_layer) > 1 and not rules.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
-        notes.append(
-            f"SGLang {rules.label} sized every layer with the full layers' geometry (separate "
-            "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
-        )
+    return best
+
+
+def _swa_pools(
+    release: SglangRelease,
+    *,
+    known: bool,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+    ratio: float,
+    requested: int | None,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    """SWAKVPool: the split, then the sequences each pool holds (M = max_model_len)."""
+    tp, page, m = tensor_parallel_size, page_size, max_model_len
+    best = _tightest_stage_split(
+        release,
+        stages=stages,
+        pool_bytes=pool_bytes,
+        kv_element_bytes=kv_element_bytes,
+        tensor_parallel_size=tp,
+        page_size=page,
+        ratio=ratio,
+    )
+    split, full, windowed = best.split, best.full, best.windowed
+    notes = _swa_notes(
+        release,
+        known,
+        len(stages),
+        {token_bytes_per_layer(g, kv_element_bytes, tp) for g in [*full, *windowed]},
+    )
     window = max(
         g.sliding_window if isinstance(g, SlidingWindowAttention) else g.attention_chunk_size
         for g in windowed
     )
     running = max_running_requests(
-        rules,
+        release,
         profiled_tokens=split.profiled_tokens,
         tokens=split.full_tokens,
         context_len=m,
@@ -586,7 +647,7 @@ def _swa_pools(
     )
     per_request = cdiv(m, page)
     by_full = split.full_tokens // page // per_request
-    # A request pins min(m, window) SWA tokens plus a page (the prefill admission floor of
+    # A request pins min(M, window) SWA tokens plus a page (the prefill admission floor of
     # pool_configurator.validate_swa_pool_size, 0.5.23).
     swa_need = min(m, window) + page
     by_swa = split.swa_tokens // swa_need
@@ -597,67 +658,104 @@ def _swa_pools(
             f"kvplan charges each sequence min(max_model_len, window) + one page = {swa_need} "
             "SWA tokens; when SGLang frees out-of-window tokens differs by version"
         )
-    problem = None
-    if rules.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page >= split.swa_tokens:
-        problem = (
-            f"SGLang {rules.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
-            f"is not larger than the window {window} + page {page}"
-        )
-    elif sequences < 1:
-        problem = (
-            f"{split.full_tokens} full-attention and {split.swa_tokens} sliding-window tokens "
-            f"cannot hold one sequence of {m} tokens"
-        )
-    full_bytes = _bytes_per_token(full, kv_bytes, tp)
-    swa_bytes = _bytes_per_token(windowed, kv_bytes, tp)
-
-    def describe() -> tuple[str, ...]:
-        return (
-            f"Use sliding window memory pool. full_layer_tokens={split.full_tokens}, "
-            f"swa_layer_tokens={split.swa_tokens}",
-            *_kv_lines(split.full_tokens, full, kv_bytes, tp),
-            *_kv_lines(split.swa_tokens, windowed, kv_bytes, tp),
-            f"max_total_num_tokens={split.full_tokens}, max_running_requests={running}, "
-            f"context_len={m}",
-        )
-
+    log = _SwaLog(split, tuple(full), tuple(windowed), kv_element_bytes, tp, running, m)
     hybrid = SglangHybrid(
         tokens=split.full_tokens,
         full_layers=len(full),
-        pool_bytes_per_token=full_bytes + ratio * swa_bytes,
+        pool_bytes_per_token=_bytes_per_token(full, kv_element_bytes, tp)
+        + ratio * _bytes_per_token(windowed, kv_element_bytes, tp),
         running=running,
         sequences=max(0, sequences),
         concurrency=min(split.full_tokens / page / per_request, by_swa, running),
         settings={
-            "engine_version": rules.label,
+            "engine_version": release.label,
             "swa_full_tokens_ratio": ratio,
             "full_max_total_num_tokens": split.full_tokens,
             "swa_max_total_num_tokens": split.swa_tokens,
             "max_running_requests": running,
             "max_num_seqs": running,
         },
-        problem=problem,
-        describe=describe,
+        problem=_swa_problem(
+            release, split, window=window, page_size=page, sequences=sequences, max_model_len=m
+        ),
+        describe=log.describe,
     )
     return hybrid, tuple(notes)
 
 
-def _mamba_pools(
-    arch: ModelArchitecture,
-    rules: SglangRules,
+@dataclass(frozen=True, slots=True)
+class _SwaLog:
+    """What SGLang logs for its SWA pools, written on demand."""
+
+    split: SwaSplit
+    full: tuple[TokenLayer, ...]
+    windowed: tuple[WindowedLayer, ...]
+    kv_bytes: int
+    tensor_parallel_size: int
+    running: int
+    max_model_len: int
+
+    def describe(self) -> tuple[str, ...]:
+        split, tp = self.split, self.tensor_parallel_size
+        return (
+            f"Use sliding window memory pool. full_layer_tokens={split.full_tokens}, "
+            f"swa_layer_tokens={split.swa_tokens}",
+            *_kv_lines(split.full_tokens, self.full, self.kv_bytes, tp),
+            *_kv_lines(split.swa_tokens, self.windowed, self.kv_bytes, tp),
+            f"max_total_num_tokens={split.full_tokens}, max_running_requests={self.running}, "
+            f"context_len={self.max_model_len}",
+        )
+
+
+def _swa_notes(
+    release: SglangRelease, known: bool, num_stages: int, layer_bytes: set[int]
+) -> list[str]:
+    notes = [] if known else [SWA_ARCHITECTURES_NOTE]
+    if num_stages > 1:
+        notes.append(
+            "pipeline parallel: each stage's SWA split is computed on its own layers and the "
+            "stage with the fewest full-attention tokens is reported (SGLang syncs the token "
+            "count with MIN across ranks before or after the split, by version)"
+        )
+    if len(layer_bytes) > 1 and not release.has(cal.SGLANG_SWA_SPLIT_BY_MEMORY):
+        notes.append(
+            f"SGLang {release.label} sized every layer with the full layers' geometry (separate "
+            "sliding-window geometry arrived in 0.5.9); kvplan uses each layer's own"
+        )
+    return notes
+
+
+def _swa_problem(
+    release: SglangRelease,
+    split: SwaSplit,
     *,
-    stages: Sequence[ModelArchitecture],
-    pool_bytes: int,
-    kv_bytes: int,
-    tp: int,
-    page: int,
-    m: int,
-    options: EngineOptions,
-) -> tuple[SglangHybrid, tuple[str, ...]]:
-    state_layers = _recurrent(arch.layers)
-    token_layers = _attention(arch.layers)
+    window: int,
+    page_size: int,
+    sequences: int,
+    max_model_len: int,
+) -> str | None:
+    """Why SGLang does not start or cannot run one sequence; None when it can."""
+    if release.has(cal.SGLANG_SWA_FLOOR_CHECK) and window + page_size >= split.swa_tokens:
+        return (
+            f"SGLang {release.label} refuses to start: the SWA pool ({split.swa_tokens} tokens) "
+            f"is not larger than the window {window} + page {page_size}"
+        )
+    if sequences < 1:
+        return (
+            f"{split.full_tokens} full-attention and {split.swa_tokens} sliding-window tokens "
+            f"cannot hold one sequence of {max_model_len} tokens"
+        )
+    return None
+
+
+# --- Mamba / gated-delta-net pools ----------------------------------------------------------
+
+
+def check_mamba_support(
+    release: SglangRelease, state_layers: Sequence[StateLayer], token_layers: Sequence[TokenLayer]
+) -> None:
+    """Raise for recurrent models this SGLang release does not run."""
     kinds = {type(g) for g in state_layers}
-    notes: list[str] = []
     if Mamba1 in kinds and token_layers:
         raise SizingError(
             "engine",
@@ -671,135 +769,356 @@ def _mamba_pools(
     }
     for kind in kinds:
         milestone, label, what = first[kind]
-        if not rules.has(milestone):
+        if not release.has(milestone):
             raise SizingError(
                 "engine_version",
-                f"SGLang {rules.label} does not run {what} models; they arrived in {label}",
+                f"SGLang {release.label} does not run {what} models; they arrived in {label}",
             )
-    if not token_layers and not rules.has(cal.SGLANG_ATTENTION_FREE_MAMBA):
+    if not token_layers and not release.has(cal.SGLANG_ATTENTION_FREE_MAMBA):
         raise SizingError(
             "engine_version",
-            f"SGLang {rules.label} runs recurrent models only beside attention; "
+            f"SGLang {release.label} runs recurrent models only beside attention; "
             "attention-free Mamba models arrived in 0.5.20",
         )
-    # Radix (prefix) cache: GDN models from 0.5.4, Mamba-2 models from 0.5.7 (server_args /
-    # model_runner turn it off before); --disable-radix-cache = enable_prefix_caching False.
-    radix_since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
-    radix_supported = rules.has(radix_since)
-    radix = (
-        radix_supported
-        if options.enable_prefix_caching is None
-        else (options.enable_prefix_caching and radix_supported)
-    )
-    if options.enable_prefix_caching and not radix_supported:
-        notes.append(f"SGLang {rules.label} turns the radix cache off for this model")
-    # SSM dtype: --mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
-    # (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release.
-    ssm_name = normalize_model_dtype(
-        options.mamba_ssm_cache_dtype
-        or (arch.state_dtype if rules.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
+
+
+def mamba_radix_cache(
+    release: SglangRelease, state_layers: Sequence[StateLayer], enable_prefix_caching: bool | None
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether the radix (prefix) cache runs: GDN models from 0.5.4, Mamba-2 models from 0.5.7
+    (server_args / model_runner turn it off before); --disable-radix-cache is
+    enable_prefix_caching False."""
+    kinds = {type(g) for g in state_layers}
+    since = cal.SGLANG_GDN_RADIX if kinds == {GatedDeltaNet} else cal.SGLANG_MAMBA2_RADIX
+    supported = release.has(since)
+    if enable_prefix_caching is None:
+        return supported, ()
+    if enable_prefix_caching and not supported:
+        return False, (f"SGLang {release.label} turns the radix cache off for this model",)
+    return enable_prefix_caching and supported, ()
+
+
+def mamba_ssm_dtype(
+    release: SglangRelease, arch: ModelArchitecture, mamba_ssm_cache_dtype: str | None
+) -> str:
+    """--mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
+    (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release."""
+    return normalize_model_dtype(
+        mamba_ssm_cache_dtype
+        or (arch.state_dtype if release.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
         or cal.SGLANG_MAMBA_SSM_DTYPE,
         "mamba_ssm_cache_dtype",
     )
-    ssm_bytes = MODEL_DTYPE_BYTES[ssm_name]
-    per_layer = [sglang_state_bytes(g, tp, ssm_bytes) for g in state_layers]
+
+
+@dataclass(frozen=True, slots=True)
+class MambaState:
+    """One request's recurrent state on one GPU, as SGLang's MambaPool holds it."""
+
+    per_request: int  # what one slot costs the budget
+    conv_bytes: int  # conv state over every recurrent layer
+    ssm_bytes: int  # temporal (SSM) state over every recurrent layer
+
+
+def mamba_state(
+    release: SglangRelease,
+    *,
+    stages: Sequence[ModelArchitecture],
+    state_layers: Sequence[StateLayer],
+    tensor_parallel_size: int,
+    ssm_element_bytes: int,
+) -> MambaState:
+    tp = tensor_parallel_size
+    per_layer = [sglang_state_bytes(g, tp, ssm_element_bytes) for g in state_layers]
+    # The conv part alone is the state with a 0-byte SSM dtype.
+    conv = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
     per_request = sum(per_layer)
-    if len(stages) > 1 and rules.has(cal.SGLANG_MAMBA_PADDING_SLOT):
+    if len(stages) > 1 and release.has(cal.SGLANG_MAMBA_PADDING_SLOT):
         # kv_cache_configurator._handle_max_mamba_cache (0.5.17+): the largest stage's share.
         share = max(len(_recurrent(stage.layers)) for stage in stages)
         per_request = int(per_request * (share / len(state_layers)))
-    mamba_ratio_given = options.mamba_full_memory_ratio
+    return MambaState(per_request, conv, sum(per_layer) - conv)
+
+
+def mamba_tokens(rest_bytes: int, cells: Sequence[int], attention: bool, max_model_len: int) -> int:
+    """The profiled token count before page alignment: rest_memory over the most attention
+    bytes per token of any stage; an attention-free model's pool is one context
+    (DefaultPoolConfigurator, 0.5.20+: no KV bytes -> max_total_tokens or context_len)."""
+    if not attention:
+        return max_model_len
+    return min(rest_bytes // cell for cell in cells if cell > 0)
+
+
+@dataclass(frozen=True, slots=True)
+class MambaBatch:
+    """The token pool in whole pages, and the requests it and the state slots run at once."""
+
+    tokens: int  # max_total_num_tokens
+    slots_per_request: int
+    running: int  # max_running_requests
+    sequences: int  # sequences of max_model_len that run at once
+
+
+def mamba_batch(
+    release: SglangRelease,
+    split: MambaSplit,
+    *,
+    profiled_tokens: int,
+    radix_cache: bool,
+    page_size: int,
+    max_model_len: int,
+    requested: int | None,
+) -> MambaBatch:
+    tokens = profiled_tokens // page_size * page_size
+    slots_per_request = mamba_slots_per_request(release, radix_cache)
+    running = max_running_requests(
+        release,
+        profiled_tokens=profiled_tokens,
+        tokens=tokens,
+        context_len=max_model_len,
+        state_cap=split.slots // slots_per_request,
+        requested=requested,
+    )
+    sequences = max(0, min(tokens // page_size // cdiv(max_model_len, page_size), running))
+    return MambaBatch(tokens, slots_per_request, running, sequences)
+
+
+def _mamba_pools(
+    arch: ModelArchitecture,
+    release: SglangRelease,
+    *,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+    options: EngineOptions,
+) -> tuple[SglangHybrid, tuple[str, ...]]:
+    """HybridLinearKVPool + MambaPool: support, radix cache, SSM dtype, state slots, tokens."""
+    tp, page, m = tensor_parallel_size, page_size, max_model_len
+    state_layers, token_layers = _recurrent(arch.layers), _attention(arch.layers)
+    check_mamba_support(release, state_layers, token_layers)
+    radix, notes = mamba_radix_cache(release, state_layers, options.enable_prefix_caching)
+    ssm_name = mamba_ssm_dtype(release, arch, options.mamba_ssm_cache_dtype)
+    state = mamba_state(
+        release,
+        stages=stages,
+        state_layers=state_layers,
+        tensor_parallel_size=tp,
+        ssm_element_bytes=MODEL_DTYPE_BYTES[ssm_name],
+    )
+    ratio = (
+        cal.SGLANG_MAMBA_FULL_MEMORY_RATIO
+        if options.mamba_full_memory_ratio is None
+        else options.mamba_full_memory_ratio
+    )
     split = mamba_split(
-        rules,
+        release,
         rest_bytes=pool_bytes,
-        per_request=per_request,
+        per_request=state.per_request,
         radix_cache=radix,
-        ratio=(
-            cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given
-        ),
+        ratio=ratio,
         slots=options.max_mamba_cache_size,
     )
-    cells = [_bytes_per_token(_attention(stage.layers), kv_bytes, tp) for stage in stages]
+    cells = [_bytes_per_token(_attention(stage.layers), kv_element_bytes, tp) for stage in stages]
+    batch = mamba_batch(
+        release,
+        split,
+        profiled_tokens=mamba_tokens(split.rest_bytes, cells, bool(token_layers), m),
+        radix_cache=radix,
+        page_size=page,
+        max_model_len=m,
+        requested=options.max_num_seqs,
+    )
+    tokens, running = batch.tokens, batch.running
+    log = _MambaLog(
+        split.slots, state, tokens, tuple(token_layers), kv_element_bytes, tp, running, m
+    )
+    hybrid = SglangHybrid(
+        tokens=tokens,
+        full_layers=len(token_layers),
+        pool_bytes_per_token=float(max(cells) if cells else 0),
+        running=running,
+        sequences=batch.sequences,
+        concurrency=min(tokens / page / cdiv(m, page), running),
+        settings={
+            "engine_version": release.label,
+            "radix_cache": radix,
+            "mamba_ssm_dtype": ssm_name,
+            "mamba_full_memory_ratio": ratio if split.by_ratio else None,
+            "max_mamba_cache_size": split.slots,
+            "mamba_state_bytes_per_request": state.per_request,
+            "mamba_slots_per_request": batch.slots_per_request,
+            "max_running_requests": running,
+            "max_num_seqs": running,
+        },
+        problem=_mamba_problem(split, state, batch, m),
+        describe=log.describe,
+    )
+    return hybrid, notes + _mamba_notes(token_layers, len(stages))
+
+
+@dataclass(frozen=True, slots=True)
+class _MambaLog:
+    """What SGLang logs for its Mamba and token pools, written on demand."""
+
+    slots: int
+    state: MambaState
+    tokens: int
+    token_layers: tuple[TokenLayer, ...]
+    kv_bytes: int
+    tensor_parallel_size: int
+    running: int
+    max_model_len: int
+
+    def describe(self) -> tuple[str, ...]:
+        rows = self.slots + 1  # MambaPool tensors keep a padding slot 0
+        tokens, tp = self.tokens, self.tensor_parallel_size
+        return (
+            f"Mamba Cache is allocated. max_mamba_cache_size: {self.slots}, "
+            f"conv_state size: {rows * self.state.conv_bytes / GiB:.2f}GB, "
+            f"ssm_state size: {rows * self.state.ssm_bytes / GiB:.2f}GB",
+            *(_kv_lines(tokens, self.token_layers, self.kv_bytes, tp) if self.token_layers else ()),
+            f"max_total_num_tokens={tokens}, max_running_requests={self.running}, "
+            f"context_len={self.max_model_len}",
+        )
+
+
+def _mamba_notes(token_layers: Sequence[TokenLayer], num_stages: int) -> tuple[str, ...]:
+    notes: list[str] = []
     if _windowed(token_layers):
         notes.append(
             "sliding-window layers beside recurrent layers: SGLang's Mamba pools size every "
             "attention layer for the whole context, and so does kvplan here"
         )
-    if len(stages) > 1:
+    if num_stages > 1:
         notes.append(
             "pipeline parallel: every stage gets the same Mamba slots and the stage with the "
             "most attention bytes per token sets the token count (SGLang syncs it with MIN)"
         )
-    if token_layers:
-        profiled = min(split.rest_bytes // cell for cell in cells if cell > 0)
-    else:
-        # DefaultPoolConfigurator (0.5.20+): no KV bytes -> max_total_tokens or context_len.
-        profiled = m
+    if not token_layers:
         notes.append(
             "attention-free model: SGLang's token pool is one context length "
             "(--max-total-tokens raises it) and kvplan takes that at face value"
         )
-    tokens = profiled // page * page
-    slots_per_request = mamba_slots_per_request(rules, radix)
-    state_cap = split.slots // slots_per_request
-    running = max_running_requests(
-        rules,
-        profiled_tokens=profiled,
-        tokens=tokens,
-        context_len=m,
-        state_cap=state_cap,
-        requested=options.max_num_seqs,
-    )
-    per_seq_pages = cdiv(m, page)
-    by_tokens = tokens // page // per_seq_pages
-    sequences = max(0, min(by_tokens, running))
-    problem = None
-    if split.slots < 1 or state_cap < 1:
-        problem = (
-            f"{split.slots} Mamba state slots ({per_request} B each) leave no running request "
-            f"({slots_per_request} slots per request)"
-        )
-    elif sequences < 1:
-        problem = f"{tokens} KV tokens cannot hold one sequence of {m} tokens"
-    # Per request: the conv part alone is the state with a 0-byte SSM dtype.
-    conv_bytes = sum(sglang_state_bytes(g, tp, 0) for g in state_layers)
-    ssm_total = sum(per_layer) - conv_bytes
-    attention = max(cells) if cells else 0
-    mamba_ratio = (
-        (cal.SGLANG_MAMBA_FULL_MEMORY_RATIO if mamba_ratio_given is None else mamba_ratio_given)
-        if split.by_ratio
-        else None
-    )
+    return tuple(notes)
 
-    def describe() -> tuple[str, ...]:
-        rows = split.slots + 1  # MambaPool tensors keep a padding slot 0
+
+def _mamba_problem(
+    split: MambaSplit, state: MambaState, batch: MambaBatch, max_model_len: int
+) -> str | None:
+    """Why not even one sequence runs; None when one does."""
+    if split.slots < 1 or split.slots // batch.slots_per_request < 1:
         return (
-            f"Mamba Cache is allocated. max_mamba_cache_size: {split.slots}, "
-            f"conv_state size: {rows * conv_bytes / GiB:.2f}GB, "
-            f"ssm_state size: {rows * ssm_total / GiB:.2f}GB",
-            *(_kv_lines(tokens, token_layers, kv_bytes, tp) if token_layers else ()),
-            f"max_total_num_tokens={tokens}, max_running_requests={running}, context_len={m}",
+            f"{split.slots} Mamba state slots ({state.per_request} B each) leave no running "
+            f"request ({batch.slots_per_request} slots per request)"
         )
+    if batch.sequences < 1:
+        return f"{batch.tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    return None
 
-    hybrid = SglangHybrid(
-        tokens=tokens,
-        full_layers=len(token_layers),
-        pool_bytes_per_token=float(attention),
-        running=running,
-        sequences=sequences,
-        concurrency=min(tokens / page / per_seq_pages, running),
-        settings={
-            "engine_version": rules.label,
-            "radix_cache": radix,
-            "mamba_ssm_dtype": ssm_name,
-            "mamba_full_memory_ratio": mamba_ratio,
-            "max_mamba_cache_size": split.slots,
-            "mamba_state_bytes_per_request": per_request,
-            "mamba_slots_per_request": slots_per_request,
-            "max_running_requests": running,
-            "max_num_seqs": running,
-        },
-        problem=problem,
-        describe=describe,
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def sglang_capacity(inputs: SizingInputs) -> Capacity:
+    """One SGLang instance: rest_memory, then one token pool or the hybrid pools."""
+    engine, max_model_len = inputs.engine, inputs.workload.max_model_len
+    page_size = engine.block_size or 1
+    budget = sglang_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=engine,
     )
-    return hybrid, tuple(notes)
+    hybrid, notes = sglang_hybrid(
+        inputs.arch,
+        stages=inputs.stages,
+        pool_bytes=budget.pool_bytes,
+        kv_element_bytes=inputs.facts.kv_element_bytes,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        page_size=page_size,
+        max_model_len=max_model_len,
+        options=engine,
+    )
+    if hybrid is not None:
+        return _hybrid_capacity(inputs, hybrid, budget, page_size, inputs.warnings + notes)
+    # Every attention layer holds the whole context (design section 2).
+    cell = inputs.facts.kv_bytes_per_token_per_gpu
+    report = sglang_report(budget.pool_bytes, cell, page_size, max_model_len, engine.max_num_seqs)
+    # --max-running-requests sizes the request pool: the batch never grows past it.
+    running = sglang_running_requests(
+        sglang_tokens(budget.pool_bytes, cell, page_size), max_model_len, engine.max_num_seqs
+    )
+    settings: EngineSettings = {
+        "mem_fraction_static": budget.fraction,
+        "page_size": page_size,
+        "max_running_requests": running,
+        "max_num_seqs": running,
+    }
+    fits = report.max_num_seqs >= 1
+    reason = (
+        f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    )
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=single_group_layout(cell, page_size, max_model_len),
+        report=report,
+        engine_settings=settings,
+        warnings=inputs.warnings + notes,
+        fits=fits,
+        reason=None if fits else reason,
+    )
+
+
+def _hybrid_capacity(
+    inputs: SizingInputs,
+    hybrid: SglangHybrid,
+    budget: MemoryBudget,
+    page_size: int,
+    warnings: tuple[str, ...],
+) -> Capacity:
+    """SWA / Mamba pools: a block is one page of the full-attention token pool, priced with
+    what it takes of rest_memory (its share of the SWA pool included)."""
+    per_request = cdiv(inputs.workload.max_model_len, page_size)
+    block_bytes = round(page_size * hybrid.pool_bytes_per_token)
+    layout = CacheLayout(
+        groups=(
+            CacheGroup("full_attention", hybrid.full_layers, page_size, block_bytes, per_request),
+        ),
+        bytes_per_block=block_bytes,
+        blocks_per_request=per_request,
+        block_size=page_size,
+        padding_layers=0,
+        notes=(),
+    )
+    report = PoolReport(
+        hybrid.tokens // page_size,
+        hybrid.tokens,
+        hybrid.concurrency,
+        hybrid.sequences,
+        hybrid.describe,
+    )
+    problem = hybrid.problem
+    if budget.pool_bytes <= 0:
+        problem = "no memory left for the KV cache after the weights and the static reserve"
+    return Capacity(
+        engine=Engine.SGLANG,
+        engine_version=inputs.engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "mem_fraction_static": budget.fraction,
+            "page_size": page_size,
+            **hybrid.settings,
+        },
+        warnings=warnings,
+        fits=problem is None,
+        reason=problem,
+    )

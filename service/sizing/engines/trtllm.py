@@ -10,14 +10,20 @@ Hybrid models (read in TensorRT-LLM's repository history, milestones in calibrat
   Variable sliding window (VSWA) pools exist only when KvCacheConfig.max_attention_window
   lists several windows; its default gives every layer max_seq_len (one pool).
 Each release's behaviour, with the TensorRT-LLM file and function: docs/engines/trtllm.md.
+
+`trtllm_capacity` is the whole path: the budget (`trtllm_budget`), then one pool
+(`trtllm_report`), the window pools (`trtllm_window_pools`) or the Mamba hybrid's pools
+(`trtllm_mamba_pools`). Short local names: m = max_model_len, tp = tensor_parallel_size,
+tpb = tokens_per_block.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -33,10 +39,23 @@ from ..architecture import (
 )
 from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
-from ..kv import token_bytes_per_layer
+from ..kv import packed_mla, token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration
-from .common import BudgetLine, EngineOptions, MemoryBudget, PoolReport
+from .activation import forward_bytes_per_token
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    Capacity,
+    Engine,
+    EngineOptions,
+    MemoryBudget,
+    PoolReport,
+    SizingInputs,
+    given_pool_budget,
+    single_group_layout,
+)
 
 
 def trtllm_budget(
@@ -49,19 +68,12 @@ def trtllm_budget(
 ) -> MemoryBudget:
     """`state_bytes`: Mamba state a hybrid allocates before the warm-up (part of the peak)."""
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        return MemoryBudget(
-            total_bytes,
-            None,
-            "free_gpu_memory_fraction",
-            0,
-            weights_per_gpu,
-            0,
-            0,
-            0,
-            pool,
-            True,
-            lambda: (BudgetLine("kv_cache_memory", pool, "given"),),
+        return given_pool_budget(
+            total_bytes=total_bytes,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
+            fraction_name="free_gpu_memory_fraction",
+            note="given",
         )
     fraction = options.free_gpu_memory_fraction or calibration.TRTLLM_DEFAULT_FREE_FRACTION
     peak = weights_per_gpu + activation_bytes + calibration.TRTLLM_NON_TORCH + state_bytes
@@ -88,17 +100,17 @@ def trtllm_budget(
         BudgetLine("kv_cache_memory", pool, f"free_gpu_memory_fraction {fraction} x free"),
     )
     return MemoryBudget(
-        total_bytes,
-        fraction,
-        "free_gpu_memory_fraction",
-        free,
-        weights_per_gpu,
-        activation_bytes,
-        calibration.TRTLLM_NON_TORCH,
-        0,
-        pool,
-        False,
-        lambda: lines,
+        total_bytes=total_bytes,
+        fraction=fraction,
+        fraction_name="free_gpu_memory_fraction",
+        requested_bytes=free,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=activation_bytes,
+        non_torch_bytes=calibration.TRTLLM_NON_TORCH,
+        cudagraph_bytes=0,
+        pool_bytes=pool,
+        pool_given=False,
+        describe=lambda: lines,
     )
 
 
@@ -140,7 +152,7 @@ def parse_trtllm_version(text: str, field: str = "engine_version") -> calibratio
 
 
 @dataclass(frozen=True, slots=True)
-class TrtllmRules:
+class TrtllmRelease:
     """The parts of TensorRT-LLM's hybrid-pool arithmetic one release has."""
 
     version: calibration.TrtllmVersion
@@ -156,16 +168,16 @@ class TrtllmRules:
         return self.version[:2] > latest[:2]
 
 
-def trtllm_rules(engine_version: str | None) -> TrtllmRules:
+def trtllm_release(engine_version: str | None) -> TrtllmRelease:
     text = engine_version or calibration.LATEST_TRTLLM_VERSION
-    return TrtllmRules(parse_trtllm_version(text), text)
+    return TrtllmRelease(parse_trtllm_version(text), text)
 
 
-def _newer_note(rules: TrtllmRules, what: str, since: str) -> tuple[str, ...]:
-    if not rules.newer_than_modelled:
+def _newer_note(release: TrtllmRelease, what: str, since: str) -> tuple[str, ...]:
+    if not release.newer_than_modelled:
         return ()
     return (
-        f"TensorRT-LLM {rules.label} is newer than the newest release whose {what} kvplan "
+        f"TensorRT-LLM {release.label} is newer than the newest release whose {what} kvplan "
         f"models ({calibration.LATEST_TRTLLM_VERSION}) and is sized as that release; {since}",
     )
 
@@ -242,7 +254,7 @@ def _state_layers(layers: Sequence[object]) -> list[StateLayer]:
     return [g for g in layers if isinstance(g, GatedDeltaNet | Mamba2 | Mamba1)]
 
 
-def check_trtllm_hybrid(arch: ModelArchitecture, rules: TrtllmRules) -> None:
+def check_trtllm_hybrid(arch: ModelArchitecture, release: TrtllmRelease) -> None:
     """Raise for recurrent models the PyTorch backend of this release does not run."""
     state = _state_layers(arch.layers)
     if any(isinstance(g, Mamba1) for g in state):
@@ -254,34 +266,37 @@ def check_trtllm_hybrid(arch: ModelArchitecture, rules: TrtllmRules) -> None:
             "(Nemotron-H, Qwen3-Next: MambaHybridCacheManager); attention-free Mamba models "
             "ran in the TensorRT engine flow only",
         )
-    if not rules.has(calibration.TRTLLM_MAMBA_HYBRID):
+    if not release.has(calibration.TRTLLM_MAMBA_HYBRID):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} has no Mamba hybrid in its PyTorch backend; "
+            f"TensorRT-LLM {release.label} has no Mamba hybrid in its PyTorch backend; "
             "Nemotron-H arrived in 0.20.0",
         )
-    if any(isinstance(g, GatedDeltaNet) for g in state) and not rules.has(calibration.TRTLLM_GDN):
+    if any(isinstance(g, GatedDeltaNet) for g in state) and not release.has(calibration.TRTLLM_GDN):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} does not run gated-delta-net models; Qwen3-Next "
+            f"TensorRT-LLM {release.label} does not run gated-delta-net models; Qwen3-Next "
             "arrived in 1.2.0rc1",
         )
 
 
 def trtllm_state_bytes_per_slot(
-    stage: ModelArchitecture, tensor_parallel_size: int, conv_bytes: int, ssm_bytes: int
+    stage: ModelArchitecture,
+    tensor_parallel_size: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
 ) -> tuple[int, int]:
     """(conv, ssm) bytes one request slot holds over the stage's recurrent layers."""
     conv = ssm = 0
     for layer in _state_layers(stage.layers):
         slot = trtllm_state_slot(layer, tensor_parallel_size)
-        conv += slot.conv_elements * conv_bytes
-        ssm += slot.ssm_elements * ssm_bytes
+        conv += slot.conv_elements * conv_element_bytes
+        ssm += slot.ssm_elements * ssm_element_bytes
     return conv, ssm
 
 
 def trtllm_state_dtypes(
-    arch: ModelArchitecture, rules: TrtllmRules, options: EngineOptions
+    arch: ModelArchitecture, release: TrtllmRelease, options: EngineOptions
 ) -> tuple[int, int, str]:
     """(conv bytes, SSM bytes, SSM dtype name). _torch/pyexecutor/model_loader.py
     `validate_and_set_mamba_ssm_cache_dtype` (0.20 ... 1.2): KvCacheConfig.mamba_ssm_cache_dtype
@@ -289,7 +304,7 @@ def trtllm_state_dtypes(
     releases read the config's mamba_ssm_dtype first (resolve_ssm_cache_dtype)."""
     given = options.mamba_ssm_cache_dtype
     if given is None or given.strip().lower() == "auto":
-        given = (arch.state_dtype if rules.newer_than_modelled else None) or arch.dtype
+        given = (arch.state_dtype if release.newer_than_modelled else None) or arch.dtype
     name = normalize_model_dtype(given, "mamba_ssm_cache_dtype")
     return MODEL_DTYPE_BYTES[arch.dtype], MODEL_DTYPE_BYTES[name], name
 
@@ -326,15 +341,67 @@ class TrtllmMambaPools:
         return self.slots * (self.conv_bytes_per_slot + self.ssm_bytes_per_slot)
 
 
+@dataclass(frozen=True, slots=True)
+class TrtllmKvSize:
+    """What KvCacheCreator divides the KV budget by, and what the blocks really hold."""
+
+    kv_size_per_token: int  # KvCacheCreator's divisor
+    attention_layers: int  # the stage's layers whose KV the blocks hold
+    attention_bytes_per_token: int  # what one token of a block stores over those layers
+    notes: tuple[str, ...]
+
+
+def trtllm_kv_size(
+    release: TrtllmRelease,
+    *,
+    stage: ModelArchitecture,
+    model: ModelArchitecture,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+) -> TrtllmKvSize:
+    """kv_size_per_token: the attention layers' bytes per token (1.0.0rc3+, PR #5371) or,
+    before, every hidden layer counted as an attention layer (resource_manager
+    `get_cache_size_per_token` on num_hidden_layers); at least one layer either way. One layer's
+    bytes come from the config's one head_dim and KV head count: the first attention layer's."""
+    tp = tensor_parallel_size
+    model_attention = _attention_layers(model.layers)
+    per_layer = token_bytes_per_layer(model_attention[0], kv_element_bytes, tp)
+    stage_attention = _attention_layers(stage.layers)
+    notes: list[str] = []
+    if release.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
+        kv_size = per_layer * max(1, len(stage_attention))
+    else:
+        kv_size = per_layer * max(1, stage.num_layers)
+        notes.append(
+            f"TensorRT-LLM {release.label} divides the KV budget by every hidden layer's "
+            f"attention bytes ({stage.num_layers} layers x {per_layer} B = {kv_size} B per "
+            f"token) though only {len(stage_attention)} layers keep KV; the pool is "
+            "under-used until 1.0.0rc3 (PR #5371)"
+        )
+    if len({token_bytes_per_layer(g, kv_element_bytes, tp) for g in model_attention}) > 1:
+        notes.append(
+            "attention layers of different geometry: TensorRT-LLM sizes max_tokens with the "
+            "config's one head_dim and KV head count; kvplan uses the first attention layer's"
+        )
+    return TrtllmKvSize(
+        kv_size_per_token=kv_size,
+        attention_layers=len(stage_attention),
+        attention_bytes_per_token=sum(
+            token_bytes_per_layer(g, kv_element_bytes, tp) for g in stage_attention
+        ),
+        notes=tuple(notes),
+    )
+
+
 def trtllm_mamba_pools(
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     stage: ModelArchitecture,
     model: ModelArchitecture,
     pool_bytes: int,
-    kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
     tensor_parallel_size: int,
     tokens_per_block: int,
     max_model_len: int,
@@ -342,55 +409,39 @@ def trtllm_mamba_pools(
 ) -> TrtllmMambaPools:
     """KvCacheCreator + MambaHybridCacheManager for one pipeline stage (0.20 ... 1.2).
 
-    max_tokens = pool // kv_size_per_token, where kv_size_per_token is the attention layers'
-    bytes per token (1.0.0rc3+, PR #5371) or, before, every hidden layer counted as an
-    attention layer (resource_manager `get_cache_size_per_token` on num_hidden_layers; at
-    least one layer either way). KVCacheManager.calculate_max_num_blocks then rounds up:
-    blocks = ceil(max_tokens / tokens_per_block). A request needs ceil(M / tokens_per_block)
-    blocks and one of the max_batch_size state slots.
+    max_tokens = pool // kv_size_per_token (`trtllm_kv_size`). KVCacheManager
+    .calculate_max_num_blocks then rounds up: blocks = ceil(max_tokens / tokens_per_block).
+    A request needs ceil(M / tokens_per_block) blocks and one of the max_batch_size state slots.
     """
-    tp = tensor_parallel_size
-    model_attention = _attention_layers(model.layers)
-    per_layer = token_bytes_per_layer(model_attention[0], kv_bytes, tp)
-    stage_attention = _attention_layers(stage.layers)
-    attention_bytes = sum(token_bytes_per_layer(g, kv_bytes, tp) for g in stage_attention)
-    notes: list[str] = []
-    if rules.has(calibration.TRTLLM_KV_SIZE_ATTENTION_ONLY):
-        kv_size = per_layer * max(1, len(stage_attention))
-    else:
-        kv_size = per_layer * max(1, stage.num_layers)
-        notes.append(
-            f"TensorRT-LLM {rules.label} divides the KV budget by every hidden layer's "
-            f"attention bytes ({stage.num_layers} layers x {per_layer} B = {kv_size} B per "
-            f"token) though only {len(stage_attention)} layers keep KV; the pool is "
-            "under-used until 1.0.0rc3 (PR #5371)"
-        )
-    if len({token_bytes_per_layer(g, kv_bytes, tp) for g in model_attention}) > 1:
-        notes.append(
-            "attention layers of different geometry: TensorRT-LLM sizes max_tokens with the "
-            "config's one head_dim and KV head count; kvplan uses the first attention layer's"
-        )
-    conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_bytes, ssm_bytes)
-    max_tokens = max(0, pool_bytes) // kv_size
-    blocks = cdiv(max_tokens, tokens_per_block)
-    per_request = cdiv(max_model_len, tokens_per_block)
-    by_kv = blocks // per_request
-    sequences = min(by_kv, max_batch_size)
-    concurrency = min(blocks / per_request, float(max_batch_size))
+    tpb = tokens_per_block
+    size = trtllm_kv_size(
+        release,
+        stage=stage,
+        model=model,
+        kv_element_bytes=kv_element_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+    )
+    conv, ssm = trtllm_state_bytes_per_slot(
+        stage, tensor_parallel_size, conv_element_bytes, ssm_element_bytes
+    )
+    max_tokens = max(0, pool_bytes) // size.kv_size_per_token
+    blocks = cdiv(max_tokens, tpb)
+    per_request = cdiv(max_model_len, tpb)
+    sequences = min(blocks // per_request, max_batch_size)
     problem = None
     if pool_bytes <= 0:
         problem = "no memory left for the KV cache after the weights, warm-up and Mamba state"
     elif sequences < 1:
         problem = (
-            f"{blocks} blocks of {tokens_per_block} tokens cannot hold one sequence of "
+            f"{blocks} blocks of {tpb} tokens cannot hold one sequence of "
             f"{max_model_len} tokens ({per_request} blocks)"
         )
 
     def describe() -> tuple[str, ...]:
         return (
             f"Estimated max memory in KV cache : {pool_bytes / GiB:.2f} GiB",
-            f"max_tokens={max_tokens} (kv size per token {kv_size} B), blocks={blocks} of "
-            f"{tokens_per_block} tokens",
+            f"max_tokens={max_tokens} (kv size per token {size.kv_size_per_token} B), "
+            f"blocks={blocks} of {tpb} tokens",
             # MambaCacheManager.__init__ (its GB is 2^30 bytes)
             f"Mamba Cache is allocated. max_mamba_cache_size: {max_batch_size}, "
             f"conv_state size: {max_batch_size * conv / GiB:.2f}GB, "
@@ -402,16 +453,16 @@ def trtllm_mamba_pools(
         slots=max_batch_size,
         conv_bytes_per_slot=conv,
         ssm_bytes_per_slot=ssm,
-        kv_size_per_token=kv_size,
-        attention_layers=len(stage_attention),
-        attention_bytes_per_token=attention_bytes,
+        kv_size_per_token=size.kv_size_per_token,
+        attention_layers=size.attention_layers,
+        attention_bytes_per_token=size.attention_bytes_per_token,
         max_tokens=max_tokens,
         blocks=blocks,
         blocks_per_request=per_request,
         sequences=max(0, sequences),
-        concurrency=concurrency,
+        concurrency=min(blocks / per_request, float(max_batch_size)),
         problem=problem,
-        notes=tuple(notes) + _newer_note(rules, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
+        notes=size.notes + _newer_note(release, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
         describe=describe,
     )
 
@@ -460,7 +511,7 @@ class TrtllmWindowPools:
 
 
 def trtllm_window_pools(
-    rules: TrtllmRules,
+    release: TrtllmRelease,
     *,
     pool_bytes: int,
     layer_windows: Sequence[tuple[int, int]],
@@ -472,16 +523,8 @@ def trtllm_window_pools(
 
     resource_manager.py `KVCacheManager.__init__`: windows are clamped to max_seq_len; one
     distinct window is the standard pool (tokens = pool // bytes, blocks rounded up). Several
-    go to C++ `BaseKVCacheManager::calculateMaxNumBlocks` (kvCacheManager.cpp):
-      1.0.0rc2 (PR #5151)  VSWA pools in the PyTorch backend; the C++ share came from free
-                           memory and every window was capped at KvCacheCreator's max_tokens
-                           = pool // (all layers' bytes); kvplan takes the cap (approximate).
-      1.1.0rc2 (PR #5933)  the budget is the estimated KV memory (max_gpu_total_bytes), no cap;
-                           share_w = (bytes_w / sum bytes) x w, normalised
-                           (BlockManager::calculateWindowSizeToShare, float32).
-      1.2.0rc0 (PR #7923)  every window gets the same share 1 / n (TRTLLM_WINDOW_SIZE_SHARES
-                           overrides it), max_tokens ignored under VSWA.
-    tokens_w = (uint64)(float32(pool x share_w) / bytes_w); blocks_w = ceil(tokens_w / 32).
+    go to C++ `BaseKVCacheManager::calculateMaxNumBlocks` (kvCacheManager.cpp), which shares
+    the pool between windows (`trtllm_window_shares`). blocks_w = ceil(tokens_w / 32).
     A request of M tokens needs ceil(min(M, w) / tokens_per_block) blocks of window w
     (KVCacheManager::calculateMaxBlockRequirementsPerBeam); the window that runs out first
     sets the batch (getMaxCapacityBatchSize).
@@ -490,73 +533,351 @@ def trtllm_window_pools(
     groups: dict[int, list[int]] = {}
     for window, bytes_per_token in layer_windows:
         groups.setdefault(min(window, m), []).append(bytes_per_token)
-    windows = sorted(groups)
-    per_window = {w: sum(groups[w]) for w in windows}
-    total = sum(per_window.values())
-    pool = max(0, pool_bytes)
-    notes: list[str] = list(_newer_note(rules, "VSWA arithmetic", VSWA_SINCE_1_3))
-    if len(windows) > 1 and not rules.has(calibration.TRTLLM_PYTORCH_VSWA):
+    per_window = {w: sum(groups[w]) for w in sorted(groups)}
+    notes: list[str] = list(_newer_note(release, "VSWA arithmetic", VSWA_SINCE_1_3))
+    if len(per_window) > 1 and not release.has(calibration.TRTLLM_PYTORCH_VSWA):
         raise SizingError(
             "engine_version",
-            f"TensorRT-LLM {rules.label} has no variable-window KV pools in its PyTorch "
+            f"TensorRT-LLM {release.label} has no variable-window KV pools in its PyTorch "
             "backend; they arrived in 1.0.0rc2 (PR #5151)",
         )
-    shares: dict[int, float] = {}
-    tokens: dict[int, int] = {}
-    if len(windows) == 1:
-        shares[windows[0]] = 1.0
-        tokens[windows[0]] = pool // total
-    elif not rules.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
-        capped = pool // total
-        for w in windows:
-            shares[w] = per_window[w] / total
-            tokens[w] = capped
-        notes.append(
-            f"TensorRT-LLM {rules.label} split free memory between windows and capped each at "
-            f"max_tokens = pool // {total} B; kvplan assumes the cap binds for every window "
-            "(free memory at that point is not modelled)"
-        )
-    else:
-        if rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
-            for w in windows:
-                shares[w] = _f32(1.0 / len(windows))
-        else:
-            # float weight = bytes_w / total; weight *= w; double sum; float share.
-            contribution = {w: _f32(_f32(per_window[w] / total) * w) for w in windows}
-            denominator = sum(contribution.values())
-            for w in windows:
-                shares[w] = _f32(contribution[w] / denominator)
-        for w in windows:
-            # uint64 x float is a float product; divided as double, truncated to uint64.
-            tokens[w] = int(_f32(_f32(pool) * shares[w]) / per_window[w])
+    shares = trtllm_window_shares(release, per_window, max(0, pool_bytes))
+    notes += shares.notes
     pools = tuple(
         WindowPool(
             window=w,
             layers=len(groups[w]),
             bytes_per_token=per_window[w],
-            share=shares[w],
-            tokens=tokens[w],
-            blocks=cdiv(tokens[w], tpb),
+            share=shares.shares[w],
+            tokens=shares.tokens[w],
+            blocks=cdiv(shares.tokens[w], tpb),
             blocks_per_request=cdiv(min(m, w), tpb),
         )
-        for w in windows
+        for w in per_window
     )
-    if len(pools) > 1 and rules.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+    if len(pools) > 1 and release.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
         notes.append(
             "from 1.2.0rc0 TensorRT-LLM writes sliding-window blocks linearly and releases "
             "out-of-window blocks as the window moves (PR #6768); kvplan charges a request "
             "ceil(min(M, window) / tokens_per_block) blocks per window, its steady state"
         )
-    sequences = min(p.sequences for p in pools)
-    concurrency = min(p.blocks / p.blocks_per_request for p in pools)
+    return TrtllmWindowPools(
+        pools,
+        sequences=min(p.sequences for p in pools),
+        concurrency=min(p.blocks / p.blocks_per_request for p in pools),
+        notes=tuple(notes),
+        describe=partial(_window_log, pools),
+    )
 
-    def describe() -> tuple[str, ...]:
-        return (
-            "Blocks per window size:",
-            *(
-                f"[windowSize={p.window}] {{.primaryBlocks={p.blocks}, .secondayBlocks=0}}"
-                for p in pools
+
+def _window_log(pools: Sequence[WindowPool]) -> tuple[str, ...]:
+    """kvCacheManager.cpp: the blocks each window size gets (its spelling kept)."""
+    return (
+        "Blocks per window size:",
+        *(
+            f"[windowSize={p.window}] {{.primaryBlocks={p.blocks}, .secondayBlocks=0}}"
+            for p in pools
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowShares:
+    """The share of the pool each window gets, and the tokens that share holds."""
+
+    shares: dict[int, float]
+    tokens: dict[int, int]
+    notes: tuple[str, ...]
+
+
+def trtllm_window_shares(
+    release: TrtllmRelease, per_window: Mapping[int, int], pool_bytes: int
+) -> WindowShares:
+    """BaseKVCacheManager::calculateMaxNumBlocks (kvCacheManager.cpp), by release:
+      1.0.0rc2 (PR #5151)  the C++ share came from free memory and every window was capped at
+                           KvCacheCreator's max_tokens = pool // (all layers' bytes); kvplan
+                           takes the cap (approximate).
+      1.1.0rc2 (PR #5933)  the budget is the estimated KV memory (max_gpu_total_bytes), no cap;
+                           share_w = (bytes_w / sum bytes) x w, normalised
+                           (BlockManager::calculateWindowSizeToShare, float32).
+      1.2.0rc0 (PR #7923)  every window gets the same share 1 / n (TRTLLM_WINDOW_SIZE_SHARES
+                           overrides it), max_tokens ignored under VSWA.
+    tokens_w = (uint64)(float32(pool x share_w) / bytes_w).
+    """
+    windows = sorted(per_window)
+    total = sum(per_window.values())
+    if len(windows) == 1:
+        return WindowShares({windows[0]: 1.0}, {windows[0]: pool_bytes // total}, ())
+    if not release.has(calibration.TRTLLM_VSWA_FROM_BUDGET):
+        capped = pool_bytes // total
+        return WindowShares(
+            {w: per_window[w] / total for w in windows},
+            dict.fromkeys(windows, capped),
+            (
+                f"TensorRT-LLM {release.label} split free memory between windows and capped each "
+                f"at max_tokens = pool // {total} B; kvplan assumes the cap binds for every "
+                "window (free memory at that point is not modelled)",
             ),
         )
+    if release.has(calibration.TRTLLM_VSWA_EQUAL_SHARES):
+        shares = {w: _f32(1.0 / len(windows)) for w in windows}
+    else:
+        # float weight = bytes_w / total; weight *= w; double sum; float share.
+        contribution = {w: _f32(_f32(per_window[w] / total) * w) for w in windows}
+        denominator = sum(contribution.values())
+        shares = {w: _f32(contribution[w] / denominator) for w in windows}
+    # uint64 x float is a float product; divided as double, truncated to uint64.
+    tokens = {w: int(_f32(_f32(pool_bytes) * shares[w]) / per_window[w]) for w in windows}
+    return WindowShares(shares, tokens, ())
 
-    return TrtllmWindowPools(pools, sequences, concurrency, tuple(notes), describe)
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def trtllm_capacity(inputs: SizingInputs) -> Capacity:
+    """One TensorRT-LLM instance: one KV pool, per-window pools, or a Mamba hybrid's pools."""
+    arch, engine = inputs.arch, inputs.engine
+    if arch.has_state_layers:
+        return _mamba_capacity(inputs)
+    warnings = inputs.warnings
+    if has_windowed_layers(arch) and engine.max_attention_window is None:
+        # resource_manager.py KVCacheManager: no max_attention_window -> [max_seq_len] for all.
+        warnings += (WINDOWED_DEFAULT_NOTE,)
+    per_token = forward_bytes_per_token(arch, inputs.parallel.tensor_parallel_size) or 0
+    max_num_tokens = engine.max_num_batched_tokens or calibration.TRTLLM_MAX_NUM_TOKENS
+    budget = trtllm_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        activation_bytes=per_token * max_num_tokens,
+        options=engine,
+    )
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    if engine.max_attention_window is not None:
+        return _window_capacity(inputs, engine.max_attention_window, budget, block, max_num_tokens)
+    max_model_len = inputs.workload.max_model_len
+    cell = inputs.facts.kv_bytes_per_token_per_gpu
+    report = trtllm_report(budget.pool_bytes, cell, block, max_model_len)
+    fits = report.max_num_seqs >= 1
+    reason = (
+        f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
+    )
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=single_group_layout(cell, block, max_model_len),
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": max_num_tokens,
+        },
+        warnings=warnings,
+        fits=fits,
+        reason=None if fits else reason,
+    )
+
+
+def _window_capacity(
+    inputs: SizingInputs,
+    windows: tuple[int, ...],
+    budget: MemoryBudget,
+    tokens_per_block: int,
+    max_num_tokens: int,
+) -> Capacity:
+    """KvCacheConfig.max_attention_window given: one pool per distinct window (VSWA)."""
+    max_model_len = inputs.workload.max_model_len
+    best = _tightest_stage_windows(inputs, windows, budget.pool_bytes, tokens_per_block)
+    # The pool that runs out first sets the batch; the planner reads its blocks.
+    binding = min(best.pools, key=lambda p: p.sequences)
+    largest = max(best.pools, key=lambda p: p.window)
+    report = PoolReport(
+        binding.blocks, largest.tokens, best.concurrency, best.sequences, best.describe
+    )
+    layout = CacheLayout(
+        groups=tuple(
+            CacheGroup(
+                "full_attention" if p.window >= max_model_len else "sliding_attention",
+                p.layers,
+                tokens_per_block,
+                tokens_per_block * p.bytes_per_token,
+                p.blocks_per_request,
+            )
+            for p in best.pools
+        ),
+        bytes_per_block=tokens_per_block * binding.bytes_per_token,
+        blocks_per_request=binding.blocks_per_request,
+        block_size=tokens_per_block,
+        padding_layers=0,
+        notes=best.notes,
+    )
+    fits = best.sequences >= 1
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=inputs.engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=layout,
+        report=report,
+        engine_settings={
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": tokens_per_block,
+            "max_num_tokens": max_num_tokens,
+            "max_attention_window": list(windows),
+            "pools": {str(p.window): p.blocks for p in best.pools},
+        },
+        warnings=inputs.warnings + best.notes,
+        fits=fits,
+        reason=None
+        if fits
+        else (
+            f"the window-{binding.window} pool's {binding.blocks} blocks cannot hold one "
+            f"sequence of {max_model_len} tokens ({binding.blocks_per_request} blocks)"
+        ),
+    )
+
+
+def _tightest_stage_windows(
+    inputs: SizingInputs, windows: tuple[int, ...], pool_bytes: int, tokens_per_block: int
+) -> TrtllmWindowPools:
+    """Each stage's window pools; the stage that holds the fewest sequences is reported."""
+    tp, kv_element_bytes = inputs.parallel.tensor_parallel_size, inputs.facts.kv_element_bytes
+    packed = packed_mla(inputs.arch, inputs.workload.kv_cache_dtype)
+    best = None
+    offset = 0
+    for stage in inputs.stages:
+        # The window list is per decoder layer, repeated over the layers when shorter.
+        layer_windows = [
+            (
+                windows[(offset + i) % len(windows)],
+                token_bytes_per_layer(g, kv_element_bytes, tp, packed),
+            )
+            for i, g in enumerate(stage.layers)
+            if isinstance(g, TokenLayer)
+        ]
+        offset += stage.num_layers
+        if not layer_windows:
+            continue
+        pools = trtllm_window_pools(
+            trtllm_release(inputs.engine.engine_version),
+            pool_bytes=pool_bytes,
+            layer_windows=layer_windows,
+            tokens_per_block=tokens_per_block,
+            max_model_len=inputs.workload.max_model_len,
+        )
+        if best is None or pools.sequences < best.sequences:
+            best = pools
+    if best is None:
+        raise SizingError("max_attention_window", "the model has no attention layer to window")
+    return best
+
+
+def _mamba_capacity(inputs: SizingInputs) -> Capacity:
+    """MambaHybridCacheManager: max_batch_size state slots taken before the fraction, then a
+    paged KV pool for the attention layers (`trtllm_mamba_pools`)."""
+    release = trtllm_release(inputs.engine.engine_version)
+    check_trtllm_hybrid(inputs.arch, release)
+    engine = inputs.engine
+    max_num_tokens = engine.max_num_batched_tokens or calibration.TRTLLM_MAX_NUM_TOKENS
+    block = engine.block_size or calibration.TRTLLM_TOKENS_PER_BLOCK
+    slots = engine.max_num_seqs or calibration.TRTLLM_DEFAULT_MAX_BATCH_SIZE
+    conv_bytes, ssm_bytes, ssm_name = trtllm_state_dtypes(inputs.arch, release, engine)
+    budget, pools = _tightest_stage_mamba(
+        inputs,
+        release,
+        max_num_tokens=max_num_tokens,
+        tokens_per_block=block,
+        slots=slots,
+        conv_element_bytes=conv_bytes,
+        ssm_element_bytes=ssm_bytes,
+    )
+    notes = pools.notes + ((WINDOWED_DEFAULT_NOTE,) if has_windowed_layers(inputs.arch) else ())
+    if len(inputs.stages) > 1:
+        notes += (
+            "pipeline parallel: each stage holds its own layers' state and KV; TensorRT-LLM "
+            "keeps the smallest max_tokens of all ranks and kvplan reports that stage",
+        )
+    block_bytes = block * pools.attention_bytes_per_token
+    return Capacity(
+        engine=Engine.TRTLLM,
+        engine_version=engine.engine_version,
+        facts=inputs.facts,
+        budget=budget,
+        layout=CacheLayout(
+            groups=(
+                CacheGroup(
+                    "full_attention",
+                    pools.attention_layers,
+                    block,
+                    block_bytes,
+                    pools.blocks_per_request,
+                ),
+            ),
+            bytes_per_block=block_bytes,
+            blocks_per_request=pools.blocks_per_request,
+            block_size=block,
+            padding_layers=0,
+            notes=(),
+        ),
+        report=PoolReport(
+            pools.blocks, pools.blocks * block, pools.concurrency, pools.sequences, pools.describe
+        ),
+        engine_settings={
+            "engine_version": release.label,
+            "free_gpu_memory_fraction": budget.fraction,
+            "tokens_per_block": block,
+            "max_num_tokens": max_num_tokens,
+            "max_batch_size": slots,
+            "max_num_seqs": slots,
+            "mamba_ssm_cache_dtype": ssm_name,
+            "mamba_state_bytes_per_request": pools.conv_bytes_per_slot + pools.ssm_bytes_per_slot,
+            "kv_size_per_token": pools.kv_size_per_token,
+        },
+        warnings=inputs.warnings + notes,
+        fits=pools.problem is None,
+        reason=pools.problem,
+    )
+
+
+def _tightest_stage_mamba(
+    inputs: SizingInputs,
+    release: TrtllmRelease,
+    *,
+    max_num_tokens: int,
+    tokens_per_block: int,
+    slots: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
+) -> tuple[MemoryBudget, TrtllmMambaPools]:
+    """Each stage's budget and pools; the stage with the fewest max_tokens is reported."""
+    tp = inputs.parallel.tensor_parallel_size
+    activation = (forward_bytes_per_token(inputs.arch, tp) or 0) * max_num_tokens
+    chosen = None
+    for stage in inputs.stages:
+        conv, ssm = trtllm_state_bytes_per_slot(stage, tp, conv_element_bytes, ssm_element_bytes)
+        budget = trtllm_budget(
+            total_bytes=inputs.gpu.memory_bytes,
+            weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+            activation_bytes=activation,
+            options=inputs.engine,
+            state_bytes=slots * (conv + ssm),
+        )
+        pools = trtllm_mamba_pools(
+            release,
+            stage=stage,
+            model=inputs.arch,
+            pool_bytes=budget.pool_bytes,
+            kv_element_bytes=inputs.facts.kv_element_bytes,
+            conv_element_bytes=conv_element_bytes,
+            ssm_element_bytes=ssm_element_bytes,
+            tensor_parallel_size=tp,
+            tokens_per_block=tokens_per_block,
+            max_model_len=inputs.workload.max_model_len,
+            max_batch_size=slots,
+        )
+        # KVCacheManager.calculate_max_num_blocks: every rank takes the MIN of max_tokens.
+        if chosen is None or pools.max_tokens < chosen[1].max_tokens:
+            chosen = (budget, pools)
+    assert chosen is not None
+    return chosen

@@ -6,14 +6,20 @@ vllm/v1/worker/gpu_worker.py and vllm/utils/mem_utils.py (budget), vllm/v1/core/
 vllm/engine/arg_utils.py (batch defaults), vllm/model_executor/models/config.py and
 vllm/platforms/interface.py (hybrid block alignment); ../shared/design/engine-memory.md.
 Each release's behaviour, with the vLLM file and function it was read from: docs/engines/vllm.md.
+
+`vllm_capacity` reads top to bottom as vLLM starts: the release's rules (`vllm_release`), the
+flags and their defaults (`vllm_flags`), the KV-cache groups of each worker (`vllm_layout`,
+one helper per step of kv_cache_utils.get_kv_cache_groups), the memory budget (`vllm_budget`),
+the blocks every worker keeps (`vllm_blocks`), the start-up check and the two log lines
+(`vllm_report`). Short local names: m = max_model_len, tp = tensor_parallel_size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache, partial
 
 from ..architecture import (
     ChunkedLocalAttention,
@@ -28,17 +34,30 @@ from ..architecture import (
     TokenLayer,
 )
 from ..errors import SizingError
-from ..kv import state_bytes_per_sequence, token_bytes_per_layer
+from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
 from . import calibration as cal
 from .activation import forward_bytes_per_token, sampler_bytes
-from .common import BudgetLine, CacheGroup, CacheLayout, EngineOptions, MemoryBudget, PoolReport
+from .common import (
+    BudgetLine,
+    CacheGroup,
+    CacheLayout,
+    Capacity,
+    Engine,
+    EngineOptions,
+    EngineSettings,
+    MemoryBudget,
+    PoolReport,
+    SizingInputs,
+    given_pool_budget,
+)
 
 Version = tuple[int, int, int]
 
 
 @lru_cache(maxsize=256)
-def parse_version(text: str, field: str = "engine_version") -> Version:
+def parse_vllm_version(text: str, field: str = "engine_version") -> Version:
+    """`0.10.1`, `v0.6.3.post1`, `0.11.0rc2` -> (major, minor, patch); suffixes are dropped."""
     core = text.strip().lower().removeprefix("v").split("+")[0].split("rc")[0]
     core = core.split(".post")[0].split(".dev")[0]
     parts = core.split(".")
@@ -49,10 +68,10 @@ def parse_version(text: str, field: str = "engine_version") -> Version:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class VllmBehaviour:
+class VllmRelease:
     """The parts of vLLM's arithmetic one release has, resolved once per version.
 
-    `behaviour_for` hands out one instance per release, so identity is equality (and hashing
+    `vllm_release` hands out one instance per release, so identity is equality (and hashing
     it for the layout cache costs nothing).
     """
 
@@ -106,7 +125,7 @@ class VllmBehaviour:
 
 
 @lru_cache(maxsize=256)
-def behaviour_for(version: Version) -> VllmBehaviour:
+def vllm_release(version: Version) -> VllmRelease:
     def since(milestone: Version) -> bool:
         return version >= milestone
 
@@ -114,7 +133,7 @@ def behaviour_for(version: Version) -> VllmBehaviour:
     ratio = (
         1.5 if since(cal.VLLM_GROUPS_MAX_15) else 1.25 if since(cal.VLLM_GROUPS_MAX_125) else None
     )
-    return VllmBehaviour(
+    return VllmRelease(
         version=version,
         label=".".join(str(n) for n in version),
         v1_engine=v1,
@@ -153,19 +172,19 @@ def gpu_family(gpu_name: str) -> str:
     return "other"
 
 
-def mla_block_size(behaviour: VllmBehaviour, gpu_name: str, sparse: bool = False) -> int:
+def mla_block_size(release: VllmRelease, gpu_name: str, sparse: bool = False) -> int:
     """The block size MLA backends force or prefer (platforms/cuda.py, backend preference)."""
     if sparse:
         # FlashMLA-sparse (DeepSeek-V3.2, GLM-5) reads the cache in 64-token pages
         # (flashmla_sparse.py get_supported_kernel_block_sizes: MultipleOf(64)).
         return cal.VLLM_SPARSE_MLA_BLOCK_SIZE
     family = gpu_family(gpu_name)
-    if behaviour.version >= cal.VLLM_MLA_BACKEND_BLOCK:
+    if release.version >= cal.VLLM_MLA_BACKEND_BLOCK:
         # 0.18+: Hopper's first backend FLASH_ATTN_MLA takes 16; Blackwell FLASHINFER_MLA 32.
         return {"hopper": 16, "blackwell": 32}.get(family, 16)
     # Up to 0.17: FlashMLA (Hopper) and FlashInfer-MLA force 64; CUTLASS MLA 128 (0.12-0.14).
     if family == "blackwell":
-        return 128 if (0, 12, 0) <= behaviour.version < (0, 15, 0) else 64
+        return 128 if (0, 12, 0) <= release.version < (0, 15, 0) else 64
     return 64 if family == "hopper" else 16
 
 
@@ -177,24 +196,24 @@ class BatchDefaults:
 
 
 def batch_defaults(
-    behaviour: VllmBehaviour, gpu_memory_bytes: int, gpu_name: str, max_model_len: int
+    release: VllmRelease, gpu_memory_bytes: int, gpu_name: str, max_model_len: int
 ) -> BatchDefaults:
     """`vllm serve` scheduler defaults, which also size the profile run."""
-    if not behaviour.v1_engine:
+    if not release.v1_engine:
         # V0 SchedulerConfig: 256 sequences; without chunked prefill max(M, 2048) tokens;
         # chunked prefill switches itself on above 32K (512 tokens up to 0.6.4, then 2048).
         if max_model_len > cal.VLLM_V0_CHUNKED_PREFILL_ABOVE:
-            tokens = 2048 if behaviour.version >= cal.VLLM_V0_CHUNKED_MNBT_2048 else 512
+            tokens = 2048 if release.version >= cal.VLLM_V0_CHUNKED_MNBT_2048 else 512
             return BatchDefaults(tokens, 256, f"V0: chunked prefill above 32K, {tokens} tokens")
         return BatchDefaults(max(max_model_len, 2048), 256, "V0: max(max_model_len, 2048)")
     name = gpu_name.lower()
-    if behaviour.version >= cal.VLLM_BATCH_160_GIB_TIER and gpu_memory_bytes >= 160 * GiB:
+    if release.version >= cal.VLLM_BATCH_160_GIB_TIER and gpu_memory_bytes >= 160 * GiB:
         return BatchDefaults(16384, 1024, "vllm serve on a >= 160 GiB GPU")
-    if behaviour.version < cal.VLLM_BATCH_BY_MEMORY:
+    if release.version < cal.VLLM_BATCH_BY_MEMORY:
         big = "h100" in name or "h200" in name
         return BatchDefaults(8192 if big else 2048, 1024, "vllm serve (0.8.0-0.8.3 by name)")
     big = gpu_memory_bytes >= 70 * GiB
-    if behaviour.version >= cal.VLLM_A100_SMALL_TIER:
+    if release.version >= cal.VLLM_A100_SMALL_TIER:
         big = big and "a100" not in name
     if big:
         return BatchDefaults(8192, 1024, "vllm serve on a >= 70 GiB GPU (not A100)")
@@ -202,38 +221,66 @@ def batch_defaults(
 
 
 # --- layout -------------------------------------------------------------------------------
+# vllm/v1/core/kv_cache_utils.py `get_kv_cache_groups`, one function per step:
+#   _merge_windows_as_full   unify_hybrid_kv_cache_specs (no hybrid KV-cache manager)
+#   _specs_by_layer          each layer's KVCacheSpec (kv_cache_interface.py page sizes)
+#   _uniform_type_layout     UniformTypeKVCacheSpecs: one group of one kind, pages summed
+#   _align_hybrid_blocks     attention blocks grown to cover a Mamba state page
+#   _unify_page_sizes        unify_kv_cache_spec_page_size
+#   _group_layers            _get_kv_cache_groups_uniform_page_size
+#   _stage_widths            _project_kv_cache_groups_to_worker (pipeline stages)
+
+WindowedLayer = SlidingWindowAttention | ChunkedLocalAttention
+NO_HYBRID_MANAGER_NOTE = "no hybrid KV-cache manager: sliding/chunked layers keep the context"
 
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
-    """One distinct per-layer cache spec, as vLLM buckets layers."""
+    """One distinct per-layer cache spec, as vLLM buckets layers, and the layers that have it."""
 
     layer: TokenLayer | StateLayer
-    count: int
+    positions: tuple[int, ...]  # the model's layer indices with this spec, in order
     block_size: int
     page_bytes: int
     per_token_bytes: int  # 0 for recurrent-state layers
 
+    @property
+    def count(self) -> int:
+        return len(self.positions)
 
-def _blocks_per_request(
-    layer: TokenLayer | StateLayer,
-    block_size: int,
-    max_model_len: int,
-    in_flight_tokens: int,
-    mamba_blocks: int,
-) -> int:
-    """Blocks one request of `max_model_len` tokens holds in one group's table."""
-    if isinstance(layer, SlidingWindowAttention):
-        # SlidingWindowSpec: the window, the tokens in flight, and one more block because
-        # the window may start inside a block.
-        tokens = min(layer.sliding_window - 1 + in_flight_tokens, max_model_len)
-        return cdiv(tokens, block_size) + 1
-    if isinstance(layer, ChunkedLocalAttention):
-        tokens = min(layer.attention_chunk_size + in_flight_tokens, max_model_len)
-        return cdiv(tokens, block_size)
-    if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-        return mamba_blocks
-    return cdiv(max_model_len, block_size)
+
+@dataclass(frozen=True, slots=True)
+class _RequestUsage:
+    """What one request of max_model_len keeps in each kind of layer (max_memory_usage_bytes
+    of each spec in kv_cache_interface.py)."""
+
+    max_model_len: int
+    in_flight_tokens: int  # tokens a sliding/chunked layer keeps beyond its window
+    mamba_blocks: int  # state pages one request holds
+
+    def blocks(self, layer: TokenLayer | StateLayer, block_size: int) -> int:
+        """Blocks one request holds in one group's table."""
+        if isinstance(layer, SlidingWindowAttention):
+            # SlidingWindowSpec: the window, the tokens in flight, and one more block because
+            # the window may start inside a block.
+            tokens = min(layer.sliding_window - 1 + self.in_flight_tokens, self.max_model_len)
+            return cdiv(tokens, block_size) + 1
+        if isinstance(layer, ChunkedLocalAttention):
+            tokens = min(layer.attention_chunk_size + self.in_flight_tokens, self.max_model_len)
+            return cdiv(tokens, block_size)
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            return self.mamba_blocks
+        return cdiv(self.max_model_len, block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Groups:
+    """KV-cache groups of equal size and the model's layer indices in each."""
+
+    groups: tuple[CacheGroup, ...]
+    members: tuple[tuple[int, ...], ...]
+    group_size: int
+    padding_layers: int
 
 
 def _same_type(a: TokenLayer | StateLayer, b: TokenLayer | StateLayer) -> bool:
@@ -263,10 +310,10 @@ def _stage_bounds(num_layers: int, stage_sizes: tuple[int, ...]) -> list[tuple[i
 def vllm_layout(
     arch: ModelArchitecture,
     *,
-    behaviour: VllmBehaviour,
-    kv_bytes: int,
-    conv_bytes: int,
-    ssm_bytes: int,
+    release: VllmRelease,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
     max_model_len: int,
@@ -278,180 +325,316 @@ def vllm_layout(
     stage_sizes: tuple[int, ...] = (),
     packed_mla: bool = False,
 ) -> CacheLayout:
-    """Cut the model's layers into vLLM KV-cache groups and pages.
+    """Cut the model's layers into vLLM KV-cache groups and pages, as get_kv_cache_groups does.
 
     `arch` is the layers one worker groups: the whole model from 0.11 (groups are formed on the
     whole model and projected onto each pipeline stage, whose sizes `stage_sizes` gives), or one
     stage's layers before. `stage_bytes_per_block` is what one block costs on each stage.
     """
-    tp = tensor_parallel_size
     notes: list[str] = []
-    # Buckets of identical layers, in model order, with the positions of their layers.
-    positions: dict[TokenLayer | StateLayer, Sequence[int]] = dict(arch.cache_layer_positions)
+    positions = dict(arch.cache_layer_positions)
     if len(positions) > 1 and not hybrid_manager:
-        # unify_hybrid_kv_cache_specs: without the hybrid manager sliding and chunked layers
-        # are sized as full attention.
-        merged: dict[TokenLayer | StateLayer, list[int]] = {}
-        for layer, where in positions.items():
-            as_full: TokenLayer | StateLayer = layer
-            if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
-                as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
-                notes.append("no hybrid KV-cache manager: sliding/chunked layers keep the context")
-            merged.setdefault(as_full, []).extend(where)
-        positions = {layer: sorted(where) for layer, where in merged.items()}
+        if any(isinstance(layer, WindowedLayer) for layer in positions):
+            notes.append(NO_HYBRID_MANAGER_NOTE)
+        positions = _merge_windows_as_full(positions)
+    specs = _specs_by_layer(
+        positions,
+        block_size=block_size,
+        kv_element_bytes=kv_element_bytes,
+        conv_element_bytes=conv_element_bytes,
+        ssm_element_bytes=ssm_element_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+        packed_mla=packed_mla,
+    )
+    usage = _RequestUsage(
+        max_model_len,
+        release.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
+        release.mamba_blocks(prefix_caching),
+    )
     bounds = _stage_bounds(arch.num_layers, stage_sizes)
-    in_flight = behaviour.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size)
-    mamba_blocks = behaviour.mamba_blocks(prefix_caching)
+    if release.whole_model_groups and _is_uniform_type(specs):
+        return _uniform_type_layout(specs, usage, bounds, tuple(dict.fromkeys(notes)))
+    specs, aligned = _align_hybrid_blocks(specs)
+    specs, padded = _unify_page_sizes(specs, release)
+    grouped = _group_layers(specs, release, usage)
+    notes += [*aligned, *padded]
+    if grouped.padding_layers:
+        notes.append(
+            f"{grouped.padding_layers} padding layers so every group has "
+            f"{grouped.group_size} layers"
+        )
+    if not block_size_given and any(isinstance(s.layer, MultiHeadLatentAttention) for s in specs):
+        notes.append(f"MLA block size {block_size} is the attention backend's choice")
+    page = max(s.page_bytes for s in specs)
+    token_blocks = [s.block_size for s in specs if s.per_token_bytes]
+    return CacheLayout(
+        groups=grouped.groups,
+        bytes_per_block=page * grouped.group_size,
+        blocks_per_request=sum(g.blocks_per_request for g in grouped.groups),
+        block_size=min(token_blocks) if token_blocks else specs[0].block_size,
+        padding_layers=grouped.padding_layers,
+        notes=tuple(dict.fromkeys(notes)),
+        stage_bytes_per_block=_stage_widths(page, grouped.members, bounds),
+    )
+
+
+def _merge_windows_as_full(
+    positions: Mapping[TokenLayer | StateLayer, Sequence[int]],
+) -> dict[TokenLayer | StateLayer, tuple[int, ...]]:
+    """unify_hybrid_kv_cache_specs: without the hybrid KV-cache manager, sliding-window and
+    chunked layers become full-attention specs of the same geometry (they keep the context)."""
+    merged: dict[TokenLayer | StateLayer, list[int]] = {}
+    for layer, where in positions.items():
+        as_full: TokenLayer | StateLayer = layer
+        if isinstance(layer, WindowedLayer):
+            as_full = FullAttention(layer.num_kv_heads, layer.head_dim, layer.v_head_dim)
+        merged.setdefault(as_full, []).extend(where)
+    return {layer: tuple(sorted(where)) for layer, where in merged.items()}
+
+
+def _specs_by_layer(
+    positions: Mapping[TokenLayer | StateLayer, Sequence[int]],
+    *,
+    block_size: int,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
+    tensor_parallel_size: int,
+    packed_mla: bool,
+) -> list[_Spec]:
+    """Each distinct layer's spec: an attention page holds block_size tokens
+    (AttentionSpec.page_size_bytes); a recurrent layer's page is one request's state
+    (MambaSpec.page_size_bytes)."""
+    tp = tensor_parallel_size
     specs: list[_Spec] = []
     for layer, where in positions.items():
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-            state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
-            specs.append(_Spec(layer, len(where), block_size, state, 0))
+            state = state_bytes_per_sequence(layer, conv_element_bytes, ssm_element_bytes, tp)
+            specs.append(_Spec(layer, tuple(where), block_size, state, 0))
         else:
-            per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed_mla)
-            specs.append(_Spec(layer, len(where), block_size, block_size * per_token, per_token))
-    layer_positions = list(positions.values())
-    if (
-        behaviour.whole_model_groups
-        and len(specs) > 1
-        and all(_same_type(specs[0].layer, s.layer) for s in specs)
-    ):
-        # UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
-        # group whose page is the sum of the layers' pages.
-        per_layer_page = {
-            i: s.page_bytes for s, where in zip(specs, layer_positions, strict=True) for i in where
-        }
-        blocks = _blocks_per_request(
-            specs[0].layer, block_size, max_model_len, in_flight, mamba_blocks
-        )
-        total = sum(s.count * s.page_bytes for s in specs)
-        return CacheLayout(
-            groups=(
-                CacheGroup(
-                    specs[0].layer.kind.value, len(per_layer_page), block_size, total, blocks
-                ),
+            per_token = token_bytes_per_layer(layer, kv_element_bytes, tp, packed_mla)
+            specs.append(_Spec(layer, tuple(where), block_size, block_size * per_token, per_token))
+    return specs
+
+
+def _is_uniform_type(specs: Sequence[_Spec]) -> bool:
+    """UniformTypeKVCacheSpecs.from_specs: several specs, all of one kind."""
+    return len(specs) > 1 and all(_same_type(specs[0].layer, s.layer) for s in specs)
+
+
+def _uniform_type_layout(
+    specs: Sequence[_Spec],
+    usage: _RequestUsage,
+    bounds: Sequence[tuple[int, int]],
+    notes: tuple[str, ...],
+) -> CacheLayout:
+    """UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
+    group whose page is the sum of the layers' pages."""
+    first = specs[0]
+    per_layer_page = {i: s.page_bytes for s in specs for i in s.positions}
+    blocks = usage.blocks(first.layer, first.block_size)
+    total = sum(s.count * s.page_bytes for s in specs)
+    return CacheLayout(
+        groups=(
+            CacheGroup(
+                first.layer.kind.value, len(per_layer_page), first.block_size, total, blocks
             ),
-            bytes_per_block=total,
-            blocks_per_request=blocks,
-            block_size=block_size,
-            padding_layers=0,
-            notes=tuple(dict.fromkeys(notes)),
-            stage_bytes_per_block=tuple(
-                sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
-            ),
-        )
+        ),
+        bytes_per_block=total,
+        blocks_per_request=blocks,
+        block_size=first.block_size,
+        padding_layers=0,
+        notes=notes,
+        stage_bytes_per_block=tuple(
+            sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
+        ),
+    )
+
+
+def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str, ...]]:
+    """Hybrid block alignment (platforms/interface.py `_align_hybrid_block_size`, before that
+    models/config.py `HybridAttentionMambaModelConfig`): raise the attention block size, in
+    multiples of the kernel alignment, until one attention page covers a state page; pad the
+    state page to match."""
     attention = [s for s in specs if s.per_token_bytes]
     states = [s for s in specs if not s.per_token_bytes]
-    if states and attention:
-        # Hybrid block alignment: raise the attention block size, in multiples of the kernel
-        # alignment, until one attention page covers a state page; pad the state page to match.
-        per_token = max(s.per_token_bytes for s in attention)
-        state_page = max(s.page_bytes for s in states)
-        align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
-        attn_block = max(block_size, align * cdiv(state_page, align * per_token))
-        attn_page = attn_block * per_token
-        if attn_block != block_size:
-            notes.append(
-                f"attention block size set to {attn_block} tokens so one page ({attn_page} B) "
-                f"covers the {state_page} B recurrent state (state page padded "
-                f"{100 * (attn_page - state_page) / state_page:.2f}%)"
-            )
-        specs = [
-            _Spec(s.layer, s.count, attn_block, attn_block * s.per_token_bytes, s.per_token_bytes)
-            if s.per_token_bytes
-            else _Spec(s.layer, s.count, attn_block, attn_page, 0)
-            for s in specs
-        ]
-    # unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks.
+    if not (states and attention):
+        return list(specs), ()
+    block_size = attention[0].block_size  # every spec starts at the configured block size
+    per_token = max(s.per_token_bytes for s in attention)
+    state_page = max(s.page_bytes for s in states)
+    align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
+    attn_block = max(block_size, align * cdiv(state_page, align * per_token))
+    attn_page = attn_block * per_token
+    aligned = [
+        replace(s, block_size=attn_block, page_bytes=attn_block * s.per_token_bytes)
+        if s.per_token_bytes
+        else replace(s, block_size=attn_block, page_bytes=attn_page)
+        for s in specs
+    ]
+    if attn_block == block_size:
+        return aligned, ()
+    return aligned, (
+        f"attention block size set to {attn_block} tokens so one page ({attn_page} B) "
+        f"covers the {state_page} B recurrent state (state page padded "
+        f"{100 * (attn_page - state_page) / state_page:.2f}%)",
+    )
+
+
+def _unify_page_sizes(
+    specs: Sequence[_Spec], release: VllmRelease
+) -> tuple[list[_Spec], tuple[str, ...]]:
+    """unify_kv_cache_spec_page_size: smaller pages take proportionally larger blocks; a page
+    that does not divide the largest is refused (0.29+ pads a non-MLA attention page)."""
     max_page = max(s.page_bytes for s in specs)
     unified: list[_Spec] = []
+    notes: list[str] = []
     for s in specs:
         if s.page_bytes == max_page:
             unified.append(s)
         elif max_page % s.page_bytes == 0:
             ratio = max_page // s.page_bytes
-            unified.append(
-                _Spec(s.layer, s.count, s.block_size * ratio, max_page, s.per_token_bytes)
-            )
-        elif behaviour.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
-            # Later releases pad a non-MLA attention page that does not divide the largest.
+            unified.append(replace(s, block_size=s.block_size * ratio, page_bytes=max_page))
+        elif release.pad_attention_pages and not isinstance(s.layer, MultiHeadLatentAttention):
             notes.append(
                 f"{s.layer.kind.value} page of {s.page_bytes} B padded to {max_page} B "
                 f"({100 * (max_page - s.page_bytes) / s.page_bytes:.2f}% unused)"
             )
-            unified.append(_Spec(s.layer, s.count, s.block_size, max_page, s.per_token_bytes))
+            unified.append(replace(s, page_bytes=max_page))
         else:
             raise SizingError(
                 "model.layer_specs",
-                f"vLLM {behaviour.label} cannot unify page sizes of {s.page_bytes} B and "
+                f"vLLM {release.label} cannot unify page sizes of {s.page_bytes} B and "
                 f"{max_page} B",
             )
-    counts = [s.count for s in unified]
+    return unified, tuple(notes)
+
+
+def _group_layers(specs: Sequence[_Spec], release: VllmRelease, usage: _RequestUsage) -> _Groups:
+    """_get_kv_cache_groups_uniform_page_size: every group holds the same number of layers of
+    one spec; the last group of a spec is padded."""
+    counts = [s.count for s in specs]
     group_size = counts[0]
-    if len(unified) > 1:
-        # _get_kv_cache_groups_uniform_page_size: groups of the smallest bucket's size, or of
-        # the largest when it is within the release's ratio of the smallest.
+    if len(specs) > 1:
+        # Groups of the smallest bucket's size, or of the largest when it is within the
+        # release's ratio of the smallest.
         smallest, largest = min(counts), max(counts)
-        limit = behaviour.group_max_ratio
+        limit = release.group_max_ratio
         group_size = largest if limit is not None and largest < limit * smallest else smallest
     groups: list[CacheGroup] = []
-    members: list[Sequence[int]] = []
+    members: list[tuple[int, ...]] = []
     padding = 0
-    for s, where in zip(unified, layer_positions, strict=True):
+    for s in specs:
         n_groups = cdiv(s.count, group_size)
         padding += n_groups * group_size - s.count
-        blocks = _blocks_per_request(s.layer, s.block_size, max_model_len, in_flight, mamba_blocks)
+        blocks = usage.blocks(s.layer, s.block_size)
         for i in range(n_groups):
             # 0.11+: group i takes layers[i::n_groups] (padding spread over the groups, so PP
             # stages stay balanced); before, consecutive slices of group_size.
             chosen = (
-                where[i::n_groups]
-                if behaviour.whole_model_groups
-                else where[i * group_size : (i + 1) * group_size]
+                s.positions[i::n_groups]
+                if release.whole_model_groups
+                else s.positions[i * group_size : (i + 1) * group_size]
             )
             members.append(chosen)
             groups.append(
-                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, max_page, blocks)
+                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, s.page_bytes, blocks)
             )
-    if padding:
-        notes.append(f"{padding} padding layers so every group has {group_size} layers")
-    if block_size_given is False and any(
-        isinstance(s.layer, MultiHeadLatentAttention) for s in unified
-    ):
-        notes.append(f"MLA block size {block_size} is the attention backend's choice")
-    token_blocks = [s.block_size for s in unified if s.per_token_bytes]
-    # _project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group.
-    stage_widths = (
-        (max_page * max(len(chosen) for chosen in members),)
-        if len(bounds) == 1
-        else tuple(
-            max_page * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
-            for lo, hi in bounds
-        )
-    )
-    return CacheLayout(
-        groups=tuple(groups),
-        bytes_per_block=max_page * group_size,
-        blocks_per_request=sum(g.blocks_per_request for g in groups),
-        block_size=min(token_blocks) if token_blocks else unified[0].block_size,
-        padding_layers=padding,
-        notes=tuple(dict.fromkeys(notes)),
-        stage_bytes_per_block=stage_widths,
+    return _Groups(tuple(groups), tuple(members), group_size, padding)
+
+
+def _stage_widths(
+    page_bytes: int, members: Sequence[Sequence[int]], bounds: Sequence[tuple[int, int]]
+) -> tuple[int, ...]:
+    """_project_kv_cache_groups_to_worker: a stage's block is as wide as its largest group,
+    counted over the layers the stage holds."""
+    if len(bounds) == 1:
+        return (page_bytes * max(len(chosen) for chosen in members),)
+    return tuple(
+        page_bytes * max(1, *(sum(lo <= i < hi for i in chosen) for chosen in members))
+        for lo, hi in bounds
     )
 
 
 # --- budget -------------------------------------------------------------------------------
+# vllm/v1/worker/gpu_worker.py `determine_available_memory`: what the instance may use
+# (utilization x total), less the weights, the profile run's peak, the non-torch memory and,
+# from 0.20, the CUDA graphs.
 
 
-def requested_memory(behaviour: VllmBehaviour, total_bytes: int, utilization: float) -> int:
+def requested_memory(release: VllmRelease, total_bytes: int, utilization: float) -> int:
     product = total_bytes * utilization
-    return math.ceil(product) if behaviour.request_ceil else int(product)
+    return math.ceil(product) if release.request_ceil else int(product)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilePeak:
+    """The profile run's torch peak: one forward pass over max_num_batched_tokens tokens, then
+    the sampler on min(max_num_seqs, max_num_batched_tokens) rows; the larger one counts."""
+
+    forward_bytes_per_token: int | None  # None: the model's shape does not say
+    max_num_batched_tokens: int
+    sampler_rows: int
+    vocab_size: int | None
+    sampler_fp32_copies: float
+
+    @property
+    def forward_bytes(self) -> int:
+        per_token = self.forward_bytes_per_token
+        return 0 if per_token is None else per_token * self.max_num_batched_tokens
+
+    @property
+    def sampler_bytes(self) -> int:
+        return sampler_bytes(self.vocab_size, self.sampler_rows, self.sampler_fp32_copies)
+
+    @property
+    def bytes(self) -> int:
+        return max(self.forward_bytes, self.sampler_bytes)
+
+    @property
+    def note(self) -> str:
+        if self.forward_bytes_per_token is None:
+            return "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
+        if self.sampler_bytes > self.forward_bytes:
+            return (
+                f"sampler peak: {self.sampler_rows} rows x {self.vocab_size} vocab x 4 B x "
+                f"{self.sampler_fp32_copies} fp32 copies (the forward pass peaks at "
+                f"{self.forward_bytes} B)"
+            )
+        return (
+            f"forward peak: {self.max_num_batched_tokens} batched tokens x "
+            f"{self.forward_bytes_per_token} B/token"
+        )
+
+
+def profile_peak(
+    arch: ModelArchitecture,
+    release: VllmRelease,
+    tensor_parallel_size: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+) -> ProfilePeak:
+    return ProfilePeak(
+        forward_bytes_per_token=forward_bytes_per_token(arch, tensor_parallel_size),
+        max_num_batched_tokens=max_num_batched_tokens,
+        sampler_rows=min(max_num_seqs, max_num_batched_tokens),
+        vocab_size=arch.vocab_size,
+        sampler_fp32_copies=(
+            cal.VLLM_V1_SAMPLER_FP32_COPIES
+            if release.v1_engine
+            else cal.VLLM_V0_SAMPLER_FP32_COPIES
+        ),
+    )
+
+
+def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
+    return release.cudagraph_in_budget and not options.enforce_eager
 
 
 def vllm_budget(
     arch: ModelArchitecture,
     *,
-    behaviour: VllmBehaviour,
+    release: VllmRelease,
     total_bytes: int,
     weights_per_gpu: int,
     tensor_parallel_size: int,
@@ -459,92 +642,50 @@ def vllm_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
 ) -> MemoryBudget:
-    util = options.gpu_memory_utilization or behaviour.default_utilization
-    total_line = BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports")
     if options.kv_pool_bytes is not None:
-        pool = options.kv_pool_bytes
-        given = BudgetLine("kv_cache_memory", pool, "given (--kv-cache-memory-bytes or a log)")
-        return MemoryBudget(
+        return given_pool_budget(
             total_bytes=total_bytes,
-            fraction=None,
+            weights_per_gpu=weights_per_gpu,
+            pool_bytes=options.kv_pool_bytes,
             fraction_name="gpu_memory_utilization",
-            requested_bytes=pool,
-            weights_bytes=weights_per_gpu,
-            activation_bytes=0,
-            non_torch_bytes=0,
-            cudagraph_bytes=0,
-            pool_bytes=pool,
-            pool_given=True,
-            describe=lambda: (total_line, given),
+            note="given (--kv-cache-memory-bytes or a log)",
         )
-    requested = requested_memory(behaviour, total_bytes, util)
-    # Profile run: one forward pass over max_num_batched_tokens tokens, then the sampler on
-    # min(max_num_seqs, max_num_batched_tokens) rows; the measured peak is the larger one.
-    per_token = forward_bytes_per_token(arch, tensor_parallel_size)
-    forward = 0 if per_token is None else per_token * max_num_batched_tokens
-    rows = min(max_num_seqs, max_num_batched_tokens)
-    copies = (
-        cal.VLLM_V1_SAMPLER_FP32_COPIES if behaviour.v1_engine else cal.VLLM_V0_SAMPLER_FP32_COPIES
-    )
-    sampler = sampler_bytes(arch.vocab_size, rows, copies)
-    activation = max(forward, sampler)
+    util = options.gpu_memory_utilization or release.default_utilization
+    requested = requested_memory(release, total_bytes, util)
+    peak = profile_peak(arch, release, tensor_parallel_size, max_num_batched_tokens, max_num_seqs)
     non_torch = (
         cal.VLLM_NON_TORCH_WITH_CONTEXT
-        if behaviour.non_torch_includes_context
+        if release.non_torch_includes_context
         else cal.VLLM_NON_TORCH_INCREASE
     )
     cudagraph = 0
-    if behaviour.cudagraph_in_budget and not options.enforce_eager:
+    if _counts_cudagraphs(release, options):
         cudagraph = (
             options.cudagraph_memory_bytes
             if options.cudagraph_memory_bytes is not None
-            else cal.cudagraph_estimate(per_token or 0, max_num_seqs)
+            else cal.cudagraph_estimate(peak.forward_bytes_per_token or 0, max_num_seqs)
         )
-    pool = requested - weights_per_gpu - activation - non_torch - cudagraph
-
-    def describe() -> tuple[BudgetLine, ...]:
-        if per_token is None:
-            note = "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
-        elif sampler > forward:
-            note = (
-                f"sampler peak: {rows} rows x {arch.vocab_size} vocab x 4 B x {copies} fp32 "
-                f"copies (the forward pass peaks at {forward} B)"
-            )
-        else:
-            note = f"forward peak: {max_num_batched_tokens} batched tokens x {per_token} B/token"
-        lines = [
-            total_line,
-            BudgetLine("requested", requested, f"gpu_memory_utilization {util} x total"),
-            BudgetLine("weights", -weights_per_gpu, "model weights on this GPU"),
-            BudgetLine("activation_peak", -activation, note),
-            BudgetLine(
-                "non_torch",
-                -non_torch,
-                "CUDA context and all other non-torch memory (counted by this release)"
-                if behaviour.non_torch_includes_context
-                else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
-            ),
-        ]
-        if behaviour.cudagraph_in_budget and not options.enforce_eager:
-            lines.append(
-                BudgetLine(
-                    "cudagraph",
-                    -cudagraph,
-                    "CUDA-graph memory, given"
-                    if options.cudagraph_memory_bytes is not None
-                    else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
-                )
-            )
-        lines.append(BudgetLine("kv_cache_memory", pool, "what is left for the KV cache"))
-        return tuple(lines)
-
+    pool = requested - weights_per_gpu - peak.bytes - non_torch - cudagraph
+    describe = partial(
+        _budget_lines,
+        release=release,
+        options=options,
+        utilization=util,
+        total_bytes=total_bytes,
+        requested_bytes=requested,
+        weights_bytes=weights_per_gpu,
+        peak=peak,
+        non_torch_bytes=non_torch,
+        cudagraph_bytes=cudagraph,
+        pool_bytes=pool,
+    )
     return MemoryBudget(
         total_bytes=total_bytes,
         fraction=util,
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested,
         weights_bytes=weights_per_gpu,
-        activation_bytes=activation,
+        activation_bytes=peak.bytes,
         non_torch_bytes=non_torch,
         cudagraph_bytes=cudagraph,
         pool_bytes=pool,
@@ -553,15 +694,60 @@ def vllm_budget(
     )
 
 
+def _budget_lines(
+    *,
+    release: VllmRelease,
+    options: EngineOptions,
+    utilization: float,
+    total_bytes: int,
+    requested_bytes: int,
+    weights_bytes: int,
+    peak: ProfilePeak,
+    non_torch_bytes: int,
+    cudagraph_bytes: int,
+    pool_bytes: int,
+) -> tuple[BudgetLine, ...]:
+    """The budget's terms, written out on demand (only explanations read them)."""
+    lines = [
+        BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
+        BudgetLine(
+            "requested",
+            requested_bytes,
+            f"gpu_memory_utilization {utilization} x total",
+        ),
+        BudgetLine("weights", -weights_bytes, "model weights on this GPU"),
+        BudgetLine("activation_peak", -peak.bytes, peak.note),
+        BudgetLine(
+            "non_torch",
+            -non_torch_bytes,
+            "CUDA context and all other non-torch memory (counted by this release)"
+            if release.non_torch_includes_context
+            else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
+        ),
+    ]
+    if _counts_cudagraphs(release, options):
+        lines.append(
+            BudgetLine(
+                "cudagraph",
+                -cudagraph_bytes,
+                "CUDA-graph memory, given"
+                if options.cudagraph_memory_bytes is not None
+                else "CUDA-graph memory, kvplan's estimate (vLLM profiles it since 0.20)",
+            )
+        )
+    lines.append(BudgetLine("kv_cache_memory", pool_bytes, "what is left for the KV cache"))
+    return tuple(lines)
+
+
 # --- report -------------------------------------------------------------------------------
 
 
 def vllm_report(
-    num_blocks: int, layout: CacheLayout, max_model_len: int, behaviour: VllmBehaviour
+    num_blocks: int, layout: CacheLayout, max_model_len: int, release: VllmRelease
 ) -> PoolReport:
     """The "GPU KV cache size" / "Maximum concurrency" lines, and whole sequences that fit."""
     m = max_model_len
-    if not behaviour.v1_engine:
+    if not release.v1_engine:
         # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
         tokens = num_blocks * layout.block_size
         v0_concurrency = tokens / m
@@ -577,12 +763,12 @@ def vllm_report(
                 f"Maximum concurrency for {m} tokens per request: {v0_concurrency:.2f}x",
             ),
         )
-    if behaviour.concurrency_from_blocks:
+    if release.concurrency_from_blocks:
         concurrency = num_blocks / layout.blocks_per_request
     else:
         # V1 before 0.9.1: tokens (blocks x block size) over max_model_len.
         concurrency = num_blocks * layout.block_size / m
-    style = behaviour.tokens_report(len(layout.groups) > 1)
+    style = release.tokens_report(len(layout.groups) > 1)
     if style == "concurrency":
         tokens = int(concurrency * m)
     elif style == "groups":
@@ -593,8 +779,240 @@ def vllm_report(
     def describe() -> tuple[str, ...]:
         size = f"GPU KV cache size: {tokens:,} tokens"
         conc = f"Maximum concurrency for {m:,} tokens per request: {concurrency:.2f}x"
-        return (f"{size}, {conc}",) if behaviour.one_log_line else (size, conc)
+        return (f"{size}, {conc}",) if release.one_log_line else (size, conc)
 
     # The block pool keeps block 0 as the null block: one fewer is ever handed out.
     fits = max(0, num_blocks - 1) // layout.blocks_per_request
     return PoolReport(num_blocks, tokens, concurrency, fits, describe)
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def vllm_capacity(inputs: SizingInputs) -> Capacity:
+    """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
+    release = vllm_release(
+        parse_vllm_version(inputs.engine.engine_version or cal.LATEST_VLLM_VERSION)
+    )
+    _check_release_runs(inputs.arch, release)
+    flags = vllm_flags(inputs, release)
+    stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
+    layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
+    budget = vllm_budget(
+        inputs.arch,
+        release=release,
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=inputs.engine,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+    )
+    blocks = vllm_blocks(
+        budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
+    )
+    reason, longest = _does_not_fit(
+        budget,
+        blocks,
+        release,
+        inputs.workload.max_model_len,
+        lambda context: layout_at(stages[blocks.worker], context),
+    )
+    return Capacity(
+        engine=Engine.VLLM,
+        engine_version=release.label,
+        facts=inputs.facts,
+        budget=budget,
+        layout=blocks.layout,
+        report=vllm_report(
+            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release
+        ),
+        engine_settings=_settings(release, flags, budget, blocks.layout, inputs.engine),
+        warnings=inputs.warnings + blocks.layout.notes,
+        fits=reason is None,
+        reason=reason,
+        max_model_len_that_fits=longest,
+        per_stage_blocks=blocks.per_stage,
+    )
+
+
+def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
+    """Raise for models this release does not size (or does not run)."""
+    if arch.has_state_layers and not release.state_in_pool:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} kept Mamba / linear-attention state outside the KV pool; "
+            "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
+        )
+    if arch.has_sparse_mla and release.version < cal.VLLM_SPARSE_MLA:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} does not run DeepSeek sparse attention (indexer) models; "
+            "they arrived in 0.11.0",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VllmFlags:
+    """The scheduler and cache flags one instance runs with: given, or the release's default."""
+
+    defaults: BatchDefaults
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    prefix_caching: bool
+    block_size: int
+    hybrid_manager: bool
+
+
+def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
+    arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
+    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
+    max_num_batched_tokens = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
+    return VllmFlags(
+        defaults=defaults,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=min(engine.max_num_seqs or defaults.max_num_seqs, max_num_batched_tokens),
+        prefix_caching=(
+            engine.enable_prefix_caching
+            if engine.enable_prefix_caching is not None
+            else release.default_prefix_caching(arch.has_state_layers)
+        ),
+        block_size=engine.block_size
+        or (
+            mla_block_size(release, gpu.name, arch.has_sparse_mla)
+            if arch.has_mla
+            else cal.VLLM_DEFAULT_BLOCK_SIZE
+        ),
+        hybrid_manager=release.hybrid_allocator
+        and release.v1_engine
+        and not engine.disable_hybrid_kv_cache_manager,
+    )
+
+
+LayoutAt = Callable[[ModelArchitecture, int], CacheLayout]
+
+
+def worker_layouts(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> tuple[tuple[ModelArchitecture, ...], tuple[int, ...], LayoutAt]:
+    """The layers each worker groups, the stage sizes the groups are projected on (0.11+ with
+    pipeline stages; empty before), and the layout of those layers at any context."""
+    stages = inputs.stages
+    sizes: tuple[int, ...] = ()
+    if release.whole_model_groups and len(inputs.stages) > 1:
+        # get_kv_cache_configs (0.11+): groups on the whole model, projected on each stage.
+        stages = (inputs.arch,)
+        sizes = tuple(stage.num_layers for stage in inputs.stages)
+    conv, ssm = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
+    layout_of = partial(
+        vllm_layout,
+        release=release,
+        kv_element_bytes=inputs.facts.kv_element_bytes,
+        conv_element_bytes=conv,
+        ssm_element_bytes=ssm,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        block_size=flags.block_size,
+        block_size_given=inputs.engine.block_size is not None,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        prefix_caching=flags.prefix_caching,
+        hybrid_manager=flags.hybrid_manager,
+        stage_sizes=sizes,
+        packed_mla=packed_mla(inputs.arch, inputs.workload.kv_cache_dtype),
+    )
+
+    def layout_at(stage: ModelArchitecture, context: int) -> CacheLayout:
+        return layout_of(stage, max_model_len=context)
+
+    return stages, sizes, layout_at
+
+
+@dataclass(frozen=True, slots=True)
+class VllmBlocks:
+    """The pool cut into blocks on every worker, and the worker whose layout is reported."""
+
+    per_stage: tuple[int, ...]
+    num_blocks: int
+    worker: int
+    layout: CacheLayout
+
+
+def vllm_blocks(
+    pool_bytes: int,
+    layouts: Sequence[CacheLayout],
+    projected: bool,
+    num_gpu_blocks_override: int | None = None,
+) -> VllmBlocks:
+    """get_kv_cache_configs: every worker takes the smallest block count of all workers."""
+    pool = max(0, pool_bytes)
+    if projected:
+        widths = layouts[0].stage_bytes_per_block
+        per_stage = tuple(pool // width for width in widths)
+        # Report the block as the narrowest stage's worker sees it.
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        worker, layout = 0, replace(layouts[0], bytes_per_block=widths[widest])
+    else:
+        per_stage = tuple(pool // lay.bytes_per_block for lay in layouts)
+        worker = min(range(len(layouts)), key=lambda i: per_stage[i])
+        layout = layouts[worker]
+    num_blocks = min(per_stage) if num_gpu_blocks_override is None else num_gpu_blocks_override
+    return VllmBlocks(per_stage, num_blocks, worker, layout)
+
+
+def _does_not_fit(
+    budget: MemoryBudget,
+    blocks: VllmBlocks,
+    release: VllmRelease,
+    max_model_len: int,
+    layout_at: Callable[[int], CacheLayout],
+) -> tuple[str | None, int | None]:
+    """Why vLLM refuses to start (None when it starts), and the longest context that fits."""
+    if budget.pool_bytes <= 0:
+        return (
+            f"no memory left for the KV cache: weights, activation and overheads take "
+            f"{budget.requested_bytes - budget.pool_bytes} B of the {budget.requested_bytes} B "
+            "the engine may use"
+        ), None
+    num_blocks, layout = blocks.num_blocks, blocks.layout
+    # 0.33 checks one request against the blocks left after the null block.
+    usable = num_blocks - 1 if release.fit_check_reserves_null_block else num_blocks
+    if usable >= layout.blocks_per_request:
+        return None, None
+    longest = longest_context(layout_at, usable, max_model_len)
+    return (
+        f"one sequence of {max_model_len} tokens needs {layout.blocks_per_request} blocks but "
+        f"the pool holds {num_blocks}"
+        + (" (one is the null block)" if usable != num_blocks else "")
+        + f"; the longest max_model_len that fits is {longest}"
+    ), longest
+
+
+def longest_context(layout_at: Callable[[int], CacheLayout], num_blocks: int, upper: int) -> int:
+    """Binary search for the longest context whose per-request blocks fit (vLLM does the same)."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if layout_at(mid).blocks_per_request <= num_blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _settings(
+    release: VllmRelease,
+    flags: VllmFlags,
+    budget: MemoryBudget,
+    layout: CacheLayout,
+    options: EngineOptions,
+) -> EngineSettings:
+    return {
+        "engine_version": release.label,
+        "gpu_memory_utilization": budget.fraction,
+        "block_size": layout.block_size,
+        "max_num_batched_tokens": flags.max_num_batched_tokens,
+        "max_num_seqs": flags.max_num_seqs,
+        "enable_prefix_caching": flags.prefix_caching,
+        "enforce_eager": options.enforce_eager,
+        "defaults_from": flags.defaults.source,
+    }

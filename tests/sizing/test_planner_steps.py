@@ -1,0 +1,55 @@
+"""The planner's steps for one candidate: fit, replicas, price.
+
+Sources: the rule in service/sizing/planner.py's module docstring (the fewest replicas that
+hold the peak with the headroom asked for, by blocks and by the engine's batch cap), vLLM's null
+block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and paged attention
+(a sequence holds blocks for the tokens it has). Llama-3.1-8B: 32 layers x 8 KV heads x 128 x
+2 (K, V) x 2 B = 131,072 B per token; a vLLM block of 16 tokens is 2 MiB.
+"""
+
+from __future__ import annotations
+
+from service.sizing.architecture import FullAttention, ModelArchitecture
+from service.sizing.capacity import Gpu, Workload, compute_capacity
+from service.sizing.engines.common import EngineOptions
+from service.sizing.planner import PlanRequest, _Fit, _fit_for, _priced, _replicas
+from service.sizing.units import GiB, MiB
+
+LLAMA_31_8B = ModelArchitecture(
+    layers=(FullAttention(8, 128),) * 32, num_attention_heads=32, weight_bytes=16 * GiB
+)
+H100 = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3", price_usd_per_hour=2.5)
+# 1,001 blocks of 2 MiB given: 1,000 can be handed out
+POOL = EngineOptions(engine_version="0.33.0", kv_pool_bytes=1001 * 2 * MiB, max_num_seqs=4)
+
+
+def test_a_sequence_holds_the_blocks_of_its_tokens() -> None:
+    cap = compute_capacity(LLAMA_31_8B, H100, Workload(8192), engine=POOL)
+    # at max_model_len: 8,192 / 16 = 512 blocks, so 1,000 usable blocks hold 1 sequence
+    assert _fit_for(cap, None) == _Fit(1000, 512, 1, 4)
+    # at 2,048 tokens on average: 128 blocks, 1,000 // 128 = 7 sequences, capped at 4
+    fit = _fit_for(cap, 2048)
+    assert (fit.blocks_per_sequence, fit.sequences_that_fit) == (128, 7)
+    assert fit.sequences_per_replica == 4
+
+
+def test_replicas_hold_the_peak_by_blocks_and_by_batch() -> None:
+    request = PlanRequest(max_model_len=8192, peak_concurrency=20, headroom_fraction=0.1)
+    # by blocks: ceil(20 x 128 / (1,000 x 0.9)) = ceil(2.84) = 3
+    # by batch: cdiv(20, min(7, 8)) = 3
+    assert _replicas(request, _Fit(1000, 128, 7, 8)) == 3
+    # a batch cap of 4: cdiv(20, 4) = 5 replicas, more than the blocks need
+    assert _replicas(request, _Fit(1000, 128, 7, 4)) == 5
+
+
+def test_the_priced_option_reports_headroom_cost_and_the_batch_cap() -> None:
+    cap = compute_capacity(LLAMA_31_8B, H100, Workload(8192), engine=POOL)
+    request = PlanRequest(max_model_len=8192, peak_concurrency=20, engine=POOL)
+    option = _priced(H100, 1, cap, request, fit=_Fit(1000, 128, 7, 4), replicas=5)
+    # demand 20 x 128 = 2,560 blocks; supply 5 x 1,000 = 5,000; free 2,440 = 48.8%
+    assert option.headroom_fraction == 0.488
+    assert option.headroom_bytes == 2440 * 2 * MiB
+    # 5 replicas x 1 GPU x $2.5 per hour
+    assert (option.total_gpus, option.cost_per_hour_usd) == (5, 12.5)
+    assert option.sequences_per_replica == 4
+    assert any("max_num_seqs 4 caps the batch" in w for w in option.warnings)
