@@ -12,18 +12,22 @@ slug, the catalog GPU its bytes are, or `<bytes>B`), and the rest as the capacit
 resolves it (release, layout, dtype, the flags' defaults).
 
 `calibration_id` is the hook for a caller that names its calibration (a deployment profile
-pointing at one, later): that calibration is used, and a key that differs from the question's
-is a 422 naming the first field that differs.
+pointing at one, later: `CapacityQuestion.calibration_id`): that calibration is used, and a key
+that differs from the question's is a 422 naming the first field that differs.
+
+Plans use the same hook: the planner calls it for every GPU and tensor-parallel candidate
+(`sizing.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 
 from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
 from ..errors import InvalidRequest
 from ..sizing import Capacity, Gpu
-from .schemas import CalibratedFrom, GpuRef, HfConfigModel, ModelRef
+from .schemas import CalibratedFrom, HfConfigModel, ModelRef
 
 
 def model_key(ref: ModelRef, label: str) -> str | None:
@@ -35,10 +39,11 @@ def model_key(ref: ModelRef, label: str) -> str | None:
     return None
 
 
-def gpu_key(ref: GpuRef | None, gpu: Gpu, catalog: CatalogSnapshot) -> str:
+def gpu_key(gpu: Gpu, catalog: CatalogSnapshot) -> str:
     """A catalog GPU by its slug; one given by bytes, by the catalog GPU whose total those
     bytes are, else as `<bytes>B`."""
-    if isinstance(ref, str):
+    entry = catalog.gpus.get(gpu.slug)
+    if entry is not None and entry.gpu.memory_bytes == gpu.memory_bytes:
         return gpu.slug
     known = catalog.gpu_by_memory(gpu.memory_bytes)
     return known.slug if known is not None else f"{gpu.memory_bytes}B"
@@ -81,17 +86,46 @@ def matching(
     return entry
 
 
-def calibrated_from(
-    entry: CalibrationEntry, capacity: Capacity, fraction: float | None
-) -> CalibratedFrom:
-    return CalibratedFrom(
-        calibration_id=entry.id,
-        created_at=entry.created_at,
-        replaced=list(entry.replaced),
-        measured=dict(entry.measured),
-        fraction_name=entry.fraction_name,
-        calibrated_fraction=entry.fraction,
-        fraction=fraction,
-        kv_pool_bytes=capacity.kv_pool_bytes,
-        reproduces=entry.reproduces,
+@dataclass
+class CalibrationHook:
+    """The calibrations one question may use: called with a candidate sized as usual (the
+    planner's `CalibratedPool`), it answers the pool of the calibration with that key, moved
+    to the candidate's fraction, and remembers which it used for the answer to say so."""
+
+    catalog: CatalogSnapshot
+    model: str | None
+    calibration_id: int | None = None
+    applied: dict[tuple[str, int], tuple[CalibrationEntry, float | None]] = field(
+        default_factory=dict
     )
+
+    def __call__(self, capacity: Capacity, gpu: Gpu) -> int | None:
+        if self.model is None and self.calibration_id is None:
+            return None
+        key = None
+        if self.model is not None:
+            key = key_of(self.model, gpu_key(gpu, self.catalog), capacity)
+        entry = matching(key, self.catalog, self.calibration_id)
+        if entry is None:
+            return None
+        fraction = capacity.budget.fraction
+        self.applied[gpu.slug, capacity.parallel.tensor_parallel_size] = (entry, fraction)
+        return entry.pool_for(fraction)
+
+    def calibrated_from(self, capacity: Capacity, gpu: Gpu) -> CalibratedFrom | None:
+        """What the answer for `capacity` on `gpu` says it used, if it used a calibration."""
+        found = self.applied.get((gpu.slug, capacity.parallel.tensor_parallel_size))
+        if found is None:
+            return None
+        entry, fraction = found
+        return CalibratedFrom(
+            calibration_id=entry.id,
+            created_at=entry.created_at,
+            replaced=list(entry.replaced),
+            measured=dict(entry.measured),
+            fraction_name=entry.fraction_name,
+            calibrated_fraction=entry.fraction,
+            fraction=fraction,
+            kv_pool_bytes=capacity.kv_pool_bytes,
+            reproduces=entry.reproduces,
+        )

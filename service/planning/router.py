@@ -206,7 +206,7 @@ def post_capacity(
 
 def option_row(option: PlanOptionOut) -> dict[str, Any]:
     """One plan option as a flat table row: flags per engine, warnings joined, GiB twins."""
-    data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
+    data = table_row(option.model_dump(mode="json", exclude={"engine_flags", "warnings"}))
     data = gib_twins(data, OPTION_GIB_COLUMNS)
     for engine in ("vllm", "sglang"):
         data[f"{engine}_flags"] = option.engine_flags.get(engine, "")

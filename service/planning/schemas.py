@@ -495,6 +495,11 @@ class PlanOptionOut(BaseModel):
     cost_per_hour_usd: float | None
     engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
     warnings: list[str]
+    calibrated_from: CalibratedFrom | None = Field(
+        None,
+        description="Set when a stored calibration measured this GPU and layout for the model "
+        "(same key as a capacity question's): the option is sized with its pool.",
+    )
 
 
 class RejectedOut(BaseModel):
@@ -545,7 +550,8 @@ def _option_columns() -> list[str]:
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
             continue
-        columns.append(name)
+        # a flat row names the calibration by its id alone (table_row)
+        columns.append("calibration_id" if name == "calibrated_from" else name)
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
     return [*columns, "vllm_flags", "sglang_flags", "warnings"]

@@ -35,7 +35,7 @@ from ..sizing import (
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
-from ..sizing.planner import Plan, PlanOption, PlanRequest
+from ..sizing.planner import Plan, PlanOption, PlanRequest, with_given_pool
 from ..sizing.planner import plan as search_plans
 from . import calibrated
 from .schemas import (
@@ -116,20 +116,15 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     )
     options = engine_options(fields)
     result = compute_capacity(arch, gpu, workload, parallel, options)
-    used = None
+    hook = calibrated.CalibrationHook(
+        catalog, calibrated.model_key(question.model, label), question.calibration_id
+    )
     if question.calibrations and fields.kv_pool_bytes is None:
-        model_key = calibrated.model_key(question.model, label)
-        key = None
-        if model_key is not None:
-            key = calibrated.key_of(
-                model_key, calibrated.gpu_key(question.gpu, gpu, catalog), result
+        pool = hook(result, gpu)
+        if pool is not None:
+            result = with_given_pool(
+                result, pool, arch=arch, gpu=gpu, workload=workload, options=options
             )
-        entry = calibrated.matching(key, catalog, question.calibration_id)
-        if entry is not None:
-            fraction = result.budget.fraction
-            options = dataclasses.replace(options, kv_pool_bytes=entry.pool_for(fraction))
-            result = compute_capacity(arch, gpu, workload, parallel, options)
-            used = calibrated.calibrated_from(entry, result, fraction)
     detail = _capacity_detail(
         result,
         label,
@@ -138,6 +133,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
     )
+    used = hook.calibrated_from(result, gpu)
     if used is not None:
         detail = detail.model_copy(update={"calibrated_from": used})
     if recognised is None:
@@ -173,14 +169,16 @@ def plan(
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)
-        result = search_plans(arch, gpus, _plan_request(question.fields))
+        hook = calibrated.CalibrationHook(catalog, calibrated.model_key(question.model, label))
+        given = question.fields.kv_pool_bytes is not None  # the caller's pool wins
+        result = search_plans(arch, gpus, _plan_request(question.fields), None if given else hook)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
         raise
     if metrics is not None:
         metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
-    return _plan_answer(result, label, catalog.version, question.explain)
+    return _plan_answer(result, label, catalog.version, question.explain, hook)
 
 
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
@@ -342,7 +340,9 @@ def _plan_request(fields: PlanFields) -> PlanRequest:
     return request
 
 
-def _option_out(option: PlanOption) -> PlanOptionOut:
+def _option_out(
+    option: PlanOption, hook: calibrated.CalibrationHook | None = None
+) -> PlanOptionOut:
     capacity = option.capacity
     return PlanOptionOut(
         gpu=option.gpu.slug,
@@ -362,6 +362,7 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
         cost_per_hour_usd=option.cost_per_hour_usd,
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         warnings=list(option.warnings),
+        calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
     )
 
 
@@ -372,7 +373,11 @@ def _plan_explanation(best: PlanOption) -> dict[str, Any]:
 
 
 def _plan_answer(
-    result: Plan, model: str, catalog_version: int, with_explanation: bool
+    result: Plan,
+    model: str,
+    catalog_version: int,
+    with_explanation: bool,
+    hook: calibrated.CalibrationHook | None = None,
 ) -> PlanAnswer:
     request = result.request
     best = result.recommendation
@@ -385,8 +390,8 @@ def _plan_answer(
         peak_concurrency=request.peak_concurrency,
         kv_cache_dtype=request.kv_cache_dtype,
         engine=request.engine.engine.value,
-        recommendation=_option_out(best) if best is not None else None,
-        alternatives=[_option_out(o) for o in result.alternatives],
+        recommendation=_option_out(best, hook) if best is not None else None,
+        alternatives=[_option_out(o, hook) for o in result.alternatives],
         rejected=[
             RejectedOut(
                 gpu=r.gpu.slug,

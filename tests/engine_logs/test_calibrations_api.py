@@ -10,6 +10,8 @@ utilization follows by vLLM's arithmetic, worked by hand below.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from typing import Any
 
@@ -226,8 +228,7 @@ def test_the_post_answer_and_tables_say_which_calibration(client: TestClient) ->
         "cudagraph": bytes_of("0.91", GIB),
     }
     table = client.get("/v1/capacity", params={**question, "format": "csv"}).text
-    header, row = table.strip().split("\n")
-    columns = dict(zip(header.split(","), row.split(","), strict=True))
+    (columns,) = list(csv.DictReader(io.StringIO(table)))
     assert columns["calibration_id"] == str(stored["id"])
     assert columns["kv_cache_tokens"] == "476016"
     assert "calibrated_from" not in columns
@@ -364,3 +365,37 @@ def test_a_question_may_name_its_calibration(client: TestClient) -> None:
             catalog,
         )
     assert getattr(raised.value, "field", None) == "calibration_id"
+
+
+def test_a_plan_sizes_the_calibrated_layout_with_its_measured_pool(client: TestClient) -> None:
+    stored = _calibrate(client, LLAMA)
+    body = {
+        "model": "llama-3.1-8b-instruct",
+        "gpus": ["h100-sxm-80gb"],
+        "max_model_len": 8192,
+        "peak_concurrency": 200,
+        "engine_version": "0.19.0",
+        "gpu_memory_utilization": 0.95,
+        "max_alternatives": 8,
+    }
+    answer = client.post("/v1/plans", json=body)
+    assert answer.status_code == 200, answer.text
+    options = [answer.json()["recommendation"], *answer.json()["alternatives"]]
+    by_tp = {option["tensor_parallel_size"]: option for option in options}
+    one = by_tp[1]
+    assert one["calibrated_from"]["calibration_id"] == stored["id"]
+    assert (one["kv_cache_tokens"], one["num_gpu_blocks"]) == (476_016, 29_751)
+    # 200 sequences of 512 blocks in 29,750 usable blocks (the null block is never handed
+    # out): ceil(200 x 512 / 29,750) = 4 replicas, 58 sequences each
+    assert one["replicas"] == math.ceil(200 * 512 / 29_750) == 4
+    assert one["sequences_per_replica"] == 29_750 // 512 == 58
+    # the flags to paste keep the utilization the pool was measured for
+    assert "--gpu-memory-utilization 0.95" in one["engine_flags"]["vllm"]
+    # no log measured two GPUs per replica: kvplan's own estimate there
+    assert by_tp[2]["calibrated_from"] is None
+    table = client.post("/v1/plans", json=body, headers={"accept": "text/csv"}).text
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert "calibrated_from" not in rows[0]
+    ids = {row["tensor_parallel_size"]: row["calibration_id"] for row in rows}
+    assert ids["1"] == str(stored["id"])
+    assert ids["2"] == ""
