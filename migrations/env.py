@@ -8,7 +8,8 @@ from sqlmodel import SQLModel
 
 # imported to register their tables on SQLModel.metadata
 import service.catalog.models
-import service.deployments.models  # noqa: F401
+import service.deployments.models
+import service.engine_logs.models  # noqa: F401
 from service.db import normalize_url
 from service.migrate import context_options
 

@@ -18,6 +18,8 @@ from .db import Database
 from .deployments.metrics import DeploymentGauges
 from .deployments.router import router as deployments_router
 from .docs import install_docs
+from .engine_logs.router import calibrations_router
+from .engine_logs.router import router as engine_logs_router
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
@@ -39,6 +41,9 @@ turns three questions (max context, peak concurrency, KV-cache precision) into a
 * `/v1/models` and `/v1/gpus` are the catalog; reads are open, writes need an admin token.
 * `/v1/deployments` stores deployment profiles; `/v1/deployments/{name}/capacity` sizes one for
   KEDA (`metrics-api`, JSON or `format=prometheus`), and `/metrics` exports their gauges.
+* `POST /v1/engine-logs` reads an engine's start-up log and sets it against kvplan's own
+  prediction, line by line; `/v1/calibrations` keeps one, and capacity questions for the same
+  deployment then use what it measured.
 
 Bytes are integers. GiB is 2^30 bytes, GB is 10^9; every field name says which.
 Every error is an RFC 9457 problem (`application/problem+json`).
@@ -54,6 +59,14 @@ TAGS = [
         "description": "Stored deployment profiles and their capacity, for autoscalers.",
     },
     {"name": "pictures", "description": "A capacity drawn: memory budget, capacity by context."},
+    {
+        "name": "engine-logs",
+        "description": "Engine start-up logs: their figures against kvplan's prediction.",
+    },
+    {
+        "name": "calibrations",
+        "description": "Logs kept as what they measured; capacity answers for them use it.",
+    },
     {"name": "health", "description": "Liveness, readiness, problem types."},
 ]
 
@@ -136,4 +149,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(deployments_router)
     app.include_router(pictures_router)
     app.include_router(web_router)
+    app.include_router(engine_logs_router)
+    app.include_router(calibrations_router)
     return app

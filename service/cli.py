@@ -6,6 +6,7 @@
     kvplan plan --model llama-3.1-70b --max-model-len 32768 --peak-concurrency 64 \\
                 --kv-cache-dtype fp8
     kvplan capacity --model llama-3.1-8b --gpu h100-sxm-80gb --max-model-len 131072
+    kubectl logs deploy/vllm | kvplan explain-log - --json
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from pydantic import ValidationError
 from .catalog.seed import offline_snapshot, seed_catalog
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
-from .errors import Problem, sizing_problem
+from .engine_logs import service as engine_logs
+from .engine_logs import text as engine_log_text
+from .errors import InvalidRequest, Problem, sizing_problem
 from .migrate import upgrade
 from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
@@ -144,6 +147,45 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain_log(settings: Settings, args: argparse.Namespace) -> int:
+    """POST /v1/engine-logs from the shell: the same use case, a table or the API's body."""
+    if args.file == "-":
+        log = sys.stdin.read()
+    else:
+        try:
+            log = Path(args.file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InvalidRequest(f"cannot read {args.file}: {exc.strerror}", field="file") from exc
+    question = engine_logs.LogQuestion(
+        log=log,
+        engine=args.engine,
+        engine_version=args.engine_version,
+        model=args.model,
+        gpu=args.gpu,
+        hf_config=json.loads(Path(args.hf_config).read_text()) if args.hf_config else None,
+    )
+    answer = engine_logs.explain_log(question, _snapshot(settings, args.offline))
+    if args.json:
+        print(json.dumps(engine_logs.answer_json(answer), indent=2))
+    else:
+        sys.stdout.write(engine_log_text.render(answer))
+    return 0
+
+
+def _explain_log_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the start-up log; - reads standard input")
+    parser.add_argument("--engine", help="vllm, sglang or trtllm (default: from the log)")
+    parser.add_argument("--engine-version", help="when the log prints none")
+    parser.add_argument("--model", help="catalog slug (default: the model the log names)")
+    parser.add_argument("--hf-config", help="a config.json, for a model the catalog lacks")
+    parser.add_argument("--gpu", help="catalog slug (default: by the total the log prints)")
+    parser.add_argument("--json", action="store_true", help="print POST /v1/engine-logs' body")
+    parser.add_argument(
+        "--offline", action="store_true", help="use the shipped catalog, not the database"
+    )
+    parser.set_defaults(run=cmd_explain_log)
+
+
 def _sizing_args(parser: argparse.ArgumentParser) -> None:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="catalog slug")
@@ -195,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_argument("--tensor-parallel-size", type=int, default=1)
     capacity.add_argument("--pipeline-parallel-size", type=int, default=1)
     capacity.set_defaults(run=cmd_capacity)
+    _explain_log_args(
+        sub.add_parser(
+            "explain-log",
+            help="an engine's start-up log: its figures against kvplan's prediction",
+        )
+    )
     return parser
 
 

@@ -43,6 +43,11 @@ OPERATION_IDS = {
     ("post", "/v1/pictures/memory-budget"): "drawMemoryBudgetPicture",
     ("get", "/v1/pictures/capacity-by-context"): "getCapacityByContextPicture",
     ("post", "/v1/pictures/capacity-by-context"): "drawCapacityByContextPicture",
+    ("post", "/v1/engine-logs"): "explainEngineLog",
+    ("post", "/v1/calibrations"): "createCalibration",
+    ("get", "/v1/calibrations"): "listCalibrations",
+    ("get", "/v1/calibrations/{calibration_id}"): "getCalibration",
+    ("delete", "/v1/calibrations/{calibration_id}"): "deleteCalibration",
 }
 
 

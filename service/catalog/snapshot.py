@@ -20,18 +20,23 @@ loaded the catalog answers 503.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ..db import Database
+from ..engine_logs import repository as calibration_repository
+from ..engine_logs.models import CalibrationRow
 from ..errors import NotFound, ServiceUnavailable
 from ..sizing import Gpu, ModelArchitecture, SizingError, architecture_from_dict
 from . import answers, repository
@@ -66,6 +71,98 @@ class GpuEntry:
     gpu: Gpu
 
 
+@dataclass(frozen=True, slots=True)
+class CalibrationKey:
+    """What a calibration measured, as a capacity question names it: the model (a catalog slug,
+    or `sha256:<hex>` of a config.json), the GPU (a catalog slug, or `<bytes>B`), the engine and
+    the release it was sized as, the layout, the KV dtype as asked, and the flags that change
+    the memory outside the KV cache (the scheduler's token budget sizes the profile run; eager
+    mode captures no CUDA graphs). Not in it: the utilization or memory fraction (the pool
+    scales with it), and max_model_len, max_num_seqs and block_size, which change how the pool
+    is cut, not how big it is (vLLM V1 profiles max_num_batched_tokens, not max_model_len)."""
+
+    model: str
+    gpu: str
+    engine: str
+    engine_version: str | None
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    kv_cache_dtype: str
+    max_num_batched_tokens: int | None
+    enforce_eager: bool
+
+    @classmethod
+    def of(
+        cls,
+        model: str,
+        gpu: str,
+        *,
+        engine: str,
+        engine_version: str | None,
+        tensor_parallel_size: int,
+        pipeline_parallel_size: int,
+        kv_cache_dtype: str,
+        engine_settings: Mapping[str, Any],
+    ) -> CalibrationKey:
+        """The key of a capacity answer (its engine settings hold the flags' resolved values;
+        TensorRT-LLM calls its token budget max_num_tokens)."""
+        budget = engine_settings.get(
+            "max_num_batched_tokens", engine_settings.get("max_num_tokens")
+        )
+        return cls(
+            model=model,
+            gpu=gpu,
+            engine=engine,
+            engine_version=engine_version,
+            tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size,
+            kv_cache_dtype=kv_cache_dtype,
+            max_num_batched_tokens=budget if isinstance(budget, int) else None,
+            enforce_eager=bool(engine_settings.get("enforce_eager", False)),
+        )
+
+    @property
+    def digest(self) -> str:
+        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def config_model_key(hf_config: Mapping[str, Any]) -> str:
+    """A config.json's name in a calibration key: the sha256 of its canonical JSON."""
+    canonical = json.dumps(hf_config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationEntry:
+    """A stored calibration: the pool an engine's log measured, and how it moves with the
+    fraction a question asks for."""
+
+    id: int
+    created_at: datetime
+    key: CalibrationKey
+    fraction_name: str
+    fraction: float | None
+    fraction_base_bytes: int | None
+    kv_pool_bytes: int
+    reproduces: bool
+    replaced: tuple[str, ...]
+    measured: Mapping[str, int]
+
+    def pool_for(self, fraction: float | None) -> int:
+        """The pool at `fraction`: the measured pool, moved by what the fraction moves.
+
+        Each engine requests fraction x a base and keeps the rest of the non-KV memory as it
+        measured it: vLLM `gpu_memory_utilization` x total memory (`requested_memory`), SGLang
+        `mem_fraction_static` x the memory free at start (`rest_memory = free after weights -
+        free at start x (1 - fraction)`), TensorRT-LLM `free_gpu_memory_fraction` x the memory
+        free after warm-up. So pool' = pool + (fraction' - fraction) x base.
+        """
+        if fraction is None or self.fraction is None or self.fraction_base_bytes is None:
+            return self.kv_pool_bytes
+        return self.kv_pool_bytes + round((fraction - self.fraction) * self.fraction_base_bytes)
+
+
 def closest(slug: str, candidates: list[str], limit: int = 5) -> list[str]:
     return difflib.get_close_matches(slug.lower(), candidates, n=limit, cutoff=0.4)
 
@@ -80,6 +177,7 @@ class CatalogSnapshot:
     # unreachable (models the arithmetic cannot read are here too, as the endpoints show them).
     model_reads: Mapping[str, ModelRead] = field(default_factory=dict)
     gpu_reads: Mapping[str, GpuRead] = field(default_factory=dict)
+    calibrations: Mapping[CalibrationKey, CalibrationEntry] = field(default_factory=dict)
 
     @property
     def token(self) -> str:
@@ -112,6 +210,12 @@ class CatalogSnapshot:
         if nearest is None or abs(nearest.gpu.memory_bytes - memory_bytes) > GPU_MEMORY_MATCH_BYTES:
             return None
         return nearest
+
+    def calibration(self, calibration_id: int) -> CalibrationEntry:
+        for entry in self.calibrations.values():
+            if entry.id == calibration_id:
+                return entry
+        raise NotFound(f"no calibration {calibration_id}", field="calibration_id")
 
     def gpu(self, slug: str) -> GpuEntry:
         entry = self.gpus.get(slug)
@@ -149,6 +253,42 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             price_usd_per_hour=row.price_usd_per_hour,
             max_gpus_per_node=row.max_gpus_per_node,
         ),
+    )
+
+
+_MEASURED = (
+    ("weights", "weights_bytes"),
+    ("activation_peak", "activation_peak_bytes"),
+    ("non_torch", "non_torch_bytes"),
+    ("cudagraph", "cudagraph_bytes"),
+)
+
+
+def calibration_entry(row: CalibrationRow) -> CalibrationEntry:
+    assert row.id is not None  # a row read back from the database
+    return CalibrationEntry(
+        id=row.id,
+        created_at=row.created_at,
+        key=CalibrationKey(
+            model=row.model,
+            gpu=row.gpu,
+            engine=row.engine,
+            engine_version=row.engine_version,
+            tensor_parallel_size=row.tensor_parallel_size,
+            pipeline_parallel_size=row.pipeline_parallel_size,
+            kv_cache_dtype=row.kv_cache_dtype,
+            max_num_batched_tokens=row.max_num_batched_tokens,
+            enforce_eager=row.enforce_eager,
+        ),
+        fraction_name=row.fraction_name,
+        fraction=row.fraction,
+        fraction_base_bytes=row.fraction_base_bytes,
+        kv_pool_bytes=row.kv_pool_bytes,
+        reproduces=row.reproduces,
+        replaced=tuple(row.replaced),
+        measured={
+            line: value for line, column in _MEASURED if (value := getattr(row, column)) is not None
+        },
     )
 
 
@@ -327,6 +467,11 @@ class CatalogCache:
             except SizingError as exc:  # a row the arithmetic cannot read is left out, loudly
                 log.error("model %s has an unreadable architecture: %s", row.slug, exc)
         gpu_rows = repository.all_rows(session, GpuRow)
+        # Calibrations travel with the catalog: their writes bump its version too.
+        calibrations = {
+            entry.key: entry
+            for entry in map(calibration_entry, calibration_repository.all_rows(session))
+        }
         return CatalogSnapshot(
             version=version,
             changed_at=changed_at,
@@ -334,4 +479,5 @@ class CatalogCache:
             gpus={row.slug: gpu_entry(row) for row in gpu_rows},
             model_reads={row.slug: answers.model_read(row) for row in model_rows},
             gpu_reads={row.slug: answers.gpu_read(row) for row in gpu_rows},
+            calibrations=calibrations,
         )

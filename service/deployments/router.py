@@ -26,7 +26,7 @@ from ..deps import (
 from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from ..planning.cache import AnswerCache
 from ..planning.exposition import capacity_exposition
-from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat
+from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
 from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 from . import service
@@ -371,7 +371,7 @@ def get_deployment_capacity(
     if fmt == "prometheus":
         body, media = capacity_exposition(data, {"deployment": row.name}), exposition.CONTENT_TYPE
     elif fmt == "csv":
-        body, media = csv_text([data]).encode(), "text/csv; charset=utf-8"
+        body, media = csv_text([table_row(data)]).encode(), "text/csv; charset=utf-8"
     elif fmt == "text":
         body, media = (
             # the headline number unless `field` names another

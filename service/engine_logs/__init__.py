@@ -1,7 +1,10 @@
 """Engine start-up logs: read what vLLM, SGLang and TensorRT-LLM print about their memory.
 
-Pure and typed: standard library only (and `service.sizing.errors` for the error type), no web
-or database imports. `parse_engine_log(text)` answers a `ParsedLog`.
+The parser (`model`, `clean`, `patterns`, `parser`) is pure and typed: standard library only
+(and `service.sizing.errors` for the error type), no web or database imports.
+`parse_engine_log(text)` answers a `ParsedLog`. Around it, the slice that answers
+POST /v1/engine-logs: `schemas`, `service` (the use case, which sets the log against the
+planning use case's prediction) and `router`.
 """
 
 from .model import Figure, ParsedLog, RankValue, RecognisedLine, Reported, Settings

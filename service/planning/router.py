@@ -50,6 +50,7 @@ from .schemas import (
     PlanQuery,
     PlanRequestBody,
     plan_table_columns,
+    table_row,
 )
 from .service import CapacityQuestion, PlanQuestion, ScenarioOutcome
 
@@ -166,7 +167,7 @@ def get_capacity(
         request,
         fmt=fmt,
         json_body=data,
-        table=[gib_twins(data, _CAPACITY_GIB)],
+        table=[gib_twins(table_row(data), _CAPACITY_GIB)],
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control=_cache_control(request, settings.capacity_max_age_seconds),
@@ -196,7 +197,7 @@ def post_capacity(
         request,
         fmt=fmt,
         json_body=detail.model_dump(mode="json"),
-        table=[gib_twins(_answer_row(detail), _CAPACITY_GIB)],
+        table=[gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)],
         value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
@@ -205,7 +206,7 @@ def post_capacity(
 
 def option_row(option: PlanOptionOut) -> dict[str, Any]:
     """One plan option as a flat table row: flags per engine, warnings joined, GiB twins."""
-    data = option.model_dump(mode="json", exclude={"engine_flags", "warnings"})
+    data = table_row(option.model_dump(mode="json", exclude={"engine_flags", "warnings"}))
     data = gib_twins(data, OPTION_GIB_COLUMNS)
     for engine in ("vllm", "sglang"):
         data[f"{engine}_flags"] = option.engine_flags.get(engine, "")

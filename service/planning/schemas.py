@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -304,6 +305,36 @@ class CapacityRequest(CapacityFields, _InlineTarget):
     explain: bool = Field(True, description="Include the hand-checkable explanation.")
 
 
+class CalibratedFrom(BaseModel):
+    """The stored calibration (POST /v1/calibrations) whose measurement an answer uses."""
+
+    calibration_id: int
+    created_at: datetime = Field(description="When the calibration was stored.")
+    replaced: list[str] = Field(
+        description="kvplan's budget lines the measurement replaces (weights, activation_peak, "
+        "non_torch, cudagraph, ...): the pool is the measured one, not kvplan's estimate."
+    )
+    measured: dict[str, int] = Field(
+        description="What the engine's log printed for those lines, in bytes (a line it does "
+        "not print is absent). Measured at the log's own settings: vLLM's profile run also "
+        "grows with max_num_seqs (its sampler rows), which a question at another max_num_seqs "
+        "does not re-measure."
+    )
+    fraction_name: str = Field(
+        description="gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."
+    )
+    calibrated_fraction: float | None = Field(description="The fraction the engine ran with.")
+    fraction: float | None = Field(description="The fraction this answer is for.")
+    kv_pool_bytes: int = Field(
+        description="The pool used: the measured pool plus (fraction - calibrated_fraction) x "
+        "the memory the fraction is of (vLLM: total; SGLang: free at start; TensorRT-LLM: free "
+        "after warm-up); blocks, tokens and max_num_seqs follow by the engine's arithmetic."
+    )
+    reproduces: bool = Field(
+        description="Whether the calibrated pool gives the log's own blocks and tokens exactly."
+    )
+
+
 class CapacityAnswer(BaseModel):
     """One engine instance's capacity (per GPU unless the name says otherwise)."""
 
@@ -346,6 +377,13 @@ class CapacityAnswer(BaseModel):
     fits: bool
     reason: str | None = None
     catalog_version: int
+    calibrated_from: CalibratedFrom | None = Field(
+        None,
+        description="Set when a stored calibration with this question's key (model, GPU, "
+        "engine and release, tensor and pipeline parallel sizes, KV dtype, "
+        "max_num_batched_tokens, enforce_eager) measured the memory outside the KV cache: its "
+        "pool replaces kvplan's estimate. In CSV and TSV tables, its `calibration_id` alone.",
+    )
 
 
 class CapacityDetail(CapacityAnswer):
@@ -457,6 +495,11 @@ class PlanOptionOut(BaseModel):
     cost_per_hour_usd: float | None
     engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
     warnings: list[str]
+    calibrated_from: CalibratedFrom | None = Field(
+        None,
+        description="Set when a stored calibration measured this GPU and layout for the model "
+        "(same key as a capacity question's): the option is sized with its pool.",
+    )
 
 
 class RejectedOut(BaseModel):
@@ -480,6 +523,16 @@ class PlanAnswer(BaseModel):
     catalog_version: int
 
 
+def table_row(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """A capacity answer (its JSON form) as a flat table row: `calibrated_from` becomes the
+    `calibration_id` column, empty when no calibration was used."""
+    row = dict(answer)
+    if "calibrated_from" in row:
+        used = row.pop("calibrated_from")
+        row["calibration_id"] = None if used is None else used["calibration_id"]
+    return row
+
+
 # ---------------------------------------------------------------------------------------------
 # tables: the single-value headlines, the columns of plan tables, a table of questions
 
@@ -497,7 +550,8 @@ def _option_columns() -> list[str]:
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
             continue
-        columns.append(name)
+        # a flat row names the calibration by its id alone (table_row)
+        columns.append("calibration_id" if name == "calibrated_from" else name)
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
     return [*columns, "vllm_flags", "sglang_flags", "warnings"]

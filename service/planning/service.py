@@ -35,8 +35,9 @@ from ..sizing import (
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain
 from ..sizing.hf_config import architecture_from_hf_config
-from ..sizing.planner import Plan, PlanOption, PlanRequest
+from ..sizing.planner import Plan, PlanOption, PlanRequest, with_given_pool
 from ..sizing.planner import plan as search_plans
+from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,
     SCENARIO_FACTS,
@@ -69,6 +70,11 @@ class CapacityQuestion:
     fields: CapacityFields
     gpu_memory_bytes: int | None = None
     explain: bool = False
+    # A stored calibration with the question's key replaces kvplan's non-KV estimate
+    # (calibrated.py); False answers with kvplan's own arithmetic (POST /v1/engine-logs).
+    calibrations: bool = True
+    # The hook for a caller that names its calibration (a deployment profile, later).
+    calibration_id: int | None = None
 
     @classmethod
     def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
@@ -104,15 +110,21 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
-    result = compute_capacity(
-        arch,
-        gpu,
-        Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype),
-        Parallelism(
-            fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
-        ),
-        engine_options(fields),
+    workload = Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype)
+    parallel = Parallelism(
+        fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
+    options = engine_options(fields)
+    result = compute_capacity(arch, gpu, workload, parallel, options)
+    hook = calibrated.CalibrationHook(
+        catalog, calibrated.model_key(question.model, label), question.calibration_id
+    )
+    if question.calibrations and fields.kv_pool_bytes is None:
+        pool = hook(result, gpu)
+        if pool is not None:
+            result = with_given_pool(
+                result, pool, arch=arch, gpu=gpu, workload=workload, options=options
+            )
     detail = _capacity_detail(
         result,
         label,
@@ -121,6 +133,9 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
     )
+    used = hook.calibrated_from(result, gpu)
+    if used is not None:
+        detail = detail.model_copy(update={"calibrated_from": used})
     if recognised is None:
         return detail
     slug, note = recognised
@@ -154,14 +169,16 @@ def plan(
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)
-        result = search_plans(arch, gpus, _plan_request(question.fields))
+        hook = calibrated.CalibrationHook(catalog, calibrated.model_key(question.model, label))
+        given = question.fields.kv_pool_bytes is not None  # the caller's pool wins
+        result = search_plans(arch, gpus, _plan_request(question.fields), None if given else hook)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
         raise
     if metrics is not None:
         metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
-    return _plan_answer(result, label, catalog.version, question.explain)
+    return _plan_answer(result, label, catalog.version, question.explain, hook)
 
 
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
@@ -323,7 +340,9 @@ def _plan_request(fields: PlanFields) -> PlanRequest:
     return request
 
 
-def _option_out(option: PlanOption) -> PlanOptionOut:
+def _option_out(
+    option: PlanOption, hook: calibrated.CalibrationHook | None = None
+) -> PlanOptionOut:
     capacity = option.capacity
     return PlanOptionOut(
         gpu=option.gpu.slug,
@@ -343,6 +362,7 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
         cost_per_hour_usd=option.cost_per_hour_usd,
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         warnings=list(option.warnings),
+        calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
     )
 
 
@@ -353,7 +373,11 @@ def _plan_explanation(best: PlanOption) -> dict[str, Any]:
 
 
 def _plan_answer(
-    result: Plan, model: str, catalog_version: int, with_explanation: bool
+    result: Plan,
+    model: str,
+    catalog_version: int,
+    with_explanation: bool,
+    hook: calibrated.CalibrationHook | None = None,
 ) -> PlanAnswer:
     request = result.request
     best = result.recommendation
@@ -366,8 +390,8 @@ def _plan_answer(
         peak_concurrency=request.peak_concurrency,
         kv_cache_dtype=request.kv_cache_dtype,
         engine=request.engine.engine.value,
-        recommendation=_option_out(best) if best is not None else None,
-        alternatives=[_option_out(o) for o in result.alternatives],
+        recommendation=_option_out(best, hook) if best is not None else None,
+        alternatives=[_option_out(o, hook) for o in result.alternatives],
         rejected=[
             RejectedOut(
                 gpu=r.gpu.slug,

@@ -8,8 +8,9 @@ Short local names: m = max_model_len, tp = tensor_parallel_size.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -23,6 +24,10 @@ from .parallel import check_tensor_parallel
 from .units import cdiv
 
 MAX_PEAK_CONCURRENCY = 1_000_000
+
+# A measured pool for a candidate (the planning slice's calibrations): called with the
+# candidate sized as usual, it answers the pool to size it with instead, or None.
+CalibratedPool = Callable[[Capacity, Gpu], int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +179,7 @@ def plan(
     arch: ModelArchitecture,
     gpus: Sequence[Gpu],
     request: PlanRequest,
+    calibrated_pool: CalibratedPool | None = None,
 ) -> Plan:
     if not gpus:
         raise SizingError("gpus", "no candidate GPUs")
@@ -202,7 +208,7 @@ def plan(
             )
             continue
         for tp in candidates:
-            outcome = _option(arch, gpu, tp, workload, request)
+            outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
             if isinstance(outcome, Rejection):
                 rejected.append(outcome)
             else:
@@ -221,13 +227,24 @@ def plan(
 
 
 def _option(
-    arch: ModelArchitecture, gpu: Gpu, tp: int, workload: Workload, request: PlanRequest
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    tp: int,
+    workload: Workload,
+    request: PlanRequest,
+    *,
+    calibrated_pool: CalibratedPool | None = None,
 ) -> PlanOption | Rejection:
     problem = tensor_parallel_problem(arch, tp)
     if problem is not None:
         return Rejection(gpu, tp, problem.code, problem.reason)
     try:
         capacity = compute_capacity(arch, gpu, workload, Parallelism(tp), request.engine)
+        pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
+        if pool is not None:
+            capacity = with_given_pool(
+                capacity, pool, arch=arch, gpu=gpu, workload=workload, options=request.engine
+            )
     except SizingError as exc:
         return Rejection(gpu, tp, exc.code, exc.reason)
     if not capacity.fits:
@@ -253,6 +270,24 @@ def _option(
             f"{request.max_replicas}",
         )
     return _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+
+
+def with_given_pool(
+    sized: Capacity,
+    pool: int,
+    *,
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    options: EngineOptions,
+) -> Capacity:
+    """`sized` again with `pool` as its KV pool; its engine settings keep the fraction asked
+    for (a given pool has none), so the flags to paste still carry it."""
+    given = compute_capacity(
+        arch, gpu, workload, sized.parallel, dataclasses.replace(options, kv_pool_bytes=pool)
+    )
+    fraction = {sized.budget.fraction_name: sized.budget.fraction}
+    return dataclasses.replace(given, engine_settings={**given.engine_settings, **fraction})
 
 
 @dataclass(frozen=True, slots=True)

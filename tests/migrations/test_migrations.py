@@ -32,9 +32,10 @@ from tests.conftest import ADMIN, create_database, drop_database, make_settings
 from tests.helpers import problem
 
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
-# 0003 adds the deployment profiles (service/deployments/models.py)
-TABLES = CATALOG_TABLES | {"deployment"}
-HEAD = "0003"
+# 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
+# (service/engine_logs/models.py)
+TABLES = CATALOG_TABLES | {"deployment", "calibration"}
+HEAD = "0004"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -95,6 +96,9 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0003")
+    assert current_revision(fresh_engine) == "0003"
+    assert tables(fresh_engine) == CATALOG_TABLES | {"deployment", "alembic_version"}
     downgrade(empty_database, "0002")
     assert current_revision(fresh_engine) == "0002"
     assert tables(fresh_engine) == CATALOG_TABLES | {"alembic_version"}

@@ -1,0 +1,131 @@
+"""The hook for calibrated figures: which stored calibration a capacity question matches.
+
+A calibration (POST /v1/calibrations, `service.engine_logs`) is an engine's own measurement of
+the memory outside its KV cache for one key (`catalog.snapshot.CalibrationKey`). A question
+with the same key takes the measured pool, moved to its own fraction
+(`CalibrationEntry.pool_for`), as the sizing core's given pool (`kv_pool_bytes`), so blocks,
+tokens and max_num_seqs follow by the engine's arithmetic as for any given pool.
+
+The key is built the same way for a question and for the log it is matched against: the model
+as the question names it (a catalog slug, or the hash of a config.json), the GPU (a catalog
+slug, the catalog GPU its bytes are, or `<bytes>B`), and the rest as the capacity answer
+resolves it (release, layout, dtype, the flags' defaults).
+
+`calibration_id` is the hook for a caller that names its calibration (a deployment profile
+pointing at one, later: `CapacityQuestion.calibration_id`): that calibration is used, and a key
+that differs from the question's is a 422 naming the first field that differs.
+
+Plans use the same hook: the planner calls it for every GPU and tensor-parallel candidate
+(`sizing.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
+from ..errors import InvalidRequest
+from ..sizing import Capacity, Gpu
+from .schemas import CalibratedFrom, HfConfigModel, ModelRef
+
+
+def model_key(ref: ModelRef, label: str) -> str | None:
+    """A catalog model by its slug, a config.json by its hash; an inline spec has no key."""
+    if isinstance(ref, str):
+        return label
+    if isinstance(ref, HfConfigModel):
+        return config_model_key(ref.hf_config)
+    return None
+
+
+def gpu_key(gpu: Gpu, catalog: CatalogSnapshot) -> str:
+    """A catalog GPU by its slug; one given by bytes, by the catalog GPU whose total those
+    bytes are, else as `<bytes>B`."""
+    entry = catalog.gpus.get(gpu.slug)
+    if entry is not None and entry.gpu.memory_bytes == gpu.memory_bytes:
+        return gpu.slug
+    known = catalog.gpu_by_memory(gpu.memory_bytes)
+    return known.slug if known is not None else f"{gpu.memory_bytes}B"
+
+
+def key_of(model: str, gpu: str, capacity: Capacity) -> CalibrationKey:
+    return CalibrationKey.of(
+        model,
+        gpu,
+        engine=capacity.engine.value,
+        engine_version=capacity.engine_version,
+        tensor_parallel_size=capacity.parallel.tensor_parallel_size,
+        pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
+        kv_cache_dtype=capacity.kv_cache_dtype,
+        engine_settings=capacity.engine_settings,
+    )
+
+
+def matching(
+    key: CalibrationKey | None, catalog: CatalogSnapshot, calibration_id: int | None = None
+) -> CalibrationEntry | None:
+    """The calibration for `key`, or the one named (404 unknown, 422 for another key)."""
+    if calibration_id is None:
+        return None if key is None else catalog.calibrations.get(key)
+    entry = catalog.calibration(calibration_id)
+    if key != entry.key:
+        differs = next(
+            (
+                f"{field.name} {getattr(entry.key, field.name)!r}, the question "
+                f"{getattr(key, field.name)!r}"
+                for field in dataclasses.fields(CalibrationKey)
+                if key is None or getattr(key, field.name) != getattr(entry.key, field.name)
+            ),
+            "an inline model, which no calibration measured",
+        )
+        raise InvalidRequest(
+            f"calibration {entry.id} measured another deployment: {differs}",
+            field="calibration_id",
+        )
+    return entry
+
+
+@dataclass
+class CalibrationHook:
+    """The calibrations one question may use: called with a candidate sized as usual (the
+    planner's `CalibratedPool`), it answers the pool of the calibration with that key, moved
+    to the candidate's fraction, and remembers which it used for the answer to say so."""
+
+    catalog: CatalogSnapshot
+    model: str | None
+    calibration_id: int | None = None
+    applied: dict[tuple[str, int], tuple[CalibrationEntry, float | None]] = field(
+        default_factory=dict
+    )
+
+    def __call__(self, capacity: Capacity, gpu: Gpu) -> int | None:
+        if self.model is None and self.calibration_id is None:
+            return None
+        key = None
+        if self.model is not None:
+            key = key_of(self.model, gpu_key(gpu, self.catalog), capacity)
+        entry = matching(key, self.catalog, self.calibration_id)
+        if entry is None:
+            return None
+        fraction = capacity.budget.fraction
+        self.applied[gpu.slug, capacity.parallel.tensor_parallel_size] = (entry, fraction)
+        return entry.pool_for(fraction)
+
+    def calibrated_from(self, capacity: Capacity, gpu: Gpu) -> CalibratedFrom | None:
+        """What the answer for `capacity` on `gpu` says it used, if it used a calibration."""
+        found = self.applied.get((gpu.slug, capacity.parallel.tensor_parallel_size))
+        if found is None:
+            return None
+        entry, fraction = found
+        return CalibratedFrom(
+            calibration_id=entry.id,
+            created_at=entry.created_at,
+            replaced=list(entry.replaced),
+            measured=dict(entry.measured),
+            fraction_name=entry.fraction_name,
+            calibrated_fraction=entry.fraction,
+            fraction=fraction,
+            kv_pool_bytes=capacity.kv_pool_bytes,
+            reproduces=entry.reproduces,
+        )
