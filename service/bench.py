@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import calibration
+from .calibration import fits
 from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
 from .sizing import (
@@ -168,6 +169,14 @@ def bench_calibration(configs: Path = CONFIGS) -> None:
     for row in rows:
         print(_calibration_row(row))
     _calibration_summary(calibration.summarize(rows))
+    print("\n### Fitted constants, refitted from their logs\n")
+    print("| constant | shipped | refitted | fitted on | left out |")
+    print("|---|---|---|---|---|")
+    for fit in fits.refit(rows, sources):
+        print(
+            f"| {fit.constant} | {fit.shipped:.4g} {fit.unit} | {fit.refitted:.4g} {fit.unit} | "
+            f"{', '.join(fit.logs)} | {fit.left_out or '-'} |"
+        )
     print("\n### The log's own pool, replayed\n")
     print(
         "kvplan fed the pool the log printed (as its block or token count where it prints "

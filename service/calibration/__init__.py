@@ -41,6 +41,7 @@ from ..sizing import (
     architecture_from_hf_config,
     compute_capacity,
 )
+from ..sizing.engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 
 # The issue's targets (issue 7): the predicted pool within 3% of the budget on at least 90% of
 # the complete logs, and a median error of at most 1.5%.
@@ -250,9 +251,26 @@ def case_options(item: LogCase) -> tuple[Workload, Parallelism, EngineOptions]:
     return Workload(int(context), log.get("kv_cache_dtype") or "auto"), parallel, options
 
 
-def predicted_figures(item: LogCase, capacity: Capacity) -> Figures:
+def predicted_cudagraph_estimate(arch: ModelArchitecture, capacity: Capacity) -> int | None:
+    """The "Estimated CUDA graph memory" kvplan expects a vLLM log to print (0.18+), whether
+    or not the release subtracts it; None where no estimate is printed."""
+    settings = capacity.engine_settings
+    estimate = vllm_cudagraph_estimate(
+        arch,
+        vllm_release(parse_vllm_version(capacity.engine_version)),
+        pipeline_parallel_size=capacity.facts.parallel.pipeline_parallel_size,
+        max_num_seqs=int(str(settings["max_num_seqs"])),
+        max_num_batched_tokens=int(str(settings["max_num_batched_tokens"])),
+        enforce_eager=bool(settings["enforce_eager"]),
+    )
+    return estimate or None
+
+
+def predicted_figures(item: LogCase, arch: ModelArchitecture, capacity: Capacity) -> Figures:
     budget = capacity.budget
-    estimate = budget.cudagraph_bytes or None
+    estimate = None
+    if item.engine is Engine.VLLM:
+        estimate = predicted_cudagraph_estimate(arch, capacity)
     return Figures(
         pool=budget.pool_bytes,
         budget=budget.requested_bytes,
@@ -313,7 +331,7 @@ def compare(item: LogCase, models: Models) -> Row:
             logged.cudagraph_subtracted,
             logged.cudagraph_captured,
         )
-    return Row(item, logged, predicted_figures(item, capacity), capacity, None)
+    return Row(item, logged, predicted_figures(item, arch, capacity), capacity, None)
 
 
 def compare_all(models: Models) -> list[Row]:

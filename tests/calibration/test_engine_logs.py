@@ -33,6 +33,7 @@ from service.calibration import (
     replay,
     summarize,
 )
+from service.calibration.fits import refit
 from service.catalog.seed import offline_snapshot
 from service.sizing import Capacity, EngineOptions, compute_capacity
 from service.sizing.engines.common import CacheGroup, CacheLayout
@@ -83,6 +84,65 @@ def test_the_complete_logs_kvplan_sizes_meet_the_issue_targets() -> None:
     assert complete.share >= TARGET_SHARE, f"{complete.within} of {complete.sized}"
     assert complete.median is not None
     assert complete.median <= TARGET_MEDIAN
+
+
+def test_the_held_out_complete_logs_meet_the_targets_too() -> None:
+    # the constants were fitted on the other half; these logs were not used
+    held_out = summarize(ROWS).complete_held_out
+    assert held_out.sized == 8
+    assert held_out.share >= TARGET_SHARE
+    assert held_out.median is not None
+    assert held_out.median <= TARGET_MEDIAN
+
+
+def test_every_fitted_constant_is_what_its_logs_give() -> None:
+    # service/calibration/fits.py refits each constant of engines/calibration.py from the logs
+    # its comment names; the shipped value must be that fit, rounded.
+    fits = refit(ROWS, MODELS)
+    assert {fit.constant for fit in fits} == {
+        "VLLM_PROFILE_OVERHEAD",
+        "VLLM_V1_FORWARD_FACTOR",
+        "VLLM_NON_TORCH_PIPELINE",
+        "VLLM_NON_TORCH_TP2",
+        "VLLM_NON_TORCH_PER_TP_RANK",
+        "VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER",
+    }
+    for fit in fits:
+        assert fit.agrees, fit
+        assert all(CASES[case_id].role == "fit" for case_id in fit.logs), fit
+
+
+# Logs whose weights kvplan reads from a config.json and still misses by more than 2%, why, and
+# by how much at most.
+WEIGHTS_NOT_WITHIN_2_PERCENT = {
+    # 6.82 GiB predicted, 7.01 logged: the rest is likely triton_kernels' Hopper weight layout
+    # (docs/engines/vllm.md#weights-as-loaded)
+    "planner-gpt-oss-20b-tp2": 0.03,
+    # Devstral-Small-2507's config has no Pixtral vision tower, which vLLM loads for
+    # Mistral-Small-3.1 (cases.json)
+    "planner-mistral-small-24b-w8a8": 0.04,
+}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        row
+        for row in ROWS
+        if row.predicted is not None
+        and row.logged.weights is not None
+        and "config" in (row.item.case.get("model") or {})
+    ],
+    ids=lambda row: row.item.id,
+)
+def test_the_weights_line_matches_model_loading_where_the_config_is_known(row: Row) -> None:
+    # issue 7: the budget's weights line within 2% of "Model loading took" (or the profile's
+    # "weights memory") wherever the model's config.json is in the repository
+    assert row.predicted is not None
+    assert row.logged.weights is not None
+    assert row.predicted.weights is not None
+    error = abs(row.predicted.weights - row.logged.weights) / row.logged.weights
+    assert error <= WEIGHTS_NOT_WITHIN_2_PERCENT.get(row.item.id, 0.02), f"{error:.2%}"
 
 
 def test_every_log_kvplan_cannot_size_says_why() -> None:
