@@ -110,11 +110,14 @@ VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER: Final = round(0.2635 * MiB)
 VLLM_CUDAGRAPH_MAX_CAPTURE: Final = 512
 
 
-def cudagraph_capture_sizes(largest: int) -> tuple[int, ...]:
-    """1, 2, 4, then multiples of 8 below 256, then multiples of 16 up to `largest`
-    (vllm/config/vllm.py `VllmConfig._set_cudagraph_sizes`, 0.16 ... 0.21 wheels)."""
-    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, largest + 1, 16)]
-    return tuple(size for size in sizes if size <= largest)
+def cudagraph_capture_count(largest: int) -> int:
+    """How many capture sizes up to `largest`: 1, 2, 4, then multiples of 8 below 256, then
+    multiples of 16 (vllm/config/vllm.py `VllmConfig._set_cudagraph_sizes`, 0.16 ... 0.21
+    wheels). 512 -> 3 + 31 + 17 = 51; 64 -> 3 + 8 = 11; 32 -> 3 + 4 = 7."""
+    small = sum(1 for size in (1, 2, 4) if size <= largest)
+    eights = min(largest, 248) // 8 if largest >= 8 else 0
+    sixteens = (largest - 256) // 16 + 1 if largest >= 256 else 0
+    return small + eights + sixteens
 
 
 # --- SGLang ---------------------------------------------------------------------------

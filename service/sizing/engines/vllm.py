@@ -639,6 +639,7 @@ def vocab_padding_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> i
     return rows * arch.hidden_size * MODEL_DTYPE_BYTES[arch.dtype] // tensor_parallel_size
 
 
+@lru_cache(maxsize=4096)
 def model_memory_usage(
     arch: ModelArchitecture, weights_per_gpu: int, tensor_parallel_size: int
 ) -> int:
@@ -707,6 +708,7 @@ class ProfilePeak:
         )
 
 
+@lru_cache(maxsize=4096)
 def profile_peak(
     arch: ModelArchitecture,
     release: VllmRelease,
@@ -796,6 +798,7 @@ def vllm_non_torch_bytes(
 # --- CUDA graphs
 
 
+@lru_cache(maxsize=4096)
 def vllm_cudagraph_estimate(
     arch: ModelArchitecture,
     release: VllmRelease,
@@ -816,9 +819,9 @@ def vllm_cudagraph_estimate(
     if enforce_eager or release.version < cal.VLLM_CUDAGRAPH_PROFILED:
         return 0
     largest = min(2 * max_num_seqs, cal.VLLM_CUDAGRAPH_MAX_CAPTURE, max_num_batched_tokens)
-    graphs = len(cal.cudagraph_capture_sizes(largest))
+    graphs = cal.cudagraph_capture_count(largest)
     if not any(isinstance(layer, ChunkedLocalAttention) for layer, _ in arch.layer_counts):
-        graphs += len(cal.cudagraph_capture_sizes(min(max_num_seqs, largest)))
+        graphs += cal.cudagraph_capture_count(min(max_num_seqs, largest))
     layers = cdiv(arch.num_layers, pipeline_parallel_size)
     return graphs * layers * cal.VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER
 
