@@ -9,13 +9,14 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from .calibration import compare, engine_options, load_cases, logged_pool_bytes
+from . import calibration
+from .calibration import fits
 from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
 from .sizing import (
-    EngineOptions,
     GiB,
     Gpu,
     ModelArchitecture,
@@ -32,6 +33,8 @@ from .sizing.engines import activation, vllm
 from .sizing.performance import ERROR_BAND, FITTED
 
 CAPACITY_TARGET_US = 50.0
+# The config.json fixtures the calibration cases name (tests/fixtures/hf_configs/SOURCES.md).
+CONFIGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hf_configs"
 PLAN_TARGET_MS = 5.0
 # Warm: the memoised steps (per-token bytes, layouts, TP checks) are reused, as a serving
 # replica reuses them across requests; cold: every cache cleared before each run.
@@ -51,6 +54,9 @@ _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,
     kv.sequence_breakdown,
     vllm.vllm_layout,
+    vllm.profile_peak,
+    vllm.model_memory_usage,
+    vllm.vllm_cudagraph_estimate,
     activation.forward_bytes_per_token,
     parallel.check_tensor_parallel,
     planner.tensor_parallel_problem,
@@ -146,47 +152,133 @@ def bench_speed(repeat: int) -> None:
     print()
 
 
-def bench_calibration() -> None:
+def bench_calibration(configs: Path = CONFIGS) -> None:
+    """Every log: kvplan's budget from the GPU alone beside the logged one, and the summary."""
     models, gpus = seed_catalog()
-    print("## Calibration: predicted KV pool per GPU vs the engine's log\n")
+    sources = calibration.Models(models, gpus, configs)
+    rows = calibration.compare_all(sources)
+    print("## Calibration: the budget kvplan predicts from the GPU alone vs the engine's log\n")
     print(
-        "| case | engine | complete | predicted GiB | logged GiB | error | blocks/tokens "
-        "from the log's own pool |"
+        "GiB per GPU, predicted / logged (- where the log prints none). Error: the pool's "
+        "difference as a share of the budget (utilization x total). Role: fit = a constant of "
+        "service/sizing/engines/calibration.py was fitted to this log; held-out = not used for "
+        "fitting. C = complete (the log prints weights, activation peak, non-torch and pool).\n"
     )
-    print("|---|---|---|---|---|---|---|")
-    for case in load_cases():
-        if not case.get("model") or not case.get("gpu"):
-            why = case.get("why_incomplete", "")
-            print(f"| {case['id']} | {case['engine']} | no | - | - | - | {why} |")
-            continue
-        result = compare(case, models[case["model"]], gpus[case["gpu"]])
-        exact = _log_arithmetic(case, models[case["model"]], gpus[case["gpu"]])
+    print(
+        "| log | engine | role | C | pool | error | weights | activation | non-torch | "
+        "CUDA graphs (estimate; captured) | note |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(_calibration_row(row))
+    _calibration_summary(calibration.summarize(rows))
+    print("\n### Fitted constants, refitted from their logs\n")
+    print("| constant | shipped | refitted | fitted on | left out |")
+    print("|---|---|---|---|---|")
+    for fit in fits.refit(rows, sources):
         print(
-            f"| {case['id']} | {case['engine']} {case['engine_version']} | "
-            f"{'yes' if result.complete else 'no'} | "
-            f"{result.predicted_pool_bytes / GiB:.3f} | {result.logged_pool_bytes / GiB:.3f} | "
-            f"{result.error:+.2%} | {exact} |"
+            f"| {fit.constant} | {fit.shipped:.4g} {fit.unit} | {fit.refitted:.4g} {fit.unit} | "
+            f"{', '.join(fit.logs)} | {fit.left_out or '-'} |"
+        )
+    print("\n### The log's own pool, replayed\n")
+    print(
+        "kvplan fed the pool the log printed (as its block or token count where it prints "
+        "one): the lines it prints, and whether tokens and concurrency equal the log's.\n"
+    )
+    print("| log | pool GiB | kvplan prints | logged tokens; concurrency | equal |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        replayed = calibration.replay(row, sources)
+        if replayed is not None:
+            print(_replay_row(row, replayed))
+    print()
+
+
+def _gib(value: int | None) -> str:
+    return "-" if value is None else f"{value / GiB:.2f}"
+
+
+def _pair(predicted: int | None, logged: int | None) -> str:
+    return f"{_gib(predicted)} / {_gib(logged)}"
+
+
+def _calibration_row(row: calibration.Row) -> str:
+    item, logged, p = row.item, row.logged, row.predicted
+    version = item.case.get("engine_version") or "?"
+    error = "-" if row.error is None else f"{row.error:+.2%}"
+    if p is None:
+        cells = [
+            "- / " + _gib(logged.pool),
+            error,
+            *("- / " + _gib(v) for v in (logged.weights, logged.activation, logged.non_torch)),
+        ]
+        graphs = f"- / {_gib(logged.cudagraph_estimate)}; {_gib(logged.cudagraph_captured)}"
+        note = row.why_not or ""
+    else:
+        cells = [
+            _pair(p.pool, logged.pool),
+            error,
+            _pair(p.weights, logged.weights),
+            _pair(p.activation, logged.activation),
+            _pair(p.non_torch, logged.non_torch),
+        ]
+        graphs = (
+            f"{_pair(p.cudagraph_estimate, logged.cudagraph_estimate)}; "
+            f"{_gib(logged.cudagraph_captured)}"
+            + (" (subtracted)" if p.cudagraph_subtracted else "")
+        )
+        note = _model_source(item.case.get("model") or {})
+    complete = "C" if item.complete else ""
+    return (
+        f"| {item.id} | {item.engine.value} {version} | {item.role} | {complete} | "
+        + " | ".join(cells)
+        + f" | {graphs} | {note} |"
+    )
+
+
+def _model_source(model: Any) -> str:
+    """Where the case's model comes from, in a few words (cases.json says more)."""
+    source = f"config {model['config']}" if "config" in model else f"catalog {model['catalog']}"
+    if "quantization_config" in model:
+        source += " + the quantization the log states"
+    if "weight_format" in model:
+        source += f" at {model['weight_format']}"
+    return source
+
+
+def _calibration_summary(summary: calibration.Summary) -> None:
+    c = summary.complete
+    print(
+        f"\nComplete logs: {c.logs}; kvplan sizes {c.sized} of them (no model for: "
+        f"{', '.join(summary.not_sized) or 'none'})."
+    )
+    for name, part in (
+        ("complete", c),
+        ("complete, fitted", summary.complete_fitted),
+        ("complete, held out", summary.complete_held_out),
+        ("every log with a logged pool", summary.every_log),
+    ):
+        median = "-" if part.median is None else f"{part.median:.2%}"
+        print(
+            f"- {name}: within {calibration.WITHIN:.0%} of the budget {part.within} of "
+            f"{part.sized} sized ({part.share:.0%}; {part.within} of {part.logs} = "
+            f"{part.share_of_all:.0%} counting the unsized as misses), median |error| {median}"
         )
     print(
-        "\nComplete cases must stay within 5%; incomplete ones are shown with the reason in "
-        "service/calibration/engine_logs.json.\n"
+        f"\nTargets (issue 7): at least {calibration.TARGET_SHARE:.0%} of the complete logs "
+        f"kvplan sizes within {calibration.WITHIN:.0%}, median at most "
+        f"{calibration.TARGET_MEDIAN:.1%}: {'met' if summary.meets_targets else 'NOT met'}."
     )
 
 
-def _log_arithmetic(case: dict[str, Any], arch: ModelArchitecture, gpu: Gpu) -> str:
-    """Feed the log's own pool back in and show what the engine would print."""
-    options = engine_options(case)
-    workload = Workload(case["max_model_len"], case.get("kv_cache_dtype") or "auto")
-    parallel = Parallelism(case.get("tensor_parallel_size") or 1)
-    probe = compute_capacity(arch, gpu, workload, parallel, options)
-    pool = logged_pool_bytes(case, probe)
-    given = EngineOptions(**{**_fields(options), "kv_pool_bytes": pool})
-    again = compute_capacity(arch, gpu, workload, parallel, given)
-    return "; ".join(again.report.log_lines)
-
-
-def _fields(options: EngineOptions) -> dict[str, Any]:
-    return {name: getattr(options, name) for name in options.__slots__}
+def _replay_row(row: calibration.Row, replayed: calibration.Replay) -> str:
+    r = row.item.parsed.reported
+    logged = f"{r.kv_cache_tokens or r.max_total_num_tokens or '-'}; {r.max_concurrency or '-'}"
+    equal = {True: "yes", False: "NO", None: "-"}[replayed.exact]
+    return (
+        f"| {row.item.id} | {replayed.pool_bytes / GiB:.2f} | {'; '.join(replayed.lines)} | "
+        f"{logged} | {equal} |"
+    )
 
 
 def bench_performance() -> None:

@@ -1,11 +1,12 @@
 """The calibration logs the parser is checked against, and how their figures map to it.
 
-engine_logs.json is a copy of the project's shared calibration set: 46 public engine start-up
-logs, each with its `source`, the `quote` of its lines, and the figures those lines print
-(`reported`, in the units named by each key). One edit: the reporters' own file-system paths
-(a model directory, a compile cache) read `<model-dir>` and `<cache-dir>`, here and in logs/,
-since no machine's path belongs in this repository; no figure or recognised line changed.
-Every entry is a test case: parsing the `quote` must give the `reported` figures.
+service/calibration/engine_logs.json (the one copy; `make bench` compares kvplan's budgets with
+the same file) is the project's shared calibration set: 46 public engine start-up logs, each
+with its `source`, the `quote` of its lines, and the figures those lines print (`reported`, in
+the units named by each key). One edit: the reporters' own file-system paths (a model
+directory, a compile cache) read `<model-dir>` and `<cache-dir>`, there and in logs/, since no
+machine's path belongs in this repository; no figure or recognised line changed. Every entry
+is a test case: parsing the `quote` must give the `reported` figures.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
+ENGINE_LOGS = HERE.parent.parent / "service" / "calibration" / "engine_logs.json"
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -28,7 +30,7 @@ def bytes_of(printed: Any, unit: int) -> int:
 
 
 def load_entries() -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = json.loads((HERE / "engine_logs.json").read_text("utf-8"))
+    entries: list[dict[str, Any]] = json.loads(ENGINE_LOGS.read_text("utf-8"))
     return entries
 
 

@@ -1,6 +1,6 @@
 """Logs as `kubectl logs` hands them over: the same figures through every kind of noise.
 
-Each test wraps real calibration quotes (tests/engine_logs/engine_logs.json) the way a
+Each test wraps real calibration quotes (service/calibration/engine_logs.json) the way a
 terminal, kubectl, Ray or a multi-rank engine would, and checks the parse is unchanged. Two
 whole published logs (logs/) carry their own noise:
 

@@ -1,6 +1,6 @@
 """The engine-log parser against the 46 calibration logs, unit by unit, and its errors.
 
-Sources: tests/engine_logs/engine_logs.json (each entry names its own source), and the engines'
+Sources: service/calibration/engine_logs.json (each entry names its own source), and the engines'
 code for the units (service/engine_logs/patterns.py names the file and function per line).
 """
 

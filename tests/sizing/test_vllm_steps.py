@@ -343,24 +343,38 @@ LLAMA_31_8B = ModelArchitecture(
 @pytest.mark.parametrize(
     ("max_num_seqs", "peak", "note"),
     [
-        # vllm/v1/worker/gpu_model_runner.py profile_run: the dummy sampler runs on
-        # min(max_num_seqs, max_num_batched_tokens) rows; with calibration's 5.5 fp32 copies,
-        # 1,024 x 128,256 x 4 B x 5.5 = 2,889,351,168 B, above the forward pass
+        # vllm/v1/worker/gpu_model_runner.py profile_run (0.17+, docs/engines/vllm.md#profile-run):
+        # the dummy sampler on min(max_num_seqs, max_num_batched_tokens) = 1,024 rows holds the
+        # bf16 logits and fp32 logits, probs and draws, 1,024 x 128,256 x (2 + 12) B =
+        # 1,838,678,016 B, and 132 fp32 Triton scratch rows, 132 x 128,256 x 4 B = 67,719,168 B;
+        # the forward pass keeps its (8,192 + 2 x 1,024) x 4,096 x 2 B = 83,886,080 B of hidden
+        # states: 1,990,283,264 B, above the forward pass (8,192 x 110,592 B x 1.26 =
+        # 1,141,521,776 B); plus the 34 MiB (35,651,584 B) the run leaves: 2,025,934,848 B =
+        # 1.887 GiB, the "torch peak memory increase: 1.89GiB" of llm-d-planner's
+        # Llama-3.1-8B TP1 log (vLLM 0.19.0, service/calibration/engine_logs.json)
         (
             1024,
-            2_889_351_168,
-            "sampler peak: 1024 rows x 128256 vocab x 4 B x 5.5 fp32 copies (the forward pass "
-            "peaks at 905969664 B)",
+            2_025_934_848,
+            "sampler peak: 1024 rows x 128256 vocab, 2 B logits + fp32 copy, probs and draws, "
+            "and min(rows, 132) fp32 Triton scratch rows, with 83886080 B the forward pass "
+            "keeps, 35651584 B left by the run (the forward pass peaks at 1141521776 B)",
         ),
-        # 256 rows: 722,337,792 B, below the forward pass: 8,192 tokens x 110,592 B/token
-        # (engines/activation.py: the Llama-3.1-8B figure checked against vllm#10517)
-        (256, 905_969_664, "forward peak: 8192 batched tokens x 110592 B/token"),
+        # 256 rows: 256 x 1,795,584 + 67,719,168 + (8,192 + 512) x 8,192 = 598,691,840 B, below
+        # the forward pass: 35,651,584 + 1,141,521,776 = 1,177,173,360 B
+        (
+            256,
+            1_177_173_360,
+            "forward peak: 8192 batched tokens x 110592 B/token x 1.26 (torch.compile), "
+            "35651584 B left by the run",
+        ),
     ],
 )
 def test_the_profile_peak_is_the_larger_of_forward_pass_and_sampler(
     max_num_seqs: int, peak: int, note: str
 ) -> None:
     profiled = profile_peak(LLAMA_31_8B, release("0.33.0"), 1, 8192, max_num_seqs)
-    assert profiled.forward_bytes == 8192 * 110_592 == 905_969_664
+    # engines/activation.py: 110,592 B/token for Llama-3.1-8B (checked against vllm#10517's
+    # eager V0 slope), x 1.26 under torch.compile (calibration.VLLM_V1_FORWARD_FACTOR)
+    assert profiled.forward_bytes == int(8192 * 110_592 * 1.26) == 1_141_521_776
     assert profiled.bytes == peak
     assert profiled.note == note

@@ -2,9 +2,11 @@
 
 vLLM measures (it does not compute) the torch peak of one dummy forward pass over
 `max_num_batched_tokens` tokens followed by a dummy sampling step
-(vllm/v1/worker/gpu_model_runner.py `profile_run`; V0 `worker.py determine_num_available_blocks`).
-kvplan estimates the same two peaks from the layer shapes and takes the larger one, because
-the forward pass's buffers are freed before the sampler runs.
+(vllm/v1/worker/gpu_model_runner.py `profile_run`, `_dummy_run`, `_dummy_sampler_run`; V0
+`worker.py determine_num_available_blocks`). kvplan estimates the two peaks from the layer shapes
+and takes the larger one: the forward pass's temporaries are freed before the sampler runs, but
+what the forward pass returns, and buffers it allocates for good, stay through the sampler.
+Short names: T = max_num_batched_tokens, R = sampler rows, V = vocabulary, H = hidden size.
 """
 
 from __future__ import annotations
@@ -61,3 +63,39 @@ def sampler_bytes(vocab_size: int | None, rows: int, fp32_copies: float) -> int:
     if vocab_size is None:
         return 0
     return int(rows * vocab_size * 4 * fp32_copies)
+
+
+def triton_sampler_bytes(
+    vocab_size: int | None, rows: int, logits_element_bytes: int, buffer_rows: int
+) -> int:
+    """The dummy sampler of vLLM 0.17+ at its peak, on `rows` requests of the full vocabulary.
+
+    `_dummy_sampler_run` keeps the logits in the model dtype while `Sampler.forward` holds an
+    fp32 copy (`logits.to(torch.float32)`); top-k/top-p runs in place in Triton
+    (v1/sample/ops/topk_topp_triton.py `apply_top_k_top_p_triton`), whose cached scratch buffer
+    is one fp32 row per program, min(SMs, rows) programs; `forward_native` then allocates the
+    fp32 `probs` (softmax) and the exponential draws `q` of the same shape (`random_sample`).
+    Every tensor-parallel rank gathers the whole vocabulary.
+    """
+    if vocab_size is None:
+        return 0
+    per_row = vocab_size * (logits_element_bytes + 3 * 4)
+    return rows * per_row + min(rows, buffer_rows) * vocab_size * 4
+
+
+def moe_workspace_bytes(arch: ModelArchitecture, tensor_parallel_size: int, tokens: int) -> int:
+    """The fused-MoE workspace one forward pass over `tokens` leaves allocated.
+
+    vllm/model_executor/layers/fused_moe/modular_kernel.py `_allocate_buffers` takes its buffers
+    from the worker's `WorkspaceManager` (v1/worker/workspace.py), which keeps the largest it
+    was asked for: `TritonExperts.workspace_shapes` (fused_moe.py) asks for M x top_k x max(I, H)
+    (shared with the output) and M x top_k x max(2 I, H) elements, I the expert intermediate
+    size per rank.
+    """
+    moe = arch.moe
+    if moe is None or arch.hidden_size is None:
+        return 0
+    hidden = arch.hidden_size
+    per_rank = moe.moe_intermediate_size // tensor_parallel_size
+    elements = max(per_rank, hidden) + max(2 * per_rank, hidden)
+    return tokens * moe.experts_per_token * elements * MODEL_DTYPE_BYTES[arch.dtype]

@@ -2,7 +2,7 @@
 
 Version milestones are the first vLLM release whose code has the behaviour (read from the
 released wheels, vllm 0.6.2 ... 0.33.0). Memory constants were measured from public engine
-logs (../shared/calibration/engine_logs.json); `make bench` prints the error they give on each
+logs (service/calibration/engine_logs.json); `make bench` prints the error they give on each
 logged case. What each milestone changes, and where in the engine it was read:
 docs/engines/vllm.md#release-milestones, docs/engines/sglang.md#release-milestones and
 docs/engines/trtllm.md#release-milestones.
@@ -55,34 +55,69 @@ VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_
 # --- vLLM memory constants -------------------------------------------------------------
 # vllm#10517 (RTX 3090, TP1, v0.6.4): "non_torch_memory=0.35GiB", CUDA context included.
 VLLM_NON_TORCH_WITH_CONTEXT: Final = round(0.35 * GiB)
-# vllm#13061 (RTX 4090, TP2, V0 0.7): the reporter's non-torch growth, 0.25 GiB.
+# vllm#13061 (RTX 4090, TP2, V0 0.7): the reporter's non-torch growth, 0.25 GiB; the V1 0.19 logs
+# at TP1 (planner-* fitted: 0.25 ... 0.27 GiB) show the same growth without parallelism.
 VLLM_NON_TORCH_INCREASE: Final = round(0.25 * GiB)
 # V0 sampler with the profile's top_p=0.99, top_k=vocab-1 (sorted logits, int64 indices,
 # softmax, cumsum, gathered copies). vllm#13061: rank 0 (the sampler) kept 81,536 tokens x
 # 98,304 B = 7.46 GiB of KV against rank 1's 8.69 GiB; with rank 1's 0.19 GiB forward peak the
 # sampler peak is 1.415 GiB = 9.76 x (256 rows x 152,064 vocab x 4 B).
 VLLM_V0_SAMPLER_FP32_COPIES: Final = 9.76
-# V1 dummy sampler (fp32 logits, penalties with int64 bin counts and masks, temperature,
-# top-k/top-p): fitted to PR #12569 (Llama-3.1-70B w8a8, 1,381 blocks at util 0.98) on an
-# 80 GB H100, the only 80 GB GPU that log fits; the PR does not name the GPU.
+# V1 dummy sampler before 0.17 (fp32 logits, penalties with int64 bin counts and masks,
+# temperature, sort-based top-k/top-p): fitted to PR #12569 (Llama-3.1-70B w8a8, 1,381 blocks at
+# util 0.98) on an 80 GB H100, the only 80 GB GPU that log fits; the PR does not name the GPU.
 VLLM_V1_SAMPLER_FP32_COPIES: Final = 5.5
-# CUDA-graph estimate floor per graph (vLLM counts >= 1 MiB per captured graph).
-VLLM_CUDAGRAPH_PER_GRAPH: Final = 1 * MiB
-VLLM_CUDAGRAPH_CAPTURE_SIZES: Final = 67  # default capture list up to 512 (1, 2, 4, 8..512)
+# From 0.17 top-k/top-p runs in Triton, in place (v1/sample/ops/topk_topp_triton.py, first in
+# the 0.17.0 wheel; absent from 0.16.0): activation.triton_sampler_bytes.
+VLLM_TRITON_TOP_K_TOP_P: Final[Version] = (0, 17, 0)
+# The Triton kernel's cached scratch rows: one per program, min(SMs, rows) programs; 132 is the
+# H100 SXM's SM count, the GPU of every log that shows the sampler's peak (llm-d-planner 0.19).
+VLLM_TOPK_TOPP_BUFFER_ROWS: Final = 132
+# From 0.13 the fused-MoE workspace is the worker's WorkspaceManager's, kept between passes
+# (v1/worker/workspace.py first in the 0.13.0 wheel, absent from 0.12.0): it is still allocated
+# when the sampler peaks (activation.moe_workspace_bytes).
+VLLM_PERSISTENT_MOE_WORKSPACE: Final[Version] = (0, 13, 0)
+# What the profile run leaves allocated beyond the forward's outputs, the MoE workspace and the
+# sampler (the cuBLAS workspace, inferred): the mean residual (logged peak - predicted peak
+# without it) of the fitted llm-d-planner 0.19 logs whose predicted peak is the sampler's:
+# planner-llama-3.1-8b-pp2, planner-llama-3.1-8b-kv-fp8, planner-qwen3-30b-a3b,
+# planner-deepseek-v2-lite, planner-gemma-2-27b, planner-gpt-oss-20b-tp2,
+# planner-llama-3.1-8b-w4a16 (29 ... 39 MiB each; Llama-4 Scout left out, its multimodal
+# encoder's profile adds to the peak). service/calibration/fits.py refits it.
+VLLM_PROFILE_OVERHEAD: Final = 34 * MiB
+# The V1 forward pass runs under torch.compile: its peak over T tokens, as a multiple of the eager
+# estimate (activation.forward_bytes_per_token, which matches V0's eager slope in vllm#10517).
+# Fitted to the one log whose peak is a forward pass alone: planner-llama-3.1-8b-pp2's first
+# stage (no sampler): 1.10 GiB at 8,192 tokens = the overhead + 0.8438 GiB eager x 1.26.
+VLLM_V1_FORWARD_FACTOR: Final = 1.26
+# Growth of non-torch memory during the V1 profile (0.9.2+) beyond VLLM_NON_TORCH_INCREASE, which
+# the tensor-parallel-1 logs show (planner-* fitted at TP1: 0.25 ... 0.27 GiB): with a pipeline of
+# one-GPU stages 0.07 GiB (planner-llama-3.1-8b-pp2, both stages); with tensor parallelism NCCL's
+# and the custom all-reduce's buffers, allocated at the first collective, 2.07 GiB at TP2
+# (planner-mixtral-8x7b-tp2, planner-gpt-oss-20b-tp2) and 0.05 GiB more per further rank
+# (planner-llama-4-scout-tp4: 2.17 GiB at TP4). All measured on H100 SXM (NVLink, NVSwitch);
+# service/calibration/fits.py refits them.
+VLLM_NON_TORCH_PIPELINE: Final = round(0.07 * GiB)
+VLLM_NON_TORCH_TP2: Final = round(2.07 * GiB)
+VLLM_NON_TORCH_PER_TP_RANK: Final = round(0.05 * GiB)
+# "Estimated CUDA graph memory" (GPUModelRunner.profile_cudagraph_memory, first in the 0.18.0
+# wheel; subtracted from the budget by default from 0.20, VLLM_CUDAGRAPH_IN_BUDGET): vLLM
+# captures the two largest sizes per mode and extrapolates. kvplan charges a fixed amount per
+# captured graph and per layer of the stage: the median of the fitted llm-d-planner logs
+# (0.25 ... 0.52 MiB per graph-layer).
+VLLM_CUDAGRAPH_PROFILED: Final[Version] = (0, 18, 0)
+VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER: Final = round(0.2635 * MiB)
 VLLM_CUDAGRAPH_MAX_CAPTURE: Final = 512
 
 
-def cudagraph_estimate(forward_bytes_per_token: int, max_num_seqs: int) -> int:
-    """What vLLM >= 0.20 subtracts for CUDA graphs when no measurement is given.
-
-    vLLM captures the two largest sizes per mode and extrapolates (profile_cudagraph_memory);
-    kvplan takes the largest capture's activation for PIECEWISE and FULL graphs plus the
-    per-graph floor. Pass `cudagraph_memory_bytes` from "Estimated CUDA graph memory" to
-    replace it.
-    """
-    largest = min(max_num_seqs, VLLM_CUDAGRAPH_MAX_CAPTURE)
-    graphs = 2 * VLLM_CUDAGRAPH_CAPTURE_SIZES
-    return 2 * largest * forward_bytes_per_token + graphs * VLLM_CUDAGRAPH_PER_GRAPH
+def cudagraph_capture_count(largest: int) -> int:
+    """How many capture sizes up to `largest`: 1, 2, 4, then multiples of 8 below 256, then
+    multiples of 16 (vllm/config/vllm.py `VllmConfig._set_cudagraph_sizes`, 0.16 ... 0.21
+    wheels). 512 -> 3 + 31 + 17 = 51; 64 -> 3 + 8 = 11; 32 -> 3 + 4 = 7."""
+    small = sum(1 for size in (1, 2, 4) if size <= largest)
+    eights = min(largest, 248) // 8 if largest >= 8 else 0
+    sixteens = (largest - 256) // 16 + 1 if largest >= 256 else 0
+    return small + eights + sixteens
 
 
 # --- SGLang ---------------------------------------------------------------------------

@@ -33,12 +33,18 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
+from ..dtypes import MODEL_DTYPE_BYTES
 from ..errors import SizingError
 from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
-from .activation import forward_bytes_per_token, sampler_bytes
+from .activation import (
+    forward_bytes_per_token,
+    moe_workspace_bytes,
+    sampler_bytes,
+    triton_sampler_bytes,
+)
 from .common import (
     BudgetLine,
     CacheGroup,
@@ -96,6 +102,8 @@ class VllmRelease:
     pad_attention_pages: bool
     fit_check_reserves_null_block: bool
     concurrency_from_blocks: bool
+    triton_top_k_top_p: bool
+    persistent_moe_workspace: bool
 
     def in_flight_tokens(self, max_num_batched_tokens: int, pipeline_parallel_size: int) -> int:
         """Tokens a sliding/chunked layer keeps beyond its window for the steps in flight."""
@@ -159,6 +167,8 @@ def vllm_release(version: Version) -> VllmRelease:
         pad_attention_pages=since(cal.VLLM_PAD_ATTENTION_PAGES),
         fit_check_reserves_null_block=since(cal.VLLM_FIT_CHECK_RESERVES_NULL_BLOCK),
         concurrency_from_blocks=since(cal.VLLM_CONCURRENCY_FROM_BLOCKS),
+        triton_top_k_top_p=since(cal.VLLM_TRITON_TOP_K_TOP_P),
+        persistent_moe_workspace=since(cal.VLLM_PERSISTENT_MOE_WORKSPACE),
     )
 
 
@@ -558,8 +568,9 @@ def _stage_widths(
 
 # --- budget -------------------------------------------------------------------------------
 # vllm/v1/worker/gpu_worker.py `determine_available_memory`: what the instance may use
-# (utilization x total), less the weights, the profile run's peak, the non-torch memory and,
-# from 0.20, the CUDA graphs.
+# (utilization x total), less the weights as loaded, the profile run's torch peak, the non-torch
+# memory and, from 0.20, the CUDA graphs. Each term has its step below, named after the vLLM
+# code it follows; the constants come from calibration.py with the logs they were fitted on.
 
 
 def requested_memory(release: VllmRelease, total_bytes: int, utilization: float) -> int:
@@ -567,29 +578,115 @@ def requested_memory(release: VllmRelease, total_bytes: int, utilization: float)
     return math.ceil(product) if release.request_ceil else int(product)
 
 
+# --- what the engine loads ("Model loading took X GiB": GPUModelRunner.load_model's
+# model_memory_usage, the torch memory the model holds once loaded)
+
+
+def rotary_cos_sin_cache_bytes(arch: ModelArchitecture) -> int:
+    """The rotary embedding's `cos_sin_cache` buffer (model_executor/layers/rotary_embedding
+    base.py `RotaryEmbedding.__init__`: max_position x rotary_dim, cast to the model dtype;
+    YaRN scaling's rows are original_max_position x factor, the config's max_position), one
+    per distinct rope (`get_rope` caches instances). kvplan counts one, rotary_dim the head
+    size (MLA: qk_rope_head_dim). Llama-3.1-8B: 131,072 x 128 x 2 B = 32 MiB, which makes the
+    14.9575 GiB checkpoint vllm#10517's "Loading model weights took 14.9888 GB"."""
+    if arch.max_position_embeddings is None:
+        return 0
+    for layer, _ in arch.cache_layer_counts:
+        if isinstance(layer, MultiHeadLatentAttention):
+            rotary_dim = layer.qk_rope_head_dim
+        elif isinstance(layer, FullAttention | SlidingWindowAttention | ChunkedLocalAttention):
+            rotary_dim = layer.head_dim
+        else:
+            continue
+        return arch.max_position_embeddings * rotary_dim * MODEL_DTYPE_BYTES[arch.dtype]
+    return 0
+
+
+def mxfp4_moe_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> int:
+    """What vLLM's MXFP4 experts hold beyond their checkpoint share (quantization/mxfp4.py,
+    read in 0.19.0).
+
+    `Mxfp4MoEMethod.create_weights` allocates the intermediate size per rank rounded up by
+    `mxfp4_round_up_hidden_size_and_intermediate_size` (fused_moe/oracle/mxfp4.py; to 64 for
+    the Triton backend Hopper uses): w13 (2 I x H) and w2 (H x I) at 4 bits plus a one-byte
+    scale per 32, and a bf16 w13 bias of 2 I. `_setup_kernel` then converts them
+    (`convert_to_mxfp4_moe_kernel_format`): the Triton backend swizzles new copies of both
+    scales and keeps the loaded ones as parameters, and widens both biases to fp32.
+    gpt-oss-20b at TP2: I 1,440 -> 1,472.
+    """
+    moe = arch.moe
+    if moe is None or arch.hidden_size is None or arch.weight_format != "mxfp4":
+        return 0
+    hidden = arch.hidden_size
+    per_rank = moe.moe_intermediate_size // tensor_parallel_size
+    padded = cdiv(per_rank, 64) * 64
+    extra = padded - per_rank
+    padding = 3 * extra * hidden * 17 // 32 + 2 * extra * 2
+    scales_again = 2 * padded * hidden // 32 + hidden * padded // 32
+    biases_to_fp32 = (2 * padded + hidden) * 2
+    per_expert = padding + scales_again + biases_to_fp32
+    return per_expert * moe.num_experts * arch.num_layers
+
+
+def vocab_padding_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> int:
+    """VocabParallelEmbedding pads the vocabulary to a multiple of 64 (pad_vocab_size,
+    DEFAULT_VOCAB_PADDING_SIZE) before sharding it: embedding and lm_head rows kvplan counts
+    once each (tied or not, which the architecture does not say)."""
+    if arch.vocab_size is None or arch.hidden_size is None:
+        return 0
+    padded = cdiv(arch.vocab_size, 64) * 64
+    rows = 2 * (padded - arch.vocab_size)
+    return rows * arch.hidden_size * MODEL_DTYPE_BYTES[arch.dtype] // tensor_parallel_size
+
+
+@lru_cache(maxsize=4096)
+def model_memory_usage(
+    arch: ModelArchitecture, weights_per_gpu: int, tensor_parallel_size: int
+) -> int:
+    """What one worker holds after load_model: its share of the checkpoint as stored, plus
+    the buffers and padding vLLM adds when it builds the model."""
+    return (
+        weights_per_gpu
+        + rotary_cos_sin_cache_bytes(arch)
+        + mxfp4_moe_bytes(arch, tensor_parallel_size)
+        + vocab_padding_bytes(arch, tensor_parallel_size)
+    )
+
+
+# --- the profile run's torch peak (GPUModelRunner.profile_run)
+
+
 @dataclass(frozen=True, slots=True)
 class ProfilePeak:
     """The profile run's torch peak: one forward pass over max_num_batched_tokens tokens, then
-    the sampler on min(max_num_seqs, max_num_batched_tokens) rows; the larger one counts."""
+    the sampler on min(max_num_seqs, max_num_batched_tokens) rows. The larger counts, plus what
+    the run leaves allocated (`overhead`); the sampler's side holds what the forward pass
+    returned and the buffers it keeps (`kept`)."""
 
     forward_bytes_per_token: int | None  # None: the model's shape does not say
     max_num_batched_tokens: int
+    forward_factor: float
     sampler_rows: int
     vocab_size: int | None
-    sampler_fp32_copies: float
+    sampler: int
+    sampler_how: str
+    kept: int
+    overhead: int
 
     @property
     def forward_bytes(self) -> int:
         per_token = self.forward_bytes_per_token
-        return 0 if per_token is None else per_token * self.max_num_batched_tokens
+        if per_token is None:
+            return 0
+        return int(per_token * self.max_num_batched_tokens * self.forward_factor)
 
     @property
     def sampler_bytes(self) -> int:
-        return sampler_bytes(self.vocab_size, self.sampler_rows, self.sampler_fp32_copies)
+        return self.sampler + self.kept
 
     @property
     def bytes(self) -> int:
-        return max(self.forward_bytes, self.sampler_bytes)
+        return self.overhead + max(self.forward_bytes, self.sampler_bytes)
 
     @property
     def note(self) -> str:
@@ -597,34 +694,136 @@ class ProfilePeak:
             return "forward pass not modelled (no hidden_size); pass kv_pool_bytes if known"
         if self.sampler_bytes > self.forward_bytes:
             return (
-                f"sampler peak: {self.sampler_rows} rows x {self.vocab_size} vocab x 4 B x "
-                f"{self.sampler_fp32_copies} fp32 copies (the forward pass peaks at "
-                f"{self.forward_bytes} B)"
+                f"sampler peak: {self.sampler_rows} rows x {self.vocab_size} vocab, "
+                f"{self.sampler_how}"
+                + (f", with {self.kept} B the forward pass keeps" if self.kept else "")
+                + (f", {self.overhead} B left by the run" if self.overhead else "")
+                + f" (the forward pass peaks at {self.forward_bytes} B)"
             )
         return (
             f"forward peak: {self.max_num_batched_tokens} batched tokens x "
             f"{self.forward_bytes_per_token} B/token"
+            + (f" x {self.forward_factor} (torch.compile)" if self.forward_factor != 1 else "")
+            + (f", {self.overhead} B left by the run" if self.overhead else "")
         )
 
 
+@lru_cache(maxsize=4096)
 def profile_peak(
     arch: ModelArchitecture,
     release: VllmRelease,
     tensor_parallel_size: int,
     max_num_batched_tokens: int,
     max_num_seqs: int,
+    *,
+    pipeline_parallel_size: int = 1,
 ) -> ProfilePeak:
+    """The peak of the worker whose pool binds: with a pipeline, the last stage, which runs
+    the sampler and holds the intermediate tensors it receives."""
+    rows = min(max_num_seqs, max_num_batched_tokens)
+    tokens = max_num_batched_tokens
+    sampler, how = _dummy_sampler_run(arch, release, rows)
     return ProfilePeak(
         forward_bytes_per_token=forward_bytes_per_token(arch, tensor_parallel_size),
-        max_num_batched_tokens=max_num_batched_tokens,
-        sampler_rows=min(max_num_seqs, max_num_batched_tokens),
+        max_num_batched_tokens=tokens,
+        forward_factor=cal.VLLM_V1_FORWARD_FACTOR if release.v1_engine else 1.0,
+        sampler_rows=rows,
         vocab_size=arch.vocab_size,
-        sampler_fp32_copies=(
-            cal.VLLM_V1_SAMPLER_FP32_COPIES
-            if release.v1_engine
-            else cal.VLLM_V0_SAMPLER_FP32_COPIES
+        sampler=sampler,
+        sampler_how=how,
+        kept=_kept_through_sampler(arch, release, tensor_parallel_size, pipeline_parallel_size)(
+            tokens, rows
         ),
+        overhead=cal.VLLM_PROFILE_OVERHEAD if release.triton_top_k_top_p else 0,
     )
+
+
+def _dummy_sampler_run(arch: ModelArchitecture, release: VllmRelease, rows: int) -> tuple[int, str]:
+    """GPUModelRunner._dummy_sampler_run's peak, and how it was worked out."""
+    if release.triton_top_k_top_p:
+        element = MODEL_DTYPE_BYTES[arch.dtype]
+        rows_buffer = cal.VLLM_TOPK_TOPP_BUFFER_ROWS
+        return triton_sampler_bytes(arch.vocab_size, rows, element, rows_buffer), (
+            f"{element} B logits + fp32 copy, probs and draws, and "
+            f"min(rows, {rows_buffer}) fp32 Triton scratch rows"
+        )
+    copies = (
+        cal.VLLM_V1_SAMPLER_FP32_COPIES if release.v1_engine else cal.VLLM_V0_SAMPLER_FP32_COPIES
+    )
+    return sampler_bytes(arch.vocab_size, rows, copies), f"4 B x {copies} fp32 copies"
+
+
+def _kept_through_sampler(
+    arch: ModelArchitecture, release: VllmRelease, tensor_parallel_size: int, stages: int
+) -> Callable[[int, int], int]:
+    """What stays allocated while the sampler runs, for T tokens and R rows."""
+
+    def kept(tokens: int, rows: int) -> int:
+        out = 0
+        hidden, element = arch.hidden_size or 0, MODEL_DTYPE_BYTES[arch.dtype]
+        if release.triton_top_k_top_p:
+            # profile_run keeps the T x H hidden states and the R rows taken for the logits;
+            # _dummy_sampler_run draws R random rows of them (torch.rand_like).
+            out += (tokens + 2 * rows) * hidden * element
+        if release.persistent_moe_workspace and arch.weight_format != "mxfp4":
+            # gpt-oss's MXFP4 experts run in triton_kernels, outside the modular kernel
+            out += moe_workspace_bytes(arch, tensor_parallel_size, tokens)
+        if release.v1_engine and stages > 1:
+            # make_empty_intermediate_tensors: hidden states and residual for T tokens, made
+            # by the first dummy run of every stage but the first
+            out += 2 * tokens * hidden * element
+        return out
+
+    return kept
+
+
+# --- non-torch memory
+
+
+def vllm_non_torch_bytes(
+    release: VllmRelease, tensor_parallel_size: int, pipeline_parallel_size: int
+) -> int:
+    """Non-torch memory the budget charges (docs/engines/vllm.md#non-torch-memory)."""
+    if release.non_torch_includes_context:
+        return cal.VLLM_NON_TORCH_WITH_CONTEXT
+    if not release.v1_engine:
+        return cal.VLLM_NON_TORCH_INCREASE
+    if tensor_parallel_size > 1:
+        return cal.VLLM_NON_TORCH_TP2 + cal.VLLM_NON_TORCH_PER_TP_RANK * (tensor_parallel_size - 2)
+    if pipeline_parallel_size > 1:
+        return cal.VLLM_NON_TORCH_PIPELINE
+    return cal.VLLM_NON_TORCH_INCREASE
+
+
+# --- CUDA graphs
+
+
+@lru_cache(maxsize=4096)
+def vllm_cudagraph_estimate(
+    arch: ModelArchitecture,
+    release: VllmRelease,
+    *,
+    pipeline_parallel_size: int,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    enforce_eager: bool,
+) -> int:
+    """What "Estimated CUDA graph memory" would print (0.18+; 0 when no graph is captured).
+
+    GPUModelRunner.profile_cudagraph_memory captures PIECEWISE graphs for the sizes up to
+    min(2 x max_num_seqs, 512) and, for FULL_AND_PIECEWISE (the default), FULL decode graphs
+    up to max_num_seqs; Llama 4's chunked local attention captures PIECEWISE only (the
+    llm-d-planner Scout log). kvplan charges VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER per graph and
+    per layer of the stage.
+    """
+    if enforce_eager or release.version < cal.VLLM_CUDAGRAPH_PROFILED:
+        return 0
+    largest = min(2 * max_num_seqs, cal.VLLM_CUDAGRAPH_MAX_CAPTURE, max_num_batched_tokens)
+    graphs = cal.cudagraph_capture_count(largest)
+    if not any(isinstance(layer, ChunkedLocalAttention) for layer, _ in arch.layer_counts):
+        graphs += cal.cudagraph_capture_count(min(max_num_seqs, largest))
+    layers = cdiv(arch.num_layers, pipeline_parallel_size)
+    return graphs * layers * cal.VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER
 
 
 def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
@@ -641,6 +840,7 @@ def vllm_budget(
     options: EngineOptions,
     max_num_batched_tokens: int,
     max_num_seqs: int,
+    pipeline_parallel_size: int = 1,
 ) -> MemoryBudget:
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
@@ -650,22 +850,29 @@ def vllm_budget(
             fraction_name="gpu_memory_utilization",
             note="given (--kv-cache-memory-bytes or a log)",
         )
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
     util = options.gpu_memory_utilization or release.default_utilization
     requested = requested_memory(release, total_bytes, util)
-    peak = profile_peak(arch, release, tensor_parallel_size, max_num_batched_tokens, max_num_seqs)
-    non_torch = (
-        cal.VLLM_NON_TORCH_WITH_CONTEXT
-        if release.non_torch_includes_context
-        else cal.VLLM_NON_TORCH_INCREASE
+    weights = model_memory_usage(arch, weights_per_gpu, tp)
+    peak = profile_peak(
+        arch, release, tp, max_num_batched_tokens, max_num_seqs, pipeline_parallel_size=pp
     )
+    non_torch = vllm_non_torch_bytes(release, tp, pp)
     cudagraph = 0
     if _counts_cudagraphs(release, options):
         cudagraph = (
             options.cudagraph_memory_bytes
             if options.cudagraph_memory_bytes is not None
-            else cal.cudagraph_estimate(peak.forward_bytes_per_token or 0, max_num_seqs)
+            else vllm_cudagraph_estimate(
+                arch,
+                release,
+                pipeline_parallel_size=pp,
+                max_num_seqs=max_num_seqs,
+                max_num_batched_tokens=max_num_batched_tokens,
+                enforce_eager=options.enforce_eager,
+            )
         )
-    pool = requested - weights_per_gpu - peak.bytes - non_torch - cudagraph
+    pool = requested - weights - peak.bytes - non_torch - cudagraph
     describe = partial(
         _budget_lines,
         release=release,
@@ -673,7 +880,7 @@ def vllm_budget(
         utilization=util,
         total_bytes=total_bytes,
         requested_bytes=requested,
-        weights_bytes=weights_per_gpu,
+        weights_bytes=weights,
         peak=peak,
         non_torch_bytes=non_torch,
         cudagraph_bytes=cudagraph,
@@ -684,7 +891,7 @@ def vllm_budget(
         fraction=util,
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested,
-        weights_bytes=weights_per_gpu,
+        weights_bytes=weights,
         activation_bytes=peak.bytes,
         non_torch_bytes=non_torch,
         cudagraph_bytes=cudagraph,
@@ -715,7 +922,11 @@ def _budget_lines(
             requested_bytes,
             f"gpu_memory_utilization {utilization} x total",
         ),
-        BudgetLine("weights", -weights_bytes, "model weights on this GPU"),
+        BudgetLine(
+            "weights",
+            -weights_bytes,
+            "model weights on this GPU as vLLM loads them (with the rotary cache and padding)",
+        ),
         BudgetLine("activation_peak", -peak.bytes, peak.note),
         BudgetLine(
             "non_torch",
@@ -807,6 +1018,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         options=inputs.engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
+        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
     )
     blocks = vllm_blocks(
         budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
