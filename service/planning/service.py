@@ -26,17 +26,22 @@ from ..sizing import (
     EngineOptions,
     Gpu,
     ModelArchitecture,
+    NoEstimate,
     Parallelism,
+    PerformanceEstimate,
     SizingError,
+    Speed,
     Workload,
     architecture_from_dict,
+    capacity_speed,
     compute_capacity,
 )
 from ..sizing.dtypes import normalize_kv_cache_dtype
-from ..sizing.explain import Replicas, explain
+from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
+from ..sizing.speed import PIPELINE_NOTE
 from .schemas import (
     MAX_SCENARIOS,
     SCENARIO_FACTS,
@@ -104,6 +109,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
+    engine = engine_options(fields)
     result = compute_capacity(
         arch,
         gpu,
@@ -111,7 +117,16 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         Parallelism(
             fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
         ),
-        engine_options(fields),
+        engine,
+    )
+    # Once per answer: GET's answer cache keeps the estimate with the rest of it.
+    speed = capacity_speed(
+        arch,
+        gpu,
+        result,
+        weight_format=engine.weight_format,
+        peak_concurrency=fields.peak_concurrency,
+        prompt_tokens=fields.avg_prompt_tokens,
     )
     detail = _capacity_detail(
         result,
@@ -120,6 +135,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         catalog.version,
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
+        speed=speed,
     )
     if recognised is None:
         return detail
@@ -202,12 +218,17 @@ def _resolve_gpu(
     # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
     # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
     known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
+    # Its speed figures are only what it gives: boards of one memory total differ in speed.
     return Gpu(
         memory_bytes=ref.memory_bytes,
         name=known.name if known is not None else ref.name,
         slug=ref.name or f"{ref.memory_bytes}B",
         price_usd_per_hour=ref.price_usd_per_hour,
         max_gpus_per_node=ref.max_gpus_per_node,
+        memory_bandwidth_tb_s=ref.memory_bandwidth_tb_s,
+        dense_bf16_tflops=ref.dense_bf16_tflops,
+        dense_fp8_tflops=ref.dense_fp8_tflops,
+        interconnect_gb_s=ref.interconnect_gb_s,
     )
 
 
@@ -252,7 +273,15 @@ def _capacity_detail(
     *,
     with_explanation: bool,
     peak_concurrency: int | None = None,
+    speed: Speed | None = None,
 ) -> CapacityDetail:
+    estimate = speed if isinstance(speed, PerformanceEstimate) else None
+    explanation = None
+    if with_explanation:
+        steps = None
+        if estimate is not None:
+            steps = performance_steps(estimate, context_tokens=capacity.max_model_len)
+        explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
         model=model,
         gpu=gpu.slug,
@@ -276,14 +305,38 @@ def _capacity_detail(
         replicas_for_peak_concurrency=(
             None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
         ),
+        **speed_fields(estimate),
         fits=capacity.fits,
         reason=capacity.reason,
         catalog_version=catalog_version,
-        warnings=list(capacity.warnings),
+        warnings=[*capacity.warnings, *_speed_warnings(capacity, speed)],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
-        explanation=dataclasses.asdict(explain(capacity)) if with_explanation else None,
+        explanation=explanation,
     )
+
+
+def speed_fields(estimate: PerformanceEstimate | None) -> dict[str, Any]:
+    """A capacity answer's speed figures, rounded as the answers show them (null without)."""
+    if estimate is None:
+        return {}
+    peak = estimate.decode_ms_per_token_at_peak
+    return {
+        "decode_ms_per_token": round(estimate.decode_ms_per_token, 3),
+        "decode_ms_per_token_at_peak": None if peak is None else round(peak, 3),
+        "output_tokens_per_second": round(estimate.output_tokens_per_second, 1),
+        "prefill_ms": round(estimate.prefill_ms, 3),
+        "performance_bound": estimate.performance_bound.value,
+        "performance_error_band": estimate.error_band,
+    }
+
+
+def _speed_warnings(capacity: Capacity, speed: Speed | None) -> list[str]:
+    """Why the speed figures are null (a layout that fits only), or what they leave out."""
+    if isinstance(speed, NoEstimate):
+        return [speed.warning] if capacity.fits else []
+    pp = capacity.parallel.pipeline_parallel_size
+    return [PIPELINE_NOTE.format(pp=pp)] if speed is not None and pp > 1 else []
 
 
 def _recognised_gpu(
@@ -323,8 +376,19 @@ def _plan_request(fields: PlanFields) -> PlanRequest:
     return request
 
 
+# The speed figures a plan's option carries (a capacity answer's, less the peak's).
+_OPTION_SPEED = (
+    "decode_ms_per_token",
+    "output_tokens_per_second",
+    "prefill_ms",
+    "performance_bound",
+    "performance_error_band",
+)
+
+
 def _option_out(option: PlanOption) -> PlanOptionOut:
     capacity = option.capacity
+    figures = speed_fields(option.speed if isinstance(option.speed, PerformanceEstimate) else None)
     return PlanOptionOut(
         gpu=option.gpu.slug,
         gpu_name=option.gpu.name,
@@ -341,15 +405,28 @@ def _option_out(option: PlanOption) -> PlanOptionOut:
         num_gpu_blocks=capacity.num_gpu_blocks,
         max_concurrency=capacity.max_concurrency,
         cost_per_hour_usd=option.cost_per_hour_usd,
+        **{name: figures.get(name) for name in _OPTION_SPEED},
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         warnings=list(option.warnings),
     )
 
 
-def _plan_explanation(best: PlanOption) -> dict[str, Any]:
-    """The recommendation's capacity step by step, then its replicas, as the API shows them."""
+def _plan_explanation(best: PlanOption, request: PlanRequest) -> dict[str, Any]:
+    """The recommendation's capacity step by step, with its speed at the peak's share and
+    the latency targets, then its replicas, as the API shows them."""
     replicas = Replicas(best.replicas, headroom_fraction=best.headroom_fraction)
-    return {**dataclasses.asdict(explain(best.capacity)), "replicas": dataclasses.asdict(replicas)}
+    steps = None
+    if isinstance(best.speed, PerformanceEstimate):
+        targets = target_steps(
+            request.targets, best.sequences_per_replica, best.latency_outcome or ""
+        )
+        steps = performance_steps(
+            best.speed, context_tokens=request.context_tokens, targets=targets
+        )
+    return {
+        **dataclasses.asdict(explain(best.capacity, steps)),
+        "replicas": dataclasses.asdict(replicas),
+    }
 
 
 def _plan_answer(
@@ -359,7 +436,7 @@ def _plan_answer(
     best = result.recommendation
     explanation = None
     if with_explanation and best is not None:
-        explanation = _plan_explanation(best)
+        explanation = _plan_explanation(best, request)
     return PlanAnswer(
         model=model,
         max_model_len=request.max_model_len,
