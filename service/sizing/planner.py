@@ -321,7 +321,10 @@ def _option(
             return held
         fit, replicas, outcome = held
     option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
-    return option if outcome is None else replace(option, latency_outcome=outcome)
+    if outcome is None:
+        return option
+    slowed = (outcome,) if fit.latency_limit is not None else ()
+    return replace(option, latency_outcome=outcome, warnings=(*option.warnings, *slowed))
 
 
 def _hold_to_targets(
@@ -375,8 +378,9 @@ def _slowed(
             f"replicas of {tp} GPUs, more than max_replicas {request.max_replicas}",
         )
     outcome = (
-        f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target, "
-        f"on {more:,} replicas instead of {replicas:,}"
+        f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target (the "
+        f"KV cache holds {fit.sequences_per_replica:,}), on {more:,} replicas instead of "
+        f"{replicas:,}"
     )
     return slower, more, outcome
 
@@ -434,11 +438,6 @@ def _priced(
         warnings.append(
             f"the KV cache holds {fit.sequences_that_fit} sequences per replica but max_num_seqs "
             f"{cap} caps the batch; {why}"
-        )
-    if fit.latency_limit is not None:
-        warnings.append(
-            f"max_num_seqs {fit.latency_limit:,} keeps decode within the latency targets (the "
-            f"KV cache holds {fit.sequences_that_fit:,} sequences per replica)"
         )
     total = replicas * tp
     cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
