@@ -43,6 +43,8 @@ OPERATION_IDS = {
     ("post", "/v1/pictures/memory-budget"): "drawMemoryBudgetPicture",
     ("get", "/v1/pictures/capacity-by-context"): "getCapacityByContextPicture",
     ("post", "/v1/pictures/capacity-by-context"): "drawCapacityByContextPicture",
+    ("get", "/v1/pictures/speed-by-batch"): "getSpeedByBatchPicture",
+    ("post", "/v1/pictures/speed-by-batch"): "drawSpeedByBatchPicture",
 }
 
 

@@ -41,7 +41,16 @@ from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest
 from ..sizing.planner import plan as search_plans
-from ..sizing.speed import PIPELINE_NOTE
+from ..sizing.speed import (
+    PIPELINE_NOTE,
+    BatchSpeed,
+    LatencyTargets,
+    Paced,
+    SpeedQuestion,
+    batch_curve,
+    batch_sizes,
+    pace,
+)
 from .schemas import (
     MAX_SCENARIOS,
     SCENARIO_FACTS,
@@ -143,6 +152,49 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     return detail.model_copy(
         update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedCurve:
+    """A capacity answer, and its replica's decode at batches from 1 up to what memory holds."""
+
+    detail: CapacityDetail
+    points: tuple[BatchSpeed, ...]
+    unavailable: str | None  # why there is no curve
+    max_tpot_ms: float | None = None
+    # The largest batch whose decode step meets max_tpot_ms (0: not even one sequence).
+    within_target: int | None = None
+
+
+def speed_by_batch(
+    question: CapacityQuestion, catalog: CatalogSnapshot, max_tpot_ms: float | None = None
+) -> SpeedCurve:
+    """The capacity question's decode time and throughput against the batch, each sequence at
+    max_model_len, up to the running batch (max_num_seqs, or the engine's cap where lower)."""
+    targets = LatencyTargets(max_tpot_ms=max_tpot_ms)
+    detail = capacity(question, catalog)
+    _, arch = _resolve_model(question.model, catalog)
+    gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    cap = detail.engine_settings.get("max_num_seqs")
+    limit = min(detail.max_num_seqs, cap) if isinstance(cap, int) else detail.max_num_seqs
+    if not detail.fits or limit < 1:
+        return SpeedCurve(detail, (), detail.reason or "the layout holds no sequence", max_tpot_ms)
+    speed = SpeedQuestion(
+        tensor_parallel_size=detail.tensor_parallel_size,
+        batch=limit,
+        context_tokens=detail.max_model_len,
+        prompt_tokens=detail.max_model_len,
+        kv_cache_dtype=detail.kv_cache_dtype,
+        weight_format=question.fields.weight_format,
+    )
+    points = batch_curve(arch, gpu, speed, batch_sizes(limit))
+    if isinstance(points, NoEstimate):
+        return SpeedCurve(detail, (), points.reason, max_tpot_ms)
+    within = None
+    if targets.given:
+        paced = pace(arch, gpu, speed, targets)
+        within = paced.batch if isinstance(paced, Paced) else 0
+    return SpeedCurve(detail, points, None, max_tpot_ms, within)
 
 
 def require_fit(detail: CapacityDetail) -> CapacityDetail:

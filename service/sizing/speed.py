@@ -288,3 +288,51 @@ def pace(
     if batch == 0:
         return targets.decode_miss(1, decode_ms(1)) or miss
     return Paced(batch, miss)
+
+
+# --- speed against batch (the picture) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpeed:
+    """One replica's decode at one batch."""
+
+    batch: int
+    decode_ms_per_token: float
+    output_tokens_per_second: float
+
+
+def batch_sizes(limit: int) -> tuple[int, ...]:
+    """1, 2, 4, ... below `limit`, then `limit` itself: where the curve is drawn."""
+    sizes = []
+    batch = 1
+    while batch < limit:
+        sizes.append(batch)
+        batch *= 2
+    return (*sizes, limit)
+
+
+def batch_curve(
+    arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, batches: tuple[int, ...]
+) -> tuple[BatchSpeed, ...] | NoEstimate:
+    """The decode step at each batch, every sequence at `question.context_tokens`."""
+    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    if isinstance(figures, NoEstimate):
+        return figures
+    points = []
+    try:
+        for batch in batches:
+            cost = decode_cost(
+                arch,
+                figures,
+                batch,
+                question.context_tokens,
+                tensor_parallel_size=question.tensor_parallel_size,
+                kv_cache_dtype=question.kv_cache_dtype,
+                weight_format=question.weight_format,
+            )
+            ms = step_time(cost, FITTED).ms
+            points.append(BatchSpeed(batch, ms, batch * 1e3 / ms))
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field} {exc.reason}")
+    return tuple(points)
