@@ -48,6 +48,8 @@ OPERATION_IDS = {
     ("get", "/v1/calibrations"): "listCalibrations",
     ("get", "/v1/calibrations/{calibration_id}"): "getCalibration",
     ("delete", "/v1/calibrations/{calibration_id}"): "deleteCalibration",
+    ("get", "/v1/pictures/speed-by-batch"): "getSpeedByBatchPicture",
+    ("post", "/v1/pictures/speed-by-batch"): "drawSpeedByBatchPicture",
 }
 
 

@@ -38,7 +38,7 @@ from ..db import Database
 from ..engine_logs import repository as calibration_repository
 from ..engine_logs.models import CalibrationRow
 from ..errors import NotFound, ServiceUnavailable
-from ..sizing import Gpu, ModelArchitecture, SizingError, architecture_from_dict
+from ..sizing import LINK_GB_S, Gpu, ModelArchitecture, SizingError, architecture_from_dict
 from . import answers, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
@@ -252,6 +252,11 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             slug=row.slug,
             price_usd_per_hour=row.price_usd_per_hour,
             max_gpus_per_node=row.max_gpus_per_node,
+            memory_bandwidth_tb_s=row.memory_bandwidth_tb_s,
+            dense_bf16_tflops=row.dense_bf16_tflops,
+            dense_fp8_tflops=row.dense_fp8_tflops,
+            # The catalog names the link; its bandwidth is kvplan's table by slug.
+            interconnect_gb_s=LINK_GB_S.get(row.slug),
         ),
     )
 

@@ -32,6 +32,7 @@ from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
 from .png import render_png
 from .scene import Scene
+from .speed import speed_scene
 from .svg import render_svg
 
 # The capacity's own guards: a read key where KVPLAN_READ_KEYS is set, and a near-miss of a
@@ -47,6 +48,11 @@ MEDIA = {"svg": "image/svg+xml", "png": "image/png"}
 PICTURE_FORMAT_DOC = (
     "svg or png; overrides Accept (`image/svg+xml` or `image/png`). Without either: png, "
     "which every spreadsheet IMAGE() function shows."
+)
+
+MAX_TPOT_DOC = (
+    "A latency target to draw: the longest time per output token, ms (as POST /v1/plans "
+    "`max_tpot_ms`); the largest batch that meets it is marked."
 )
 
 PROBLEMS: dict[int | str, dict[str, Any]] = {
@@ -75,6 +81,12 @@ class PictureQuery(CapacityQuery):
     field: CapacityField | None = Field(
         None, description="Ignored here: accepted so that a /v1/capacity URL draws as it is."
     )
+
+
+class SpeedPictureQuery(PictureQuery):
+    """GET /v1/pictures/speed-by-batch: the capacity parameters and a latency target to draw."""
+
+    max_tpot_ms: float | None = Field(None, gt=0, le=1_000_000, description=MAX_TPOT_DOC)
 
 
 def _quality(accept: str, media: str) -> tuple[float, int]:
@@ -305,3 +317,58 @@ def post_capacity_by_context(
     request: Request, body: CapacityRequest, catalog: CatalogDep, format: FormatParam = None
 ) -> Response:
     return _post(draw_capacity_by_context, request, body, format, catalog)
+
+
+SPEED_DOC = (
+    "One replica's estimated decode time per output token (TPOT) and output tokens per second "
+    "at batches of 1, 2, 4, ... sequences up to max_num_seqs (the engine's cap where lower), "
+    "every sequence at max_model_len tokens of context, on a log-scale batch axis; the memory "
+    "limit (max_num_seqs) is drawn, and `max_tpot_ms`, when given, with the largest batch "
+    "that meets it. A GPU without bandwidth or FLOPs figures draws the reason instead. "
+)
+TargetParam = Annotated[float | None, Query(gt=0, le=1_000_000, description=MAX_TPOT_DOC)]
+
+
+@router.get(
+    "/speed-by-batch",
+    operation_id="getSpeedByBatchPicture",
+    summary="Picture: decode time and throughput against batch (SVG or PNG)",
+    description=SPEED_DOC + GET_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **CACHED_IMAGES},
+)
+def get_speed_by_batch(
+    request: Request,
+    query: Annotated[SpeedPictureQuery, Query()],
+    catalog: CatalogDep,
+    settings: SettingsDep,
+) -> Response:
+    fmt = picture_format(request, query.format)
+    question = CapacityQuestion(
+        query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes
+    )
+    scene = speed_scene(service.speed_by_batch(question, catalog, query.max_tpot_ms))
+    return _picture(request, scene, fmt, catalog.token, settings.capacity_max_age_seconds)
+
+
+@router.post(
+    "/speed-by-batch",
+    operation_id="drawSpeedByBatchPicture",
+    summary="Picture: decode time and throughput against batch for an inline model or GPU",
+    description=SPEED_DOC + POST_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **IMAGES},
+)
+def post_speed_by_batch(
+    request: Request,
+    body: CapacityRequest,
+    catalog: CatalogDep,
+    format: FormatParam = None,
+    max_tpot_ms: TargetParam = None,
+) -> Response:
+    picked = picture_format(request, format)
+    question = CapacityQuestion(body.model, body.gpu, body)
+    scene = speed_scene(service.speed_by_batch(question, catalog, max_tpot_ms))
+    return _picture(request, scene, picked, catalog.token, None)

@@ -51,6 +51,10 @@ CapacityField = Literal[
     "kv_pool_bytes",
     "kv_bytes_per_token",
     "kv_bytes_per_sequence",
+    "decode_ms_per_token",
+    "decode_ms_per_token_at_peak",
+    "output_tokens_per_second",
+    "prefill_ms",
 ]
 PlanField = Literal[
     "gpu",
@@ -60,7 +64,18 @@ PlanField = Literal[
     "max_num_seqs",
     "headroom_fraction",
     "cost_per_hour_usd",
+    "decode_ms_per_token",
+    "output_tokens_per_second",
 ]
+PerformanceBound = Literal["bandwidth", "compute", "interconnect"]
+AVG_PROMPT_TOKENS_DOC = (
+    "Average prompt length: the prefill (`prefill_ms`, and the time to first token) is timed "
+    "for one prompt of this many tokens (default: max_model_len). At most max_model_len."
+)
+ERROR_BAND_DOC = (
+    "The speed figures' error band, a fraction: 80% of the published measurements held back "
+    "from the fit were within +/- this of the estimate (README, How fast). Null with them."
+)
 
 
 class EngineFields(BaseModel):
@@ -162,6 +177,22 @@ class InlineGpu(BaseModel):
     name: str = Field("", max_length=200, description="Device name (batch defaults read it).")
     price_usd_per_hour: float | None = Field(None, ge=0, le=10_000)
     max_gpus_per_node: int = Field(8, ge=1, le=64)
+    memory_bandwidth_tb_s: float | None = Field(
+        None, gt=0, le=10_000, description="Peak memory bandwidth, TB/s (10^12 B/s): for speed."
+    )
+    dense_bf16_tflops: float | None = Field(
+        None, gt=0, le=1_000_000, description="Peak dense BF16 TFLOPS (no sparsity): for speed."
+    )
+    dense_fp8_tflops: float | None = Field(
+        None, gt=0, le=1_000_000, description="Peak dense FP8 TFLOPS, where the GPU has FP8."
+    )
+    interconnect_gb_s: float | None = Field(
+        None,
+        gt=0,
+        le=100_000,
+        description="GPU-to-GPU link within a node, GB/s (10^9 B/s) per GPU and direction: "
+        "for the all-reduces of tensor_parallel_size > 1.",
+    )
 
 
 class InlineModel(BaseModel):
@@ -224,7 +255,11 @@ class CapacityFields(EngineFields):
         ge=1,
         le=MAX_PEAK_CONCURRENCY,
         description="Sequences running at once at peak: the answer then says how many replicas "
-        "of this layout hold them (`replicas_for_peak_concurrency`).",
+        "of this layout hold them (`replicas_for_peak_concurrency`) and how fast each decodes "
+        "at its share (`decode_ms_per_token_at_peak`).",
+    )
+    avg_prompt_tokens: int | None = Field(
+        None, ge=1, le=MAX_CONTEXT_TOKENS, description=AVG_PROMPT_TOKENS_DOC
     )
 
 
@@ -374,6 +409,35 @@ class CapacityAnswer(BaseModel):
         "run peak_concurrency sequences at max_model_len at once: ceil(peak / min(max_num_seqs, "
         "the engine's max_num_seqs cap)). Null without peak_concurrency, or when none fits.",
     )
+    decode_ms_per_token: float | None = Field(
+        None,
+        description="Estimated time per output token (TPOT) of one replica running max_num_seqs "
+        "sequences (the engine's max_num_seqs setting where lower), each at max_model_len "
+        "tokens of context: one decode step, ms. Null when the GPU lacks the figures (the "
+        "warnings say which).",
+    )
+    decode_ms_per_token_at_peak: float | None = Field(
+        None,
+        description="The same at the peak: ceil(peak_concurrency / "
+        "replicas_for_peak_concurrency) sequences per replica. Null without peak_concurrency.",
+    )
+    output_tokens_per_second: float | None = Field(
+        None,
+        description="Output tokens per second of one replica at max_num_seqs: sequences x 1000 "
+        "/ decode_ms_per_token.",
+    )
+    prefill_ms: float | None = Field(
+        None,
+        description="Estimated prefill of one prompt of avg_prompt_tokens (max_model_len "
+        "without it) alone on a replica, ms: the time to first token of a prompt that does not "
+        "queue.",
+    )
+    performance_bound: PerformanceBound | None = Field(
+        None,
+        description="What bounds the decode step at max_num_seqs: `bandwidth` (reading weights "
+        "and KV), `compute`, or `interconnect` (tensor-parallel all-reduces).",
+    )
+    performance_error_band: float | None = Field(None, description=ERROR_BAND_DOC)
     fits: bool
     reason: str | None = None
     catalog_version: int
@@ -412,7 +476,34 @@ class PlanFields(EngineFields):
         None,
         ge=1,
         le=MAX_CONTEXT_TOKENS,
-        description="Average context at peak (paged attention: sequences hold what they use).",
+        description="Average context at peak (paged attention: sequences hold what they use); "
+        "the decode speed is estimated at it too.",
+    )
+    avg_prompt_tokens: int | None = Field(
+        None, ge=1, le=MAX_CONTEXT_TOKENS, description=AVG_PROMPT_TOKENS_DOC
+    )
+    max_tpot_ms: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="Latency target: the longest time per output token each replica may take "
+        "at the peak, ms. A layout that misses it at the batch memory allows runs a smaller "
+        "max_num_seqs on more replicas, or is rejected with the reason.",
+    )
+    max_ttft_ms: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="Latency target: the longest prefill of one prompt of avg_prompt_tokens "
+        "(max_model_len without it), ms; the time to first token of a prompt that does not "
+        "queue. A layout that misses it is rejected.",
+    )
+    min_output_tokens_per_second_per_user: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="Latency target: the fewest output tokens per second each running sequence "
+        "gets at the peak (1000 / time per output token); handled like max_tpot_ms.",
     )
     max_replicas: int = Field(4096, ge=1, le=100_000)
     max_alternatives: int = Field(10, ge=0, le=100)
@@ -493,6 +584,19 @@ class PlanOptionOut(BaseModel):
     num_gpu_blocks: int
     max_concurrency: float
     cost_per_hour_usd: float | None
+    decode_ms_per_token: float | None = Field(
+        description="Estimated time per output token of a replica at the concurrency it is "
+        "planned to serve, ceil(peak_concurrency / replicas) sequences, each at "
+        "avg_context_tokens (max_model_len without it), ms. Null when the GPU lacks the figures."
+    )
+    output_tokens_per_second: float | None = Field(
+        description="Output tokens per second of one replica at that concurrency."
+    )
+    prefill_ms: float | None = Field(
+        description="Prefill of one prompt of avg_prompt_tokens (max_model_len without it), ms."
+    )
+    performance_bound: PerformanceBound | None
+    performance_error_band: float | None = Field(description=ERROR_BAND_DOC)
     engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
     warnings: list[str]
     calibrated_from: CalibratedFrom | None = Field(

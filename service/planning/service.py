@@ -26,17 +26,31 @@ from ..sizing import (
     EngineOptions,
     Gpu,
     ModelArchitecture,
+    NoEstimate,
     Parallelism,
+    PerformanceEstimate,
     SizingError,
+    Speed,
     Workload,
     architecture_from_dict,
+    capacity_speed,
     compute_capacity,
 )
 from ..sizing.dtypes import normalize_kv_cache_dtype
-from ..sizing.explain import Replicas, explain
+from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest, with_given_pool
 from ..sizing.planner import plan as search_plans
+from ..sizing.speed import (
+    PIPELINE_NOTE,
+    BatchSpeed,
+    LatencyTargets,
+    Paced,
+    SpeedQuestion,
+    batch_curve,
+    batch_sizes,
+    pace,
+)
 from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,
@@ -125,6 +139,15 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
             result = with_given_pool(
                 result, pool, arch=arch, gpu=gpu, workload=workload, options=options
             )
+    # Once per answer: GET's answer cache keeps the estimate with the rest of it.
+    speed = capacity_speed(
+        arch,
+        gpu,
+        result,
+        weight_format=options.weight_format,
+        peak_concurrency=fields.peak_concurrency,
+        prompt_tokens=fields.avg_prompt_tokens,
+    )
     detail = _capacity_detail(
         result,
         label,
@@ -132,6 +155,7 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         catalog.version,
         with_explanation=question.explain,
         peak_concurrency=fields.peak_concurrency,
+        speed=speed,
     )
     used = hook.calibrated_from(result, gpu)
     if used is not None:
@@ -142,6 +166,49 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     return detail.model_copy(
         update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedCurve:
+    """A capacity answer, and its replica's decode at batches from 1 up to what memory holds."""
+
+    detail: CapacityDetail
+    points: tuple[BatchSpeed, ...]
+    unavailable: str | None  # why there is no curve
+    max_tpot_ms: float | None = None
+    # The largest batch whose decode step meets max_tpot_ms (0: not even one sequence).
+    within_target: int | None = None
+
+
+def speed_by_batch(
+    question: CapacityQuestion, catalog: CatalogSnapshot, max_tpot_ms: float | None = None
+) -> SpeedCurve:
+    """The capacity question's decode time and throughput against the batch, each sequence at
+    max_model_len, up to the running batch (max_num_seqs, or the engine's cap where lower)."""
+    targets = LatencyTargets(max_tpot_ms=max_tpot_ms)
+    detail = capacity(question, catalog)
+    _, arch = _resolve_model(question.model, catalog)
+    gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    cap = detail.engine_settings.get("max_num_seqs")
+    limit = min(detail.max_num_seqs, cap) if isinstance(cap, int) else detail.max_num_seqs
+    if not detail.fits or limit < 1:
+        return SpeedCurve(detail, (), detail.reason or "the layout holds no sequence", max_tpot_ms)
+    speed = SpeedQuestion(
+        tensor_parallel_size=detail.tensor_parallel_size,
+        batch=limit,
+        context_tokens=detail.max_model_len,
+        prompt_tokens=detail.max_model_len,
+        kv_cache_dtype=detail.kv_cache_dtype,
+        weight_format=question.fields.weight_format,
+    )
+    points = batch_curve(arch, gpu, speed, batch_sizes(limit))
+    if isinstance(points, NoEstimate):
+        return SpeedCurve(detail, (), points.reason, max_tpot_ms)
+    within = None
+    if targets.given:
+        paced = pace(arch, gpu, speed, targets)
+        within = paced.batch if isinstance(paced, Paced) else 0
+    return SpeedCurve(detail, points, None, max_tpot_ms, within)
 
 
 def require_fit(detail: CapacityDetail) -> CapacityDetail:
@@ -219,12 +286,17 @@ def _resolve_gpu(
     # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
     # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
     known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
+    # Its speed figures are only what it gives: boards of one memory total differ in speed.
     return Gpu(
         memory_bytes=ref.memory_bytes,
         name=known.name if known is not None else ref.name,
         slug=ref.name or f"{ref.memory_bytes}B",
         price_usd_per_hour=ref.price_usd_per_hour,
         max_gpus_per_node=ref.max_gpus_per_node,
+        memory_bandwidth_tb_s=ref.memory_bandwidth_tb_s,
+        dense_bf16_tflops=ref.dense_bf16_tflops,
+        dense_fp8_tflops=ref.dense_fp8_tflops,
+        interconnect_gb_s=ref.interconnect_gb_s,
     )
 
 
@@ -269,7 +341,15 @@ def _capacity_detail(
     *,
     with_explanation: bool,
     peak_concurrency: int | None = None,
+    speed: Speed | None = None,
 ) -> CapacityDetail:
+    estimate = speed if isinstance(speed, PerformanceEstimate) else None
+    explanation = None
+    if with_explanation:
+        steps = None
+        if estimate is not None:
+            steps = performance_steps(estimate, context_tokens=capacity.max_model_len)
+        explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
         model=model,
         gpu=gpu.slug,
@@ -293,14 +373,38 @@ def _capacity_detail(
         replicas_for_peak_concurrency=(
             None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
         ),
+        **speed_fields(estimate),
         fits=capacity.fits,
         reason=capacity.reason,
         catalog_version=catalog_version,
-        warnings=list(capacity.warnings),
+        warnings=[*capacity.warnings, *_speed_warnings(capacity, speed)],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
-        explanation=dataclasses.asdict(explain(capacity)) if with_explanation else None,
+        explanation=explanation,
     )
+
+
+def speed_fields(estimate: PerformanceEstimate | None) -> dict[str, Any]:
+    """A capacity answer's speed figures, rounded as the answers show them (null without)."""
+    if estimate is None:
+        return {}
+    peak = estimate.decode_ms_per_token_at_peak
+    return {
+        "decode_ms_per_token": round(estimate.decode_ms_per_token, 3),
+        "decode_ms_per_token_at_peak": None if peak is None else round(peak, 3),
+        "output_tokens_per_second": round(estimate.output_tokens_per_second, 1),
+        "prefill_ms": round(estimate.prefill_ms, 3),
+        "performance_bound": estimate.performance_bound.value,
+        "performance_error_band": estimate.error_band,
+    }
+
+
+def _speed_warnings(capacity: Capacity, speed: Speed | None) -> list[str]:
+    """Why the speed figures are null (a layout that fits only), or what they leave out."""
+    if isinstance(speed, NoEstimate):
+        return [speed.warning] if capacity.fits else []
+    pp = capacity.parallel.pipeline_parallel_size
+    return [PIPELINE_NOTE.format(pp=pp)] if speed is not None and pp > 1 else []
 
 
 def _recognised_gpu(
@@ -340,10 +444,21 @@ def _plan_request(fields: PlanFields) -> PlanRequest:
     return request
 
 
+# The speed figures a plan's option carries (a capacity answer's, less the peak's).
+_OPTION_SPEED = (
+    "decode_ms_per_token",
+    "output_tokens_per_second",
+    "prefill_ms",
+    "performance_bound",
+    "performance_error_band",
+)
+
+
 def _option_out(
     option: PlanOption, hook: calibrated.CalibrationHook | None = None
 ) -> PlanOptionOut:
     capacity = option.capacity
+    figures = speed_fields(option.speed if isinstance(option.speed, PerformanceEstimate) else None)
     return PlanOptionOut(
         gpu=option.gpu.slug,
         gpu_name=option.gpu.name,
@@ -360,16 +475,29 @@ def _option_out(
         num_gpu_blocks=capacity.num_gpu_blocks,
         max_concurrency=capacity.max_concurrency,
         cost_per_hour_usd=option.cost_per_hour_usd,
+        **{name: figures.get(name) for name in _OPTION_SPEED},
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
     )
 
 
-def _plan_explanation(best: PlanOption) -> dict[str, Any]:
-    """The recommendation's capacity step by step, then its replicas, as the API shows them."""
+def _plan_explanation(best: PlanOption, request: PlanRequest) -> dict[str, Any]:
+    """The recommendation's capacity step by step, with its speed at the peak's share and
+    the latency targets, then its replicas, as the API shows them."""
     replicas = Replicas(best.replicas, headroom_fraction=best.headroom_fraction)
-    return {**dataclasses.asdict(explain(best.capacity)), "replicas": dataclasses.asdict(replicas)}
+    steps = None
+    if isinstance(best.speed, PerformanceEstimate):
+        targets = target_steps(
+            request.targets, best.sequences_per_replica, best.latency_outcome or ""
+        )
+        steps = performance_steps(
+            best.speed, context_tokens=request.context_tokens, targets=targets
+        )
+    return {
+        **dataclasses.asdict(explain(best.capacity, steps)),
+        "replicas": dataclasses.asdict(replicas),
+    }
 
 
 def _plan_answer(
@@ -383,7 +511,7 @@ def _plan_answer(
     best = result.recommendation
     explanation = None
     if with_explanation and best is not None:
-        explanation = _plan_explanation(best)
+        explanation = _plan_explanation(best, request)
     return PlanAnswer(
         model=model,
         max_model_len=request.max_model_len,

@@ -18,11 +18,15 @@ from .errors import SizingError
 from .explain import explain
 from .hf_config import architecture_from_hf_config
 from .kv import kv_bytes_per_token
+from .performance import ERROR_BAND, LINK_GB_S, PerformanceEstimate
 from .planner import MAX_PEAK_CONCURRENCY, Plan, PlanOption, PlanRequest, Rejection, plan
 from .schedule import architecture_from_dict, architecture_to_dict
+from .speed import LatencyTargets, NoEstimate, Speed, capacity_speed
 from .units import GiB
 
 __all__ = [
+    "ERROR_BAND",
+    "LINK_GB_S",
     "MAX_CONTEXT_TOKENS",
     "MAX_PEAK_CONCURRENCY",
     "Capacity",
@@ -30,18 +34,23 @@ __all__ = [
     "EngineOptions",
     "GiB",
     "Gpu",
+    "LatencyTargets",
     "LayerKind",
     "ModelArchitecture",
+    "NoEstimate",
     "Parallelism",
+    "PerformanceEstimate",
     "Plan",
     "PlanOption",
     "PlanRequest",
     "Rejection",
     "SizingError",
+    "Speed",
     "Workload",
     "architecture_from_dict",
     "architecture_from_hf_config",
     "architecture_to_dict",
+    "capacity_speed",
     "compute_capacity",
     "explain",
     "kv_bytes_per_token",

@@ -1,7 +1,7 @@
 """The explanation a person can check by hand: every number with the factors that made it.
 
 Per-token bytes -> per-sequence bytes -> per-GPU share -> memory budget -> blocks ->
-concurrency, one frozen step each; `dataclasses.asdict` gives the JSON the API shows.
+concurrency -> speed, one frozen step each; `dataclasses.asdict` gives the JSON the API shows.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .capacity import Capacity
+from .performance import FITTED, PerformanceEstimate, StepTime
+from .speed import LatencyTargets
 from .units import GiB
 
 KV_BYTES_RULE = (
@@ -22,6 +24,24 @@ KV_BYTES_RULE = (
 PER_GPU_RULE = (
     "KV heads per GPU = max(1, kv_heads // tp) (replicated past tp = kv_heads); "
     "MLA latents are not split; weights divide by tp x pp"
+)
+PERFORMANCE_RULE = (
+    "one forward pass on each GPU of the tensor-parallel group: memory = bytes read / (peak "
+    "bandwidth x efficiency.bandwidth), compute = FLOPs / (peak FLOPS x efficiency.compute), "
+    "time = the larger + (1 - efficiency.overlap) x the smaller + all-reduces over the link + "
+    "efficiency.step_overhead_ms; a decode step gives each running sequence one token, so "
+    "decode_ms_per_token is one step and output_tokens_per_second is batch x 1000 / step ms "
+    "(service/sizing/performance.py)"
+)
+EFFICIENCY_SOURCE = (
+    "fitted on published measurements (service/calibration/performance_points.json; "
+    "service/sizing/performance.py FITTED; `make bench` prints the fit and the held-back error)"
+)
+TARGETS_RULE = (
+    "each replica serves ceil(peak_concurrency / replicas) sequences; when the decode step at "
+    "that batch misses max_tpot_ms or min_output_tokens_per_second_per_user, max_num_seqs "
+    "becomes the largest batch that meets both and the replicas grow to hold the peak at it; "
+    "a layout whose prefill misses max_ttft_ms, or whose single sequence misses, is rejected"
 )
 REPLICAS_RULE = (
     "fewest replicas whose usable blocks, less the headroom asked for, hold "
@@ -119,6 +139,65 @@ class Concurrency:
 
 
 @dataclass(frozen=True, slots=True)
+class PassTerms:
+    """One forward pass on one GPU of the tensor-parallel group, term by term."""
+
+    tokens: int
+    weight_bytes: int
+    kv_bytes: int
+    flops: int
+    memory_ms: float
+    compute_ms: float
+    interconnect_ms: float
+    overhead_ms: float
+    ms: float
+    bound: str
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiencies:
+    bandwidth: float
+    compute: float
+    step_overhead_ms: float
+    allreduce_latency_us: float
+    overlap: float
+    source: str = EFFICIENCY_SOURCE
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSteps:
+    """A plan's latency targets, and what they made of the recommendation's batch."""
+
+    max_tpot_ms: float | None
+    max_ttft_ms: float | None
+    min_output_tokens_per_second_per_user: float | None
+    sequences_per_replica: int
+    outcome: str
+    rule: str = TARGETS_RULE
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceSteps:
+    """How fast one replica decodes and prefills, with every term of each pass."""
+
+    context_tokens: int
+    decode: PassTerms
+    decode_at_peak: PassTerms | None
+    prefill: PassTerms
+    decode_ms_per_token: float
+    decode_ms_per_token_at_peak: float | None
+    output_tokens_per_second: float
+    output_tokens_per_second_per_user: float
+    prefill_ms: float
+    performance_bound: str
+    performance_error_band: float
+    efficiency: Efficiencies
+    arithmetic: tuple[str, ...]
+    rule: str
+    latency_targets: TargetSteps | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     """One capacity, step by step."""
 
@@ -128,6 +207,7 @@ class Explanation:
     memory_budget: MemoryBudgetSteps
     blocks: Blocks
     concurrency: Concurrency
+    performance: PerformanceSteps | None
     engine_log: tuple[str, ...]
     engine_settings: Mapping[str, Any]
     fits: bool
@@ -245,8 +325,75 @@ def _concurrency(capacity: Capacity) -> Concurrency:
     )
 
 
-def explain(capacity: Capacity) -> Explanation:
-    """Per-token bytes -> per-sequence bytes -> memory budget -> blocks -> max_num_seqs."""
+def _pass_terms(step: StepTime) -> PassTerms:
+    cost = step.cost
+    return PassTerms(
+        tokens=cost.tokens,
+        weight_bytes=cost.weight_bytes,
+        kv_bytes=cost.kv_bytes,
+        flops=cost.flops,
+        memory_ms=round(step.memory_ms, 4),
+        compute_ms=round(step.compute_ms, 4),
+        interconnect_ms=round(step.interconnect_ms, 4),
+        overhead_ms=round(step.overhead_ms, 4),
+        ms=round(step.ms, 4),
+        bound=step.bound.value,
+    )
+
+
+def performance_steps(
+    estimate: PerformanceEstimate, *, context_tokens: int, targets: TargetSteps | None = None
+) -> PerformanceSteps:
+    """The estimate's passes and figures as the explanation shows them (answers round less)."""
+    e = estimate.efficiency
+    return PerformanceSteps(
+        context_tokens=context_tokens,
+        decode=_pass_terms(estimate.decode),
+        decode_at_peak=None if estimate.peak is None else _pass_terms(estimate.peak),
+        prefill=_pass_terms(estimate.prefill),
+        decode_ms_per_token=round(estimate.decode_ms_per_token, 4),
+        decode_ms_per_token_at_peak=(
+            None
+            if estimate.decode_ms_per_token_at_peak is None
+            else round(estimate.decode_ms_per_token_at_peak, 4)
+        ),
+        output_tokens_per_second=round(estimate.output_tokens_per_second, 2),
+        output_tokens_per_second_per_user=round(estimate.output_tokens_per_second_per_user, 2),
+        prefill_ms=round(estimate.prefill_ms, 4),
+        performance_bound=estimate.performance_bound.value,
+        performance_error_band=estimate.error_band,
+        efficiency=Efficiencies(
+            bandwidth=e.bandwidth,
+            compute=e.compute,
+            step_overhead_ms=e.step_overhead_ms,
+            allreduce_latency_us=e.allreduce_latency_us,
+            overlap=e.overlap,
+            source=EFFICIENCY_SOURCE if e == FITTED else "given by the caller",
+        ),
+        arithmetic=estimate.steps,
+        rule=PERFORMANCE_RULE,
+        latency_targets=targets,
+    )
+
+
+def target_steps(
+    targets: LatencyTargets, sequences_per_replica: int, outcome: str
+) -> TargetSteps | None:
+    """The targets step of a plan's explanation; None when no target was given."""
+    if not targets.given:
+        return None
+    return TargetSteps(
+        max_tpot_ms=targets.max_tpot_ms,
+        max_ttft_ms=targets.max_ttft_ms,
+        min_output_tokens_per_second_per_user=targets.min_output_tokens_per_second_per_user,
+        sequences_per_replica=sequences_per_replica,
+        outcome=outcome,
+    )
+
+
+def explain(capacity: Capacity, performance: PerformanceSteps | None = None) -> Explanation:
+    """Per-token bytes -> per-sequence bytes -> memory budget -> blocks -> max_num_seqs, and
+    the speed of one replica when it was estimated."""
     return Explanation(
         kv_bytes_per_token=_kv_bytes_per_token(capacity),
         kv_bytes_per_sequence=_kv_bytes_per_sequence(capacity),
@@ -254,6 +401,7 @@ def explain(capacity: Capacity) -> Explanation:
         memory_budget=_memory_budget(capacity),
         blocks=_blocks(capacity),
         concurrency=_concurrency(capacity),
+        performance=performance,
         engine_log=tuple(capacity.report.log_lines),
         engine_settings=dict(capacity.engine_settings),
         fits=capacity.fits,

@@ -391,6 +391,7 @@ def peak_flops_per_s(gpu: GpuPerformance, weight_format: str) -> float:
     return gpu.dense_bf16_tflops * TERA
 
 
+@lru_cache(maxsize=256)
 def allreduces_per_pass(arch: ModelArchitecture) -> int:
     """Megatron-style tensor parallelism all-reduces twice per transformer layer, after the
     attention (or mixer) and after the MLP (Shoeybi et al., "Megatron-LM", arXiv:1909.08053,

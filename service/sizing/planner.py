@@ -3,6 +3,13 @@
 Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
 feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
 for; the cheapest wins (by price per hour, by GPU count where no price is known).
+
+Latency targets (max_tpot_ms, max_ttft_ms, min_output_tokens_per_second_per_user) are held by
+speed.py `pace`: a candidate whose replicas, at the peak, decode too slowly runs the largest
+batch that meets them (a lower max_num_seqs) on as many more replicas as the peak then needs;
+one whose prefill is too slow, or whose single sequence is, is rejected with the reason. The
+cheapest candidate left is still the recommendation. The options shown carry their speed at
+the concurrency each replica is planned to serve.
 Short local names: m = max_model_len, tp = tensor_parallel_size.
 """
 
@@ -11,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .architecture import ModelArchitecture
@@ -21,6 +28,17 @@ from .engines.common import Engine, EngineOptions
 from .errors import InvalidDtype, SizingError
 from .kv import packed_mla
 from .parallel import check_tensor_parallel
+from .speed import (
+    LatencyTargets,
+    NoEstimate,
+    Paced,
+    Speed,
+    SpeedQuestion,
+    TargetMiss,
+    check_prompt_tokens,
+    pace,
+    replica_speed,
+)
 from .units import cdiv
 
 MAX_PEAK_CONCURRENCY = 1_000_000
@@ -41,8 +59,27 @@ class PlanRequest:
     avg_context_tokens: int | None = None
     max_replicas: int = 4096
     max_alternatives: int = 10
+    avg_prompt_tokens: int | None = None
+    max_tpot_ms: float | None = None
+    max_ttft_ms: float | None = None
+    min_output_tokens_per_second_per_user: float | None = None
+
+    @property
+    def targets(self) -> LatencyTargets:
+        return LatencyTargets(
+            self.max_tpot_ms, self.max_ttft_ms, self.min_output_tokens_per_second_per_user
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """The context each running sequence is timed at."""
+        return self.avg_context_tokens or self.max_model_len
 
     def __post_init__(self) -> None:
+        check_prompt_tokens(self.avg_prompt_tokens, self.max_model_len)
+        LatencyTargets(
+            self.max_tpot_ms, self.max_ttft_ms, self.min_output_tokens_per_second_per_user
+        )
         if not 1 <= self.peak_concurrency <= MAX_PEAK_CONCURRENCY:
             raise SizingError("peak_concurrency", f"must be between 1 and {MAX_PEAK_CONCURRENCY}")
         if not 0 <= self.headroom_fraction < 1:
@@ -72,6 +109,12 @@ class PlanOption:
     warnings: tuple[str, ...]
     capacity: Capacity
     engine: EngineOptions
+    # Sequences each replica runs at the peak: ceil(peak_concurrency / replicas).
+    concurrency_per_replica: int = 0
+    # At concurrency_per_replica; set on the options a plan shows.
+    speed: Speed | None = None
+    # What the latency targets made of the batch (None without targets).
+    latency_outcome: str | None = None
 
     @property
     def engine_flags(self) -> dict[str, list[str]]:
@@ -214,16 +257,35 @@ def plan(
             else:
                 options.append(outcome)
     options.sort(key=lambda option: option.rank_key)
-    best = options[0] if options else None
+    # Only the options shown are timed; the targets timed every candidate already.
+    shown = [_timed(arch, option, request) for option in options[: 1 + request.max_alternatives]]
+    best = shown[0] if shown else None
     if best is None:
         warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
     return Plan(
         request=request,
         recommendation=best,
-        alternatives=tuple(options[1 : 1 + request.max_alternatives]),
+        alternatives=tuple(shown[1:]),
         rejected=tuple(rejected),
         warnings=tuple(warnings),
     )
+
+
+def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) -> PlanOption:
+    """The option with its speed at the concurrency each replica serves at the peak."""
+    question = SpeedQuestion(
+        tensor_parallel_size=option.tensor_parallel_size,
+        batch=option.concurrency_per_replica,
+        context_tokens=request.context_tokens,
+        prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
+        kv_cache_dtype=option.capacity.kv_cache_dtype,
+        weight_format=request.engine.weight_format,
+    )
+    speed = replica_speed(arch, option.gpu, question)
+    warnings = option.warnings
+    if isinstance(speed, NoEstimate):
+        warnings = (*warnings, speed.warning)
+    return replace(option, speed=speed, warnings=warnings)
 
 
 def _option(
@@ -269,7 +331,75 @@ def _option(
             f"needs {replicas} replicas of {tp} GPUs, more than max_replicas "
             f"{request.max_replicas}",
         )
-    return _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+    outcome = None
+    if request.targets.given:
+        held = _hold_to_targets(arch, gpu, capacity, request, fit=fit, replicas=replicas)
+        if isinstance(held, Rejection):
+            return held
+        fit, replicas, outcome = held
+    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+    if outcome is None:
+        return option
+    slowed = (outcome,) if fit.latency_limit is not None else ()
+    return replace(option, latency_outcome=outcome, warnings=(*option.warnings, *slowed))
+
+
+def _hold_to_targets(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+) -> tuple[_Fit, int, str] | Rejection:
+    """The batch and replicas that meet the latency targets at the peak, or why none do."""
+    tp = capacity.parallel.tensor_parallel_size
+    per_replica = min(fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas))
+    question = SpeedQuestion(
+        tensor_parallel_size=tp,
+        batch=per_replica,
+        context_tokens=request.context_tokens,
+        prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
+        kv_cache_dtype=capacity.kv_cache_dtype,
+        weight_format=request.engine.weight_format,
+    )
+    paced = pace(arch, gpu, question, request.targets)
+    if isinstance(paced, NoEstimate):
+        return Rejection(
+            gpu,
+            tp,
+            "no-performance-figures",
+            f"the latency targets cannot be checked: {paced.reason}",
+        )
+    if isinstance(paced, TargetMiss):
+        return Rejection(gpu, tp, paced.code, paced.reason)
+    if paced.miss is None:
+        return fit, replicas, f"met at {per_replica:,} sequences per replica"
+    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced)
+
+
+def _slowed(
+    gpu: Gpu, tp: int, request: PlanRequest, *, fit: _Fit, replicas: int, paced: Paced
+) -> tuple[_Fit, int, str] | Rejection:
+    """A smaller batch on more replicas: what a decode too slow at the peak's batch needs."""
+    why = paced.miss.reason if paced.miss is not None else ""
+    slower = replace(fit, latency_limit=paced.batch)
+    more = max(replicas, _replicas(request, slower))
+    if more > request.max_replicas:
+        return Rejection(
+            gpu,
+            tp,
+            "too-many-replicas",
+            f"{why}; at {paced.batch:,} sequences per replica the peak needs {more:,} "
+            f"replicas of {tp} GPUs, more than max_replicas {request.max_replicas}",
+        )
+    outcome = (
+        f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target (the "
+        f"KV cache holds {fit.sequences_per_replica:,}), on {more:,} replicas instead of "
+        f"{replicas:,}"
+    )
+    return slower, more, outcome
 
 
 def with_given_pool(
@@ -298,12 +428,12 @@ class _Fit:
     blocks_per_sequence: int
     sequences_that_fit: int  # by the cache alone
     max_num_seqs: int | None  # the engine's cap on running sequences, if it has one
+    latency_limit: int | None = None  # the largest batch that meets the latency targets
 
     @property
     def sequences_per_replica(self) -> int:
-        if self.max_num_seqs is None:
-            return self.sequences_that_fit
-        return min(self.sequences_that_fit, self.max_num_seqs)
+        caps = [self.sequences_that_fit, self.max_num_seqs, self.latency_limit]
+        return min(cap for cap in caps if cap is not None)
 
 
 def _fit_for(capacity: Capacity, avg_context_tokens: int | None) -> _Fit:
@@ -346,12 +476,13 @@ def _priced(
         )
     total = replicas * tp
     cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
+    limit = capacity.max_num_seqs if fit.latency_limit is None else fit.latency_limit
     return PlanOption(
         gpu=gpu,
         tensor_parallel_size=tp,
         replicas=replicas,
         total_gpus=total,
-        max_num_seqs=capacity.max_num_seqs,
+        max_num_seqs=min(capacity.max_num_seqs, limit),
         sequences_per_replica=fit.sequences_per_replica,
         headroom_fraction=round(headroom, 4),
         headroom_bytes=free_blocks * capacity.layout.bytes_per_block,
@@ -360,6 +491,9 @@ def _priced(
         warnings=tuple(warnings),
         capacity=capacity,
         engine=request.engine,
+        concurrency_per_replica=min(
+            fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas)
+        ),
     )
 
 

@@ -21,7 +21,11 @@ from service.db import Database
 from tests.conftest import make_settings
 from tests.helpers import problem
 
-PATHS = ("/v1/pictures/memory-budget", "/v1/pictures/capacity-by-context")
+PATHS = (
+    "/v1/pictures/memory-budget",
+    "/v1/pictures/capacity-by-context",
+    "/v1/pictures/speed-by-batch",
+)
 QUERY = "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&peak_concurrency=100"
 
 

@@ -183,17 +183,39 @@ def single_group_layout(bytes_per_token: int, block_size: int, max_model_len: in
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
-    """An accelerator as the engine sees it: total memory as the CUDA runtime reports it."""
+    """An accelerator as the engine sees it: total memory as the CUDA runtime reports it.
+
+    The speed figures are the catalog's (None where it records none): peak memory bandwidth
+    (TB/s, 10^12 B/s), dense tensor throughput (TFLOPS, no sparsity) and the per-GPU,
+    one-direction link bandwidth within a node (GB/s, 10^9 B/s); speed.py reads them.
+    """
 
     memory_bytes: int
     name: str = ""
     slug: str = ""
     price_usd_per_hour: float | None = None
     max_gpus_per_node: int = 8
+    memory_bandwidth_tb_s: float | None = None
+    dense_bf16_tflops: float | None = None
+    dense_fp8_tflops: float | None = None
+    interconnect_gb_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 1:
             raise SizingError("gpu.memory_bytes", "must be a positive number of bytes")
+        for name in SPEED_FIGURES:
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise SizingError(f"gpu.{name}", f"must be a positive number, got {value}")
+
+
+# The figures a Gpu may carry for the performance model, by their catalog names.
+SPEED_FIGURES = (
+    "memory_bandwidth_tb_s",
+    "dense_bf16_tflops",
+    "dense_fp8_tflops",
+    "interconnect_gb_s",
+)
 
 
 @dataclass(frozen=True, slots=True)
