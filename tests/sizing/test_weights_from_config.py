@@ -742,7 +742,8 @@ def test_a_mangled_config_is_a_sizing_error_or_an_answer(
         if remove:
             holder.pop(key, None)
         else:
-            holder[key] = value
+            # a copy: the same sampled dict set twice could end up inside itself (a cycle)
+            holder[key] = copy.deepcopy(value)
     try:
         weights = checkpoint_weights(config)
     except SizingError:
