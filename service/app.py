@@ -23,7 +23,8 @@ from .health.router import router as health_router
 from .metrics import Metrics
 from .middleware import BodyLimit, SecurityHeaders
 from .pictures.router import router as pictures_router
-from .planning.cache import AnswerCache
+from .planning.cache import AnswerCache, EncodedAnswers
+from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
 from .security import install_key_redaction
 from .settings import Settings
@@ -101,6 +102,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
 
     app = KvplanApp(
         lifespan=lifespan,
+        # kvplan exports Prometheus metrics and no OpenTelemetry: FastAPI's native telemetry
+        # would look for OpenTelemetry providers on every request (three environment reads).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         title="kvplan",
         version=__version__,
         summary="KV-cache capacity planning for LLM inference",
@@ -121,11 +125,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
-    # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
+    # Recent GET /v1/capacity answers, keyed by catalog token: one cache per app, computed
+    # answers (shared with the deployment profiles) and the bytes sent.
     app.state.capacity_answers = AnswerCache()
+    app.state.capacity_encoded = EncodedAnswers()
     metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
     install_problem_handlers(app)
     install_problem_openapi(app)
+    # Layers, innermost first: repeated capacity questions answered from their bytes, the HTTP
+    # metrics around every answer (those included), then the body limit and CORS.
+    app.add_middleware(CapacityHotPath, state=app.state)
     metrics.install(app)
     install_docs(app)
     install_limits(app, settings)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -81,7 +82,7 @@ class CatalogSnapshot:
     model_reads: Mapping[str, ModelRead] = field(default_factory=dict)
     gpu_reads: Mapping[str, GpuRead] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def token(self) -> str:
         """Changes whenever the catalog does (version and time, so a rollback cannot alias)."""
         return f"{self.version}.{int(self.changed_at.timestamp() * 1_000_000)}"
