@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ from .docs import install_docs
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
-from .middleware import BodyLimit, SecurityHeaders
+from .middleware import AccessLog, BodyLimit, SecurityHeaders
 from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
@@ -95,9 +96,17 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.catalog_ttl_seconds > 0:
-            # a replica holds the catalog from its start, so that reads survive an outage
-            # that begins before the first capacity request
-            catalog.warm()
+            # A replica loads the catalog before it takes requests, so that its first answer
+            # is as fast as the others and reads survive an outage that begins before the
+            # first capacity request. A database that cannot be read now (bounded by its
+            # timeouts) leaves the load to the background, and /readyz says 503 until then.
+            try:
+                await asyncio.to_thread(catalog.get)
+            except Exception as exc:
+                logging.getLogger("kvplan.catalog").warning(
+                    "catalog not loaded at start (%s); loading in the background", exc
+                )
+                catalog.warm()
         yield
 
     app = KvplanApp(
@@ -135,7 +144,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     # Layers, innermost first: repeated capacity questions answered from their bytes, the HTTP
     # metrics around every answer (those included), then the body limit and CORS.
     app.add_middleware(CapacityHotPath, state=app.state)
-    metrics.install(app)
+    metrics.install(app, AccessLog(settings.access_log_sample))
     install_docs(app)
     install_limits(app, settings)
     app.include_router(health_router)

@@ -37,6 +37,8 @@ from prometheus_client import (
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .middleware import AccessLog
+
 # A layer that answers a request itself (without the router) names its route template here.
 HANDLER_KEY = "kvplan.handler"
 EXCLUDED_HANDLERS = frozenset({"/metrics", "/healthz", "/readyz"})
@@ -147,10 +149,17 @@ def _content_length(headers: Sequence[tuple[bytes, bytes]]) -> int:
 class MeasureRequests:
     """Pure ASGI: counts and times every HTTP request by its route template."""
 
-    def __init__(self, app: ASGIApp, http: HttpMetrics, routes: Sequence[BaseRoute]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        http: HttpMetrics,
+        routes: Sequence[BaseRoute],
+        access_log: AccessLog | None = None,
+    ) -> None:
         self.app = app
         self.http = http
         self.routes = routes
+        self.access_log = access_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -170,16 +179,19 @@ class MeasureRequests:
         try:
             await self.app(scope, receive, measured)
         finally:
+            seconds = time.perf_counter() - start
             handler = self._handler(scope)
             if handler not in EXCLUDED_HANDLERS:
                 self.http.observe(
                     scope["method"],
                     status,
                     handler,
-                    seconds=time.perf_counter() - start,
+                    seconds=seconds,
                     request_bytes=_content_length(scope["headers"]),
                     response_bytes=response_bytes,
                 )
+            if self.access_log is not None:
+                self.access_log.answered(scope, status, seconds)
 
     def _handler(self, scope: Scope) -> str:
         """The route template that answered: the one the router matched (it leaves it in the
@@ -251,9 +263,12 @@ class Metrics:
             )
         child.inc()
 
-    def install(self, app: FastAPI) -> None:
-        """The measuring layer, and /metrics (the text format; gzip where Prometheus asks)."""
-        app.add_middleware(MeasureRequests, http=self.http, routes=app.router.routes)
+    def install(self, app: FastAPI, access_log: AccessLog | None = None) -> None:
+        """The measuring layer (which also writes the access log), and /metrics (the text
+        format; gzip where Prometheus asks)."""
+        app.add_middleware(
+            MeasureRequests, http=self.http, routes=app.router.routes, access_log=access_log
+        )
 
         # A worker thread: collecting asks the database for the deployment profiles' gauges.
         @app.get("/metrics", include_in_schema=False)

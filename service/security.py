@@ -182,8 +182,9 @@ class RedactKeys(logging.Filter):
         return True
 
 
-# The loggers that print request URLs: uvicorn's access log, and its error log on bad requests.
-_URL_LOGGERS = ("uvicorn.access", "uvicorn.error")
+# The loggers that print request URLs: kvplan's access log (middleware.AccessLog), uvicorn's
+# (where it is turned on), and uvicorn's error log on bad requests.
+_URL_LOGGERS = ("kvplan.access", "uvicorn.access", "uvicorn.error")
 
 
 def install_key_redaction() -> None:
