@@ -10,6 +10,11 @@
 # Without DATABASE_URL the service uses SQLite at /data/kvplan.db; /data is a
 # volume (Kubernetes: the chart mounts an emptyDir there). Production sets
 # DATABASE_URL to PostgreSQL. Nothing is downloaded at run time.
+#
+# `kvplan serve` runs uvicorn with httptools and uvloop (uvicorn[standard]), one
+# worker (KVPLAN_WORKERS), uvicorn's access log off and kvplan's writing every
+# error and a sample of the rest (KVPLAN_ACCESS_LOG_SAMPLE), 5 s keep-alive, at
+# most 1024 connections in flight, 20 s to finish on SIGTERM: service/server.py.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,9 +24,10 @@ from .engine_logs.router import router as engine_logs_router
 from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
 from .metrics import Metrics
-from .middleware import BodyLimit, SecurityHeaders
+from .middleware import AccessLog, BodyLimit, SecurityHeaders
 from .pictures.router import router as pictures_router
-from .planning.cache import AnswerCache
+from .planning.cache import AnswerCache, EncodedAnswers
+from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
 from .security import install_key_redaction
 from .settings import Settings
@@ -107,13 +109,24 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.catalog_ttl_seconds > 0:
-            # a replica holds the catalog from its start, so that reads survive an outage
-            # that begins before the first capacity request
-            catalog.warm()
+            # A replica loads the catalog before it takes requests, so that its first answer
+            # is as fast as the others and reads survive an outage that begins before the
+            # first capacity request. A database that cannot be read now (bounded by its
+            # timeouts) leaves the load to the background, and /readyz says 503 until then.
+            try:
+                await asyncio.to_thread(catalog.get)
+            except Exception as exc:
+                logging.getLogger("kvplan.catalog").warning(
+                    "catalog not loaded at start (%s); loading in the background", exc
+                )
+                catalog.warm()
         yield
 
     app = KvplanApp(
         lifespan=lifespan,
+        # kvplan exports Prometheus metrics and no OpenTelemetry: FastAPI's native telemetry
+        # would look for OpenTelemetry providers on every request (three environment reads).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         title="kvplan",
         version=__version__,
         summary="KV-cache capacity planning for LLM inference",
@@ -134,12 +147,17 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
-    # Recent GET /v1/capacity answers, keyed by catalog version: one cache per app.
+    # Recent GET /v1/capacity answers, keyed by catalog token: one cache per app, computed
+    # answers (shared with the deployment profiles) and the bytes sent.
     app.state.capacity_answers = AnswerCache()
+    app.state.capacity_encoded = EncodedAnswers()
     metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
     install_problem_handlers(app)
     install_problem_openapi(app)
-    metrics.install(app)
+    # Layers, innermost first: repeated capacity questions answered from their bytes, the HTTP
+    # metrics around every answer (those included), then the body limit and CORS.
+    app.add_middleware(CapacityHotPath, state=app.state)
+    metrics.install(app, AccessLog(settings.access_log_sample))
     install_docs(app)
     install_limits(app, settings)
     app.include_router(health_router)

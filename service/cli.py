@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from pydantic import ValidationError
 
+from . import server
 from .catalog.seed import offline_snapshot, seed_catalog
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database, create_db_engine
@@ -66,15 +66,7 @@ def cmd_seed(settings: Settings, _args: argparse.Namespace) -> int:
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    uvicorn.run(
-        "service.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=settings.log_level.lower(),
-        proxy_headers=True,
-    )
+    server.serve(settings, host=args.host, port=args.port, workers=args.workers)
     return 0
 
 
@@ -220,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the API in the foreground")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--workers", type=int, help="default: KVPLAN_WORKERS (1)")
     serve.set_defaults(run=cmd_serve)
     plan = sub.add_parser("plan", help="the cheapest GPU plan, as JSON")
     _sizing_args(plan)

@@ -31,7 +31,7 @@ def _tags(header: str) -> list[str]:
     return [tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()]
 
 
-def _none_match(header: str | None, tag: str) -> bool:
+def none_match(header: str | None, tag: str) -> bool:
     """True when an If-None-Match header already names `tag` (or `*`): answer 304."""
     if header is None:
         return False
@@ -41,12 +41,12 @@ def _none_match(header: str | None, tag: str) -> bool:
 
 def etag_matches(request: Request, tag: str) -> bool:
     """The request's If-None-Match names `tag`."""
-    return _none_match(request.headers.get("if-none-match"), tag)
+    return none_match(request.headers.get("if-none-match"), tag)
 
 
 def if_none_match(header: str | None, revision: int) -> bool:
     """True when a conditional GET's If-None-Match already names this revision (-> 304)."""
-    return _none_match(header, etag(revision))
+    return none_match(header, etag(revision))
 
 
 def if_match_tags(header: str | None) -> list[str]:

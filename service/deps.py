@@ -4,6 +4,7 @@ check of query parameter names."""
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -66,23 +67,23 @@ def get_write_session(request: Request) -> Iterator[Session]:
     request.app.state.catalog.invalidate()
 
 
-def get_catalog_cache(request: Request) -> CatalogCache:
+async def get_catalog_cache(request: Request) -> CatalogCache:
     """The replica's snapshot holder itself, for reads that fall back to it."""
     cache: CatalogCache = request.app.state.catalog
     return cache
 
 
-def get_database(request: Request) -> Database:
+async def get_database(request: Request) -> Database:
     database: Database = request.app.state.db
     return database
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_metrics(request: Request) -> Metrics:
+async def get_metrics(request: Request) -> Metrics:
     metrics: Metrics = request.app.state.metrics
     return metrics
 
@@ -128,7 +129,17 @@ def _query_names(route: APIRoute) -> frozenset[str]:
     return known
 
 
-def refuse_misspelt_parameters(request: Request) -> None:
+@functools.lru_cache(maxsize=4096)
+def misspelling_of(name: str, declared: frozenset[str]) -> str | None:
+    """The declared parameter an undeclared `name` is surely a misspelling of, else None
+    (`_`, `api_key`, `nocache`: None). Remembered: callers repeat their URLs."""
+    if name in declared or name in _UNDECLARED_KNOWN:
+        return None
+    close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=_MISSPELT_CUTOFF)
+    return close[0] if close else None
+
+
+async def refuse_misspelt_parameters(request: Request) -> None:
     """Unknown query parameters are ignored (a spreadsheet's cache-busting `_=123`, KEDA's
     `api_key`), except one so close to a declared name that it is surely a misspelling of it:
     that is a 422 naming it, since ignoring it would answer a question nobody asked."""
@@ -137,12 +148,10 @@ def refuse_misspelt_parameters(request: Request) -> None:
         return
     declared = _query_names(route)
     for name in request.query_params:
-        if name in declared or name in _UNDECLARED_KNOWN:
-            continue
-        close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=_MISSPELT_CUTOFF)
-        if close:
+        close = misspelling_of(name, declared)
+        if close is not None:
             raise InvalidRequest(
-                f"{name}: not a parameter of this request; did you mean {close[0]}?",
+                f"{name}: not a parameter of this request; did you mean {close}?",
                 field=name,
-                suggestions=close,
+                suggestions=[close],
             )

@@ -33,6 +33,7 @@ __all__ = [
     "etag_matches",
     "gib_twins",
     "negotiate",
+    "negotiate_accept",
     "parse_table",
     "render_table",
     "single_value",
@@ -70,11 +71,16 @@ def negotiate(request: Request, explicit: str | None, field: str | None) -> Form
 
     `format=text` without `field` is the answer's headline value (the caller picks it).
     """
+    return negotiate_accept(request.headers.get("accept"), explicit, field)
+
+
+def negotiate_accept(accept_header: str | None, explicit: str | None, field: str | None) -> Format:
+    """`negotiate`, given the Accept header itself (None when the request has none)."""
     if explicit is not None:
         return cast(Format, explicit) if explicit in MEDIA_TYPES else "json"
     if field is not None:
         return "text"
-    accept = request.headers.get("accept", "*/*").lower()
+    accept = (accept_header or "*/*").lower()
     for part in accept.split(","):
         kind = part.split(";")[0].strip()
         if kind in _ACCEPTED:

@@ -1,12 +1,15 @@
-"""Pure ASGI layers around the app: the body limit and the security headers.
+"""Pure ASGI layers around the app: the body limit and the security headers; and the access
+log, which the HTTP metrics' layer (`metrics.MeasureRequests`) writes as it measures.
 
-Pure ASGI (no `BaseHTTPMiddleware`): neither layer starts a task or a thread, and neither
-touches a response body; they cost a dict lookup per request.
+Pure ASGI (no `BaseHTTPMiddleware`): no layer starts a task or a thread, and none touches a
+response body; they cost a dict lookup per request.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -137,3 +140,38 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+# ---- access log --------------------------------------------------------------------------------
+
+access_log = logging.getLogger("kvplan.access")
+
+
+class AccessLog:
+    """One line per answer of 400 and above, and a sample of the others.
+
+    uvicorn's own access log formats a line for every request, which a replica polled by
+    autoscalers cannot afford; this writes the same line (client, request line, status, plus
+    the time taken) for every error, always, and for `sample` of the rest (0: none). Keys in
+    URLs are masked (`security.install_key_redaction` filters this logger too).
+    """
+
+    def __init__(self, sample: float) -> None:
+        self.sample = sample
+
+    def answered(self, scope: Scope, status: int, seconds: float) -> None:
+        if status < 400 and (self.sample <= 0 or random.random() >= self.sample):  # noqa: S311
+            return
+        client = scope.get("client")
+        query = scope.get("query_string", b"")
+        target = scope.get("path", "") + ("?" + query.decode("latin-1") if query else "")
+        access_log.log(
+            logging.WARNING if status >= 400 else logging.INFO,
+            '%s - "%s %s HTTP/%s" %d %.1fms',
+            f"{client[0]}:{client[1]}" if client else "-",
+            scope.get("method", ""),
+            target,
+            scope.get("http_version", "1.1"),
+            status,
+            seconds * 1000,
+        )

@@ -24,6 +24,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, APIKeyQuery, HTTPAuthorizationCredentials, HTTPBearer
 
 from .errors import Unauthorized
+from .settings import Settings
 
 # Documents the scheme in OpenAPI; the check itself is `AdminRoute`, which runs first.
 bearer_scheme = HTTPBearer(auto_error=False, description="An admin token (KVPLAN_ADMIN_TOKENS).")
@@ -54,7 +55,12 @@ read_key_bearer = HTTPBearer(
 
 
 def _bearer(request: Request) -> str | None:
-    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    return bearer_token(request.headers.get("authorization"))
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, else None."""
+    scheme, _, presented = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not presented.strip():
         return None
     return presented.strip()
@@ -84,30 +90,42 @@ def reads_are_open(request: Request) -> bool:
     return not request.app.state.settings.read_key_list
 
 
+def read_key_presented(
+    settings: Settings, *, header: str | None, query: str | None, authorization: str | None
+) -> bool:
+    """True where reads are open, or one of the three ways presents a read key (an admin token
+    passes as a bearer); every way is compared, in constant time."""
+    keys = settings.read_key_list
+    if not keys:
+        return True
+    matched = False
+    for presented in (header, query):
+        if presented:
+            matched |= _matches(presented, keys)
+    bearer = bearer_token(authorization)
+    if bearer is not None:
+        matched |= _matches(bearer, (*keys, *settings.admin_token_list))
+    return matched
+
+
 def check_read_key(request: Request) -> None:
     """401 unless reads are open or the request presents a read key (or an admin token)."""
     settings = request.app.state.settings
-    keys: tuple[str, ...] = settings.read_key_list
-    if not keys:
+    if not settings.read_key_list:
         return
-    matched = False
-    for presented in (
-        request.headers.get(READ_KEY_HEADER),
-        request.query_params.get(READ_KEY_PARAMETER),
+    if not read_key_presented(
+        settings,
+        header=request.headers.get(READ_KEY_HEADER),
+        query=request.query_params.get(READ_KEY_PARAMETER),
+        authorization=request.headers.get("authorization"),
     ):
-        if presented:
-            matched |= _matches(presented, keys)
-    bearer = _bearer(request)
-    if bearer is not None:
-        matched |= _matches(bearer, (*keys, *settings.admin_token_list))
-    if not matched:
         raise Unauthorized(
             "reads need a read key: the X-API-KEY header, the api_key query parameter, or "
             "Authorization: Bearer"
         )
 
 
-def require_read_key(
+async def require_read_key(
     request: Request,
     _header: Annotated[str | None, Security(read_key_header)],
     _query: Annotated[str | None, Security(read_key_query)],
@@ -164,8 +182,9 @@ class RedactKeys(logging.Filter):
         return True
 
 
-# The loggers that print request URLs: uvicorn's access log, and its error log on bad requests.
-_URL_LOGGERS = ("uvicorn.access", "uvicorn.error")
+# The loggers that print request URLs: kvplan's access log (middleware.AccessLog), uvicorn's
+# (where it is turned on), and uvicorn's error log on bad requests.
+_URL_LOGGERS = ("kvplan.access", "uvicorn.access", "uvicorn.error")
 
 
 def install_key_redaction() -> None:

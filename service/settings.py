@@ -91,6 +91,50 @@ class Settings(BaseSettings):
         description="Comma-separated origins allowed to call from a browser (CORS). Empty: none.",
     )
 
+    # ---- the HTTP server (`kvplan serve`: uvicorn) ----
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Server processes (`kvplan serve --workers` overrides). One per CPU the "
+        "replica is given; Kubernetes scales by replicas instead.",
+    )
+    loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        default="auto", description="Event loop; auto is uvloop (installed with kvplan)."
+    )
+    http: Literal["auto", "httptools", "h11"] = Field(
+        default="auto", description="HTTP parser; auto is httptools (installed with kvplan)."
+    )
+    access_log_sample: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of answers below 400 written to the access log (0: none, 1: all); "
+        "answers of 400 and above are always written.",
+    )
+    timeout_keep_alive_seconds: int = Field(
+        default=5,
+        ge=1,
+        description="An idle keep-alive connection is closed after this.",
+    )
+    limit_concurrency: int = Field(
+        default=1024,
+        ge=0,
+        description="Connections or requests in flight per process beyond which new requests "
+        "get 503 (0: no limit).",
+    )
+    timeout_graceful_shutdown_seconds: int = Field(
+        default=20,
+        ge=1,
+        description="On SIGTERM, requests in flight get this long to finish; below the Helm "
+        "chart's terminationGracePeriodSeconds (30) less its preStop sleep (5).",
+    )
+    h11_max_incomplete_event_bytes: int = Field(
+        default=16384,
+        ge=1024,
+        description="Largest request head (line and headers) the h11 parser buffers.",
+    )
+
     @cached_property
     def admin_token_list(self) -> tuple[str, ...]:
         tokens = self.admin_tokens.get_secret_value().split(",")

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
@@ -179,7 +180,7 @@ class CatalogSnapshot:
     gpu_reads: Mapping[str, GpuRead] = field(default_factory=dict)
     calibrations: Mapping[CalibrationKey, CalibrationEntry] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def token(self) -> str:
         """Changes whenever the catalog does (version and time, so a rollback cannot alias)."""
         return f"{self.version}.{int(self.changed_at.timestamp() * 1_000_000)}"

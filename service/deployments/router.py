@@ -13,8 +13,11 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from .. import conditional, exposition
+from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
+from ..db import Database
 from ..deps import (
     CatalogDep,
     MetricsDep,
@@ -329,17 +332,17 @@ def delete_deployment(
                 "text/csv": {"schema": {"type": "string"}},
                 "text/plain": {"schema": {"type": "string"}},
                 **exposition.OPENAPI_CONTENT,
-            }
+            },
+            "headers": {STALE_HEADER: STALE_HEADER_DOC},
         },
-        304: {"description": "Not modified"},
+        304: {"description": "Not modified", "headers": {STALE_HEADER: STALE_HEADER_DOC}},
         422: {"description": _CAPACITY_422},
     },
 )
-def get_deployment_capacity(
+async def get_deployment_capacity(
     *,
     name: NamePath,
     request: Request,
-    session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     metrics: MetricsDep,
@@ -358,11 +361,12 @@ def get_deployment_capacity(
         Query(description="Answer with this one value as text/plain (spreadsheets)."),
     ] = None,
 ) -> Response:
+    # A coroutine: the one worker thread it takes is the database read of the profile.
     fmt = "prometheus" if format == "prometheus" else negotiate(request, format, field)
-    row = service.get(session, name)
+    row = await run_in_threadpool(_profile, request.app.state.db, name)
     answers: AnswerCache = request.app.state.capacity_answers
     detail = service.capacity(row, catalog, peak_concurrency, answers)
-    metrics.capacity_requests.labels("GET", fmt).inc()
+    metrics.capacity_request("GET", fmt)
     data = {
         **detail.model_dump(mode="json", include=set(DeploymentCapacity.model_fields)),
         "deployment": row.name,
@@ -386,6 +390,14 @@ def get_deployment_capacity(
         "Cache-Control": f"public, max-age={settings.capacity_max_age_seconds}",
         "Vary": "Accept",
     }
+    if request.app.state.catalog.stale:
+        headers[STALE_HEADER] = "true"
     if etag_matches(request, tag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type=media, headers=headers)
+
+
+def _profile(database: Database, name: str) -> DeploymentRow:
+    """The stored profile, read in a session of its own (from a worker thread)."""
+    with database.session() as session:
+        return service.get(session, name)

@@ -3,7 +3,9 @@
 `/healthz` is a coroutine that touches nothing: it answers while the database hangs and while
 every worker thread is busy. `/readyz` asks the database from a thread of its own (one check at
 a time, shared by concurrent probes) and answers within `readiness_timeout_seconds` whatever
-the database does: 503 when the check has not come back by then.
+the database does: 503 when the check has not come back by then, and 503 while the replica has
+not loaded its catalog (it loads it before taking requests; only a load that failed at start
+leaves a replica without one).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def _readiness(request: Request) -> ReadinessCheck:
     responses={
         503: {
             "description": "Database unreachable, not answering within the readiness timeout "
-            "(1 s by default), or not migrated"
+            "(1 s by default), or not migrated; or the catalog not loaded yet"
         }
     },
 )
@@ -113,6 +115,10 @@ async def readyz(
         raise ServiceUnavailable(
             f"database schema at revision {current}, expected {head}: run `kvplan migrate`"
         )
+    catalog = request.app.state.catalog
+    if request.app.state.settings.catalog_ttl_seconds > 0 and not catalog.loaded:
+        catalog.warm()  # the load at start failed: ready once a background load has worked
+        raise ServiceUnavailable("the catalog is loading")
     return {"status": "ready", "revision": current}
 
 

@@ -1,30 +1,139 @@
-"""The answers GET /v1/capacity gave recently: autoscalers repeat the same question."""
+"""The answers GET /v1/capacity gave recently: autoscalers repeat the same question.
+
+Two caches, both keyed by the catalog token, so that a catalog change is a miss:
+
+- `AnswerCache`: the computed `CapacityDetail` of a question (GET /v1/capacity and the
+  deployment profiles' capacity share it);
+- `EncodedAnswers`: the bytes GET /v1/capacity sent for a question in one format, with their
+  ETag and headers, which `hot_path.CapacityHotPath` sends again before FastAPI is reached.
+
+A question's key is canonical (`CapacityKey`): the validated query without `format` and
+`field` (the order of parameters, defaults spelt out, `api_key`, `_=123` and unknown parameters
+leave it alone), plus the format it is answered in and the `field` a text answer names.
+`EncodedAnswers` also remembers which canonical question a raw query string asked, so a
+repeated URL is one dict lookup.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from .schemas import CapacityDetail
+from .schemas import CapacityDetail, CapacityQuery
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class AnswerCache:
-    """Recent GET answers by (catalog token, query), least recently used dropped first."""
+class _Lru(Generic[K, V]):
+    """A dict that forgets the least recently used entry beyond `size`; thread-safe."""
 
-    def __init__(self, size: int = 2048) -> None:
+    def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[tuple[str, str], CapacityDetail] = OrderedDict()
+        self._items: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> CapacityDetail | None:
+    def get(self, key: K) -> V | None:
         with self._lock:
-            answer = self._items.get(key)
-            if answer is not None:
+            value = self._items.get(key)
+            if value is not None:
                 self._items.move_to_end(key)
-            return answer
+            return value
 
-    def put(self, key: tuple[str, str], answer: CapacityDetail) -> None:
+    def put(self, key: K, value: V) -> None:
         with self._lock:
-            self._items[key] = answer
+            self._items[key] = value
+            self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class AnswerCache(_Lru[tuple[str, str], CapacityDetail]):
+    """Recent capacity answers by (catalog token, question), least recently used dropped first."""
+
+    def __init__(self, size: int = 2048) -> None:
+        super().__init__(size)
+
+
+# ---- encoded answers ---------------------------------------------------------------------------
+
+_EXCLUDED_FROM_KEY = {"format", "field"}
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityKey:
+    """One GET /v1/capacity question, canonical: what is asked, in which format."""
+
+    query: str  # the validated query as JSON, without format and field
+    fmt: str  # json, csv, tsv, text or prometheus
+    field: str | None
+
+    @classmethod
+    def of(cls, query: CapacityQuery, fmt: str) -> CapacityKey:
+        return cls(query.model_dump_json(exclude=_EXCLUDED_FROM_KEY), fmt, query.field)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedAnswer:
+    """A 200 answer as sent: body and headers, ready to send again (or a 304 of it)."""
+
+    body: bytes
+    etag: str
+    media_type: str
+    # ETag, Cache-Control and Vary: what a 304 carries too
+    validators: tuple[tuple[bytes, bytes], ...]
+
+    @classmethod
+    def of(cls, body: bytes, *, etag: str, media_type: str, cache_control: str) -> EncodedAnswer:
+        validators = (
+            (b"etag", etag.encode("latin-1")),
+            (b"cache-control", cache_control.encode("latin-1")),
+            (b"vary", b"Accept"),
+        )
+        return cls(body, etag, media_type, validators)
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The headers of the 200 answer."""
+        return [
+            (b"content-type", self.media_type.encode("latin-1")),
+            (b"content-length", str(len(self.body)).encode("latin-1")),
+            *self.validators,
+        ]
+
+
+# The raw form of a question: the query string as sent, and the Accept header (None: absent).
+RawQuestion = tuple[bytes, bytes | None]
+
+
+class EncodedAnswers:
+    """GET /v1/capacity answers as sent, by (catalog token, canonical question)."""
+
+    def __init__(self, size: int = 2048, raw_size: int = 4096) -> None:
+        self._answers: _Lru[tuple[str, CapacityKey], EncodedAnswer] = _Lru(size)
+        self._questions: _Lru[RawQuestion, CapacityKey] = _Lru(raw_size)
+        self.hits = 0
+
+    def question(self, raw: RawQuestion) -> CapacityKey | None:
+        """The canonical question a raw query string asked before, if it was seen."""
+        return self._questions.get(raw)
+
+    def remember(self, raw: RawQuestion, question: CapacityKey) -> None:
+        self._questions.put(raw, question)
+
+    def get(self, token: str, question: CapacityKey) -> EncodedAnswer | None:
+        answer = self._answers.get((token, question))
+        if answer is not None:
+            self.hits += 1
+        return answer
+
+    def put(self, token: str, question: CapacityKey, answer: EncodedAnswer) -> None:
+        self._answers.put((token, question), answer)
+
+    def __len__(self) -> int:
+        """How many answers are held (one per question, however many spellings asked it)."""
+        return len(self._answers)

@@ -16,7 +16,8 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from .. import exposition
-from ..deps import CatalogDep, MetricsDep, SettingsDep, refuse_misspelt_parameters
+from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
+from ..deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import (
     MEDIA_TYPES,
@@ -25,6 +26,7 @@ from ..formats import (
     etag_matches,
     gib_twins,
     negotiate,
+    negotiate_accept,
     parse_table,
     render_table,
     single_value,
@@ -32,7 +34,7 @@ from ..formats import (
 )
 from ..security import READ, READ_OPENAPI, check_read_key, reads_are_open
 from . import service
-from .cache import AnswerCache
+from .cache import AnswerCache, CapacityKey, EncodedAnswer, EncodedAnswers
 from .exposition import capacity_exposition
 from .schemas import (
     CAPACITY_HEADLINE,
@@ -65,6 +67,8 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     503: {"description": "Database unreachable"},
 }
 _TEXT = {"schema": {"type": "string"}}
+# Every sizing answer reads the replica's catalog snapshot; this says when it is a stale one.
+STALE: dict[str, Any] = {STALE_HEADER: STALE_HEADER_DOC}
 TABLES: dict[str, Any] = {"text/csv": _TEXT, "text/tab-separated-values": _TEXT}
 ALT_FORMATS: dict[str, Any] = {**TABLES, "text/plain": _TEXT}
 # Answers that are tables get these GiB twins of their byte columns (formats.gib_twins).
@@ -95,8 +99,7 @@ def _cache_control(request: Request, max_age: int) -> str:
     return f"{scope}, max-age={max_age}"
 
 
-def _respond(
-    request: Request,
+def _encode(
     *,
     fmt: str,
     json_body: dict[str, Any],
@@ -105,7 +108,7 @@ def _respond(
     value: Any,
     token: str,
     cache_control: str,
-) -> Response:
+) -> EncodedAnswer:
     if fmt in ("csv", "tsv"):
         body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns).encode()
     elif fmt == "text":
@@ -114,12 +117,24 @@ def _respond(
         body = capacity_exposition(json_body)
     else:
         body = json.dumps(json_body, separators=(",", ":")).encode()
-    etag = etag_for(token, body)
-    headers = {"ETag": etag, "Cache-Control": cache_control, "Vary": "Accept"}
-    if etag_matches(request, etag):
-        return Response(status_code=304, headers=headers)
     media = exposition.CONTENT_TYPE if fmt == "prometheus" else MEDIA_TYPES[fmt]
-    return Response(body, media_type=media, headers=headers)
+    return EncodedAnswer.of(
+        body, etag=etag_for(token, body), media_type=media, cache_control=cache_control
+    )
+
+
+def _sent(request: Request, answer: EncodedAnswer) -> Response:
+    """The answer, or a 304 where If-None-Match names it; marked stale where the catalog is."""
+    headers = {name.decode(): value.decode() for name, value in answer.validators}
+    if request.app.state.catalog.stale:
+        headers[STALE_HEADER] = "true"
+    if etag_matches(request, answer.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(answer.body, media_type=answer.media_type, headers=headers)
+
+
+def _respond(request: Request, **encoding: Any) -> Response:
+    return _sent(request, _encode(**encoding))
 
 
 @router.get(
@@ -140,38 +155,47 @@ def _respond(
     response_model=CapacityAnswer,
     responses={
         **PROBLEMS,
-        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}},
-        304: {"description": "Not modified"},
+        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}, "headers": STALE},
+        304: {"description": "Not modified", "headers": STALE},
         422: {"description": FIT_PROBLEMS},
     },
     openapi_extra=READ_OPENAPI,
 )
-def get_capacity(
+async def get_capacity(
     request: Request,
     query: Annotated[CapacityQuery, Query()],
     catalog: CatalogDep,
     settings: SettingsDep,
     metrics: MetricsDep,
 ) -> Response:
-    prometheus = query.format == "prometheus"
-    fmt = "prometheus" if prometheus else negotiate(request, query.format, query.field)
-    key = (catalog.token, query.model_dump_json(exclude={"format", "field"}))
-    detail = _answers(request).get(key)
+    # A coroutine: a warm answer is microseconds of arithmetic, not worth a worker thread. A
+    # question answered before never gets here: hot_path.CapacityHotPath sends its bytes.
+    key = CapacityKey.of(query, capacity_format(query, request.headers.get("accept")))
+    detail = _answers(request).get((catalog.token, key.query))
     if detail is None:
         detail = service.capacity(CapacityQuestion.from_query(query), catalog)
-        _answers(request).put(key, detail)
+        _answers(request).put((catalog.token, key.query), detail)
     service.require_fit(detail)
-    metrics.capacity_requests.labels("GET", fmt).inc()
+    metrics.capacity_request("GET", key.fmt)
     data = _answer_row(detail)
-    return _respond(
-        request,
-        fmt=fmt,
+    answer = _encode(
+        fmt=key.fmt,
         json_body=data,
         table=[gib_twins(table_row(data), _CAPACITY_GIB)],
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control=_cache_control(request, settings.capacity_max_age_seconds),
     )
+    encoded: EncodedAnswers = request.app.state.capacity_encoded
+    encoded.put(catalog.token, key, answer)
+    return _sent(request, answer)
+
+
+def capacity_format(query: CapacityQuery, accept: str | None) -> str:
+    """The format GET /v1/capacity answers in: `format=`, `field=`, then Accept (406)."""
+    if query.format == "prometheus":
+        return "prometheus"
+    return negotiate_accept(accept, query.format, query.field)
 
 
 @router.post(
@@ -184,7 +208,7 @@ def get_capacity(
     "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation; "
     "`Accept: text/csv` (or TSV) gives the GET's table row, `text/plain` `max_num_seqs`.",
     response_model=CapacityDetail,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": STALE}},
     openapi_extra=READ_OPENAPI,
 )
 def post_capacity(
@@ -272,16 +296,15 @@ async def _plan_table(request: Request, fmt: TableFormat) -> Response:
     # The answer is a table like the question, unless Accept names a kind of table first.
     accepted = (table_kind(media) for media in request.headers.get("accept", "").split(","))
     answer_fmt: TableFormat = next((kind for kind in accepted if kind is not None), fmt)
-    catalog = request.app.state.catalog.get()
+    catalog = await get_catalog(request)
     metrics = request.app.state.metrics
     outcomes = await run_in_threadpool(service.plan_scenarios, header, rows, catalog, metrics)
     table = [_scenario_row(number, o) for number, o in enumerate(outcomes, start=1)]
     body = render_table(table, answer_fmt, plan_table_columns(ranked=False, header=header))
-    return Response(
-        body,
-        media_type=MEDIA_TYPES[answer_fmt],
-        headers={"Cache-Control": "no-store", "Vary": "Accept"},
-    )
+    headers = {"Cache-Control": "no-store", "Vary": "Accept"}
+    if request.app.state.catalog.stale:
+        headers[STALE_HEADER] = "true"
+    return Response(body, media_type=MEDIA_TYPES[answer_fmt], headers=headers)
 
 
 class PlanRoute(APIRoute):
@@ -336,7 +359,7 @@ router.add_api_route(
     "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
     "option, `text/plain` the recommendation's `total_gpus`.\n\n" + _TABLE_BODY_DOC,
     response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": STALE}},
     route_class_override=PlanRoute,
     openapi_extra={
         **READ_OPENAPI,
@@ -364,7 +387,11 @@ router.add_api_route(
     "as text/plain. Parameters it does not know are ignored, except a near-miss of one it "
     "knows (422).",
     response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS}, 304: {"description": "Not modified"}},
+    responses={
+        **PROBLEMS,
+        200: {"content": ALT_FORMATS, "headers": STALE},
+        304: {"description": "Not modified", "headers": STALE},
+    },
     openapi_extra=READ_OPENAPI,
 )
 def get_plan(

@@ -19,9 +19,100 @@ from .errors import SizingError, UnknownLayerKind
 # DeepSeek-VL2 `language_config`).
 NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
 
-# No published model comes near this many layers; a config claiming more is refused rather than
-# unrolled one layer at a time.
+# Upper bounds of the counts a config may claim. No published model comes near any of them (the
+# largest in tests/fixtures/hf_configs and the shipped catalog: 126 layers, 128 heads, 384
+# experts, hidden_size 16384, intermediate_size 53248, vocab_size 262208, Llama 4 Scout's
+# max_position_embeddings 10485760); a config claiming more is refused (SizingError naming the
+# key: a 422) rather than unrolled one layer at a time or carried into the arithmetic.
 MAX_LAYERS: Final = 4096
+MAX_HEADS: Final = 65_536  # attention, KV, linear-attention, Mamba and indexer heads
+MAX_EXPERTS: Final = 65_536
+MAX_VOCAB: Final = 1 << 24  # vocabularies and embedding tables (rows)
+MAX_POSITIONS: Final = 1 << 30  # context lengths, windows and chunks (tokens)
+# Every other integer a config holds (hidden and intermediate sizes, head dimensions, ranks,
+# state sizes, kernels, periods, image and patch sizes): widths, and counts smaller than them.
+MAX_WIDTH: Final = 1 << 20
+# Any real number a config holds (scales, ratios, thetas).
+MAX_FLOAT: Final = 1e30
+
+_BOUNDS: Final[Mapping[str, int]] = {
+    **dict.fromkeys(
+        (
+            "num_hidden_layers",
+            "n_layer",
+            "depth",
+            "num_nextn_predict_layers",
+            "mtp_num_hidden_layers",
+            "num_kv_shared_layers",
+            "first_k_dense_replace",
+            "max_window_layers",
+        ),
+        MAX_LAYERS,
+    ),
+    **dict.fromkeys(
+        (
+            "num_attention_heads",
+            "n_head",
+            "n_heads",
+            "num_key_value_heads",
+            "num_kv_heads",
+            "n_head_kv",
+            "num_global_key_value_heads",
+            "linear_num_key_heads",
+            "linear_num_value_heads",
+            "mamba_num_heads",
+            "mamba_n_heads",
+            "index_n_heads",
+            "n_groups",
+            "mamba_n_groups",
+        ),
+        MAX_HEADS,
+    ),
+    **dict.fromkeys(
+        (
+            "num_experts",
+            "num_local_experts",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_experts_per_token",
+            "experts_per_token",
+            "moe_topk",
+            "top_k_experts",
+        ),
+        MAX_EXPERTS,
+    ),
+    **dict.fromkeys(
+        (
+            "vocab_size",
+            "padded_vocab_size",
+            "embedding_size",
+            "additional_vocab_size",
+            "vocab_size_per_layer_input",
+            "num_position_embeddings",
+            "position_embedding_size",
+        ),
+        MAX_VOCAB,
+    ),
+    **dict.fromkeys(
+        ("max_position_embeddings", "sliding_window", "attention_chunk_size"), MAX_POSITIONS
+    ),
+}
+
+
+def bound(key: str) -> int:
+    """The largest value kvplan reads for config key `key` (`moe_layers[3]` reads as
+    `moe_layers`)."""
+    return _BOUNDS.get(key.partition("[")[0], MAX_WIDTH)
+
+
+def _shown(value: Any) -> str:
+    """A config value for a message: a huge integer by its size (printing 10^400 would fill the
+    answer, and a float would overflow)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return f"a {len(str(abs(value)))}-digit number"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class ConfigView:
@@ -42,9 +133,14 @@ class ConfigView:
 
     def check_int(self, key: str, value: Any, minimum: int = 1) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SizingError(self.where(key), f"must be an integer, got {value!r}")
+            raise SizingError(self.where(key), f"must be an integer, got {_shown(value)}")
         if value < minimum:
-            raise SizingError(self.where(key), f"must be >= {minimum}, got {value}")
+            raise SizingError(self.where(key), f"must be >= {minimum}, got {_shown(value)}")
+        maximum = bound(key)
+        if value > maximum:
+            raise SizingError(
+                self.where(key), f"{_shown(value)} is more than kvplan reads (at most {maximum})"
+            )
         return value
 
     def get_int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
@@ -75,6 +171,18 @@ class ConfigView:
             raise SizingError(self.where(key), f"{n} layers: kvplan reads at most {MAX_LAYERS}")
         return n
 
+    def _list(self, key: str, what: str) -> list[Any] | None:
+        value = self.lm.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise SizingError(self.where(key), f"must be a list{what}")
+        if len(value) > MAX_LAYERS:
+            raise SizingError(
+                self.where(key), f"has {len(value)} entries: kvplan reads at most {MAX_LAYERS}"
+            )
+        return value
+
     def get_float(self, key: str, default: float | None = None) -> float:
         value = self.lm.get(key)
         if value is None:
@@ -82,7 +190,9 @@ class ConfigView:
                 raise SizingError(self.where(key), "is required and missing from the config")
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise SizingError(self.where(key), f"must be a number, got {value!r}")
+            raise SizingError(self.where(key), f"must be a number, got {_shown(value)}")
+        if not abs(value) <= MAX_FLOAT:  # also inf and nan (json reads 1e400 as inf, NaN as nan)
+            raise SizingError(self.where(key), f"{_shown(value)} is not a number kvplan reads")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -94,11 +204,9 @@ class ConfigView:
         return value
 
     def str_list(self, key: str) -> list[str] | None:
-        value = self.lm.get(key)
+        value = self._list(key, "")
         if value is None:
             return None
-        if not isinstance(value, list):
-            raise SizingError(self.where(key), "must be a list")
         for index, item in enumerate(value):
             if not isinstance(item, str):
                 raise UnknownLayerKind(
@@ -107,11 +215,9 @@ class ConfigView:
         return list(value)
 
     def int_list(self, key: str, minimum: int = 0) -> list[int] | None:
-        value = self.lm.get(key)
+        value = self._list(key, " of integers")
         if value is None:
             return None
-        if not isinstance(value, list):
-            raise SizingError(self.where(key), "must be a list of integers")
         return [self.check_int(f"{key}[{i}]", item, minimum) for i, item in enumerate(value)]
 
     def sub(self, key: str) -> ConfigView | None:
@@ -159,4 +265,15 @@ class HFConfig(ConfigView):
         return ConfigView(self.top)
 
 
-__all__ = ["MAX_LAYERS", "NESTED_LM_KEYS", "ConfigView", "HFConfig"]
+__all__ = [
+    "MAX_EXPERTS",
+    "MAX_HEADS",
+    "MAX_LAYERS",
+    "MAX_POSITIONS",
+    "MAX_VOCAB",
+    "MAX_WIDTH",
+    "NESTED_LM_KEYS",
+    "ConfigView",
+    "HFConfig",
+    "bound",
+]

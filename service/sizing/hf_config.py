@@ -32,7 +32,7 @@ from .architecture import (
     NoCache,
     SlidingWindowAttention,
 )
-from .config_view import NESTED_LM_KEYS
+from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
@@ -615,6 +615,10 @@ def _nemotron_h_layers(cfg: _Cfg, heads: int) -> list[Layer]:
     if pattern is not None:
         if not isinstance(pattern, str) or not pattern:
             raise SizingError(cfg.where(key), "must be a non-empty string of M, *, -, E")
+        if len(pattern) > MAX_LAYERS:
+            raise SizingError(
+                cfg.where(key), f"has {len(pattern)} blocks: kvplan reads at most {MAX_LAYERS}"
+            )
         kinds = []
         for index, char in enumerate(pattern):
             if char not in symbols:

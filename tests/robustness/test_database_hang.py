@@ -76,6 +76,24 @@ def replica(hang_database: str, proxy: FreezableProxy) -> Iterator[TestClient]:
         app.state.db.engine.dispose()
 
 
+@pytest.fixture
+def cold_replica(hang_database: str, proxy: FreezableProxy) -> Iterator[TestClient]:
+    """A replica started while the database hangs: a replica loads its catalog before it takes
+    requests, and this one's load gave up (bounded by the connection's timeouts), so it holds
+    no catalog."""
+    proxy.freeze()
+    app: FastAPI = create_app(
+        make_settings(_through(proxy, hang_database), catalog_ttl_seconds=TTL)
+    )
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            assert not app.state.catalog.loaded
+            yield client
+    finally:
+        proxy.thaw()
+        app.state.db.engine.dispose()
+
+
 def timed(call: object) -> tuple[object, float]:
     start = time.monotonic()
     result = call()  # type: ignore[operator]
@@ -267,8 +285,9 @@ def test_a_warm_replica_through_a_hang(replica: TestClient, proxy: FreezableProx
 
 
 def test_a_cold_replica_answers_503_in_time_while_the_database_hangs(
-    replica: TestClient, proxy: FreezableProxy
+    cold_replica: TestClient, proxy: FreezableProxy
 ) -> None:
+    replica = cold_replica
     proxy.freeze()
     ready, waited = timed(lambda: replica.get("/readyz"))
     problem(ready, 503)  # type: ignore[arg-type]

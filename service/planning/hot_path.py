@@ -1,0 +1,181 @@
+"""GET /v1/capacity for a question answered before: its bytes, sent before FastAPI is reached.
+
+Autoscalers ask the same few questions many times a minute. `CapacityHotPath` is a pure ASGI
+layer in front of the router that answers such a repeat from `EncodedAnswers` (the bytes, ETag
+and headers the endpoint sent the first time) with the checks the endpoint would make, in the
+same order, and otherwise hands the request on untouched:
+
+1. the read key, where `KVPLAN_READ_KEYS` is set (a request without one goes on to FastAPI,
+   which answers 401: a cached answer never reaches a caller without a key);
+2. the question: the raw query string and Accept header, or, the first time they are seen,
+   the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid value or
+   an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406), validated with
+   the endpoint's own model and made canonical (`cache.CapacityKey`);
+3. the catalog snapshot the request reads (its token is part of the key: a catalog change is a
+   miss), then the answer, if this replica sent it for this catalog.
+
+A hit sends the stored answer (or a 304 when If-None-Match names its ETag), marked stale when
+the catalog is (`KVPLAN-Catalog-Stale`), counted in `kvplan_capacity_requests_total` like any
+other; the security headers, CORS and the HTTP metrics are the layers around this one. The
+route, its parameters and its OpenAPI description are FastAPI's, unchanged: a miss is answered
+there and stored for the next time.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams, State
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..catalog.reads import STALE_HEADER
+from ..catalog.snapshot import CatalogCache, CatalogSnapshot
+from ..conditional import none_match
+from ..deps import misspelling_of
+from ..errors import Problem
+from ..metrics import HANDLER_KEY, Metrics
+from ..security import READ_KEY_HEADER, READ_KEY_PARAMETER, read_key_presented
+from ..settings import Settings
+from .cache import CapacityKey, EncodedAnswer, EncodedAnswers, RawQuestion
+from .router import capacity_format
+from .schemas import CapacityQuery
+
+PATH = "/v1/capacity"
+_STALE = (STALE_HEADER.lower().encode("latin-1"), b"true")
+_KEY_HEADER = READ_KEY_HEADER.lower().encode("latin-1")
+_WANTED = frozenset({b"accept", b"if-none-match", _KEY_HEADER, b"authorization"})
+
+
+def _is_sequence(annotation: Any) -> bool:
+    """A list-typed query field (FastAPI reads every value of it, `getlist`)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_sequence(arg) for arg in typing.get_args(annotation))
+    return origin in (list, tuple, set, frozenset)
+
+
+# The endpoint's query parameters: names, and which take every value given.
+FIELDS: tuple[tuple[str, bool], ...] = tuple(
+    (info.alias or name, _is_sequence(info.annotation))
+    for name, info in CapacityQuery.model_fields.items()
+)
+DECLARED: frozenset[str] = frozenset(name for name, _ in FIELDS)
+
+
+def canonical(query_string: bytes, accept: str | None) -> CapacityKey | None:
+    """The canonical question of a query string, or None where FastAPI would refuse it (a
+    misspelt parameter name, an invalid value, an Accept it cannot answer): those go on to it.
+
+    The values are picked as FastAPI picks them for a query model (`fastapi.dependencies.utils`,
+    `_request_param_model_to_args`): every value of a list field, the last one of any other,
+    parameters the model does not declare left to its `extra="ignore"`.
+    """
+    params = QueryParams(query_string)
+    for name in params:
+        if misspelling_of(name, DECLARED) is not None:
+            return None
+    values: dict[str, Any] = {}
+    for name, sequence in FIELDS:
+        if sequence:
+            items = params.getlist(name)
+            if items:
+                values[name] = items
+        elif (value := params.get(name)) is not None:
+            values[name] = value
+    try:
+        query = CapacityQuery.model_validate(values)
+        return CapacityKey.of(query, capacity_format(query, accept))
+    except (ValidationError, Problem):
+        return None
+
+
+class CapacityHotPath:
+    """Answers a repeated GET /v1/capacity from its encoded bytes (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, state: State) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == PATH:
+            headers: dict[bytes, bytes] = {}
+            for name, value in scope["headers"]:
+                if name in _WANTED and name not in headers:  # the first, as Starlette reads
+                    headers[name] = value
+            stored = await self._stored(scope, headers)
+            if stored is not None:
+                await self._send(scope, send, *stored, headers.get(b"if-none-match"))
+                return
+        await self.app(scope, receive, send)
+
+    async def _stored(
+        self, scope: Scope, headers: dict[bytes, bytes]
+    ) -> tuple[CapacityKey, EncodedAnswer] | None:
+        settings: Settings = self.state.settings
+        if settings.read_key_list and not _key_presented(settings, scope, headers):
+            return None
+        answers: EncodedAnswers = self.state.capacity_encoded
+        accept = headers.get(b"accept")
+        raw: RawQuestion = (scope["query_string"], accept)
+        key = answers.question(raw)
+        if key is None:
+            key = canonical(scope["query_string"], _text(accept))
+            if key is None:
+                return None
+            answers.remember(raw, key)
+        snapshot = await _snapshot(self.state.catalog)
+        if snapshot is None:
+            return None
+        answer = answers.get(snapshot.token, key)
+        return None if answer is None else (key, answer)
+
+    async def _send(
+        self,
+        scope: Scope,
+        send: Send,
+        key: CapacityKey,
+        answer: EncodedAnswer,
+        if_none_match: bytes | None,
+    ) -> None:
+        scope[HANDLER_KEY] = PATH  # the HTTP metrics' `handler` label, as if routed
+        metrics: Metrics = self.state.metrics
+        metrics.capacity_request("GET", key.fmt)
+        stale = [_STALE] if self.state.catalog.stale else []
+        if if_none_match is not None and none_match(_text(if_none_match), answer.etag):
+            headers = [*answer.validators, *stale]
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        headers = [*answer.headers(), *stale]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+
+def _text(value: bytes | None) -> str | None:
+    """A header value as Starlette reads it (latin-1)."""
+    return None if value is None else value.decode("latin-1")
+
+
+def _key_presented(settings: Settings, scope: Scope, headers: dict[bytes, bytes]) -> bool:
+    return read_key_presented(
+        settings,
+        header=_text(headers.get(_KEY_HEADER)),
+        query=QueryParams(scope["query_string"]).get(READ_KEY_PARAMETER),
+        authorization=_text(headers.get(b"authorization")),
+    )
+
+
+async def _snapshot(catalog: CatalogCache) -> CatalogSnapshot | None:
+    """The snapshot the endpoint would read (`deps.get_catalog`); None where it cannot be had
+    (FastAPI then answers the 503)."""
+    snapshot = catalog.get_nowait()
+    if snapshot is not None:
+        return snapshot
+    try:
+        return await run_in_threadpool(catalog.get)
+    except Exception:  # the endpoint meets the same failure and answers it
+        return None

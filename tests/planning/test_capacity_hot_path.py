@@ -1,0 +1,273 @@
+"""GET /v1/capacity answered again from its bytes (`planning.hot_path.CapacityHotPath`).
+
+A repeated question is answered before FastAPI is reached; everything FastAPI checks must hold
+all the same: read keys, misspelt and invalid parameters, Accept, conditional requests, security
+headers, the stale mark, the metrics. Each answer from the hot path is compared with the one
+FastAPI gave for the same question.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import sessionmaker
+
+from service.app import create_app
+from service.db import Database
+from service.deps import _query_names
+from service.planning.cache import EncodedAnswers
+from service.planning.hot_path import DECLARED, PATH
+from service.planning.router import router as planning_router
+from tests.catalog.test_stale_reads import cut
+from tests.conftest import ADMIN, make_settings
+from tests.helpers import problem
+from tests.planning.conftest import KeyedClient
+
+QUESTION = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
+# The same question: other order, defaults spelt out (tensor_parallel_size 1, engine vllm,
+# kv_cache_dtype auto, enforce_eager false in another spelling), and parameters kvplan ignores
+# (the read key, a spreadsheet's cache-buster, an unknown name no declared one is close to).
+RESPELT = (
+    "max_model_len=8192&_=123&engine=vllm&gpu=h100-sxm-80gb&tensor_parallel_size=1"
+    "&api_key=anything&kv_cache_dtype=auto&enforce_eager=False&nocache=1&model=llama-3.1-8b"
+)
+HEADERS_COMPARED = ("content-type", "content-length", "etag", "cache-control", "vary")
+
+
+def encoded(client: TestClient) -> EncodedAnswers:
+    answers: EncodedAnswers = client.app.state.capacity_encoded  # type: ignore[attr-defined]
+    return answers
+
+
+def same_answer(first: httpx.Response, again: httpx.Response) -> None:
+    assert again.status_code == first.status_code
+    assert again.content == first.content
+    for name in HEADERS_COMPARED:
+        assert again.headers.get(name) == first.headers.get(name), name
+
+
+def test_two_spellings_of_one_question_share_one_cache_entry(client: TestClient) -> None:
+    first = client.get(PATH, params=QUESTION)
+    assert first.status_code == 200, first.text
+    assert len(encoded(client)) == 1
+    assert encoded(client).hits == 0
+    again = client.get(f"{PATH}?{RESPELT}")
+    same_answer(first, again)
+    assert len(encoded(client)) == 1  # one entry, whichever spelling asked
+    assert encoded(client).hits == 1  # and the second spelling was answered from it
+
+
+def test_the_format_is_part_of_the_question(client: TestClient) -> None:
+    asked: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({}, {}),
+        ({"format": "csv"}, {}),
+        ({}, {"Accept": "text/csv"}),
+        ({}, {"Accept": "text/tab-separated-values"}),
+        ({"format": "text"}, {}),
+        ({"field": "kv_cache_tokens"}, {}),
+        ({"format": "prometheus"}, {}),
+    ]
+    firsts = [client.get(PATH, params={**QUESTION, **p}, headers=h) for p, h in asked]
+    assert all(r.status_code == 200 for r in firsts)
+    # csv by format= and by Accept are one answer; every other is its own
+    assert len(encoded(client)) == len(asked) - 1
+    assert len({r.content for r in firsts}) == len(asked) - 1
+    hits = encoded(client).hits
+    for (params, headers), first in zip(asked, firsts, strict=True):
+        same_answer(first, client.get(PATH, params={**QUESTION, **params}, headers=headers))
+    assert encoded(client).hits == hits + len(asked)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"max_model_length": "4096"}, "max_model_length"),  # a near-miss of a declared name
+        ({"tensor_parallel_size": "two"}, "tensor_parallel_size"),  # an invalid value
+        ({"format": "xml"}, "format"),
+    ],
+)
+def test_a_question_fastapi_refuses_is_refused_though_its_neighbour_is_cached(
+    client: TestClient, extra: dict[str, str], field: str
+) -> None:
+    assert client.get(PATH, params=QUESTION).status_code == 200
+    body = problem(client.get(PATH, params={**QUESTION, **extra}), 422)
+    assert field in (body.get("field") or "") + body["detail"]
+
+
+def test_an_accept_it_cannot_answer_is_406_though_the_question_is_cached(
+    client: TestClient,
+) -> None:
+    assert client.get(PATH, params=QUESTION).status_code == 200
+    problem(client.get(PATH, params=QUESTION, headers={"Accept": "image/png"}), 406)
+
+
+def test_a_cached_answer_revalidates_to_a_304(client: TestClient) -> None:
+    first = client.get(PATH, params=QUESTION)
+    hits = encoded(client).hits
+    revalidated = client.get(
+        PATH, params=QUESTION, headers={"If-None-Match": first.headers["etag"]}
+    )
+    assert revalidated.status_code == 304
+    assert revalidated.content == b""
+    assert revalidated.headers["etag"] == first.headers["etag"]
+    assert revalidated.headers["cache-control"] == first.headers["cache-control"]
+    assert encoded(client).hits == hits + 1
+    stale_tag = client.get(PATH, params=QUESTION, headers={"If-None-Match": '"0.0-0"'})
+    same_answer(first, stale_tag)
+
+
+def test_a_cached_answer_carries_the_security_headers(client: TestClient) -> None:
+    client.get(PATH, params=QUESTION)
+    again = client.get(PATH, params=QUESTION)
+    assert encoded(client).hits == 1
+    assert again.headers["x-content-type-options"] == "nosniff"
+    assert again.headers["content-security-policy"].startswith("default-src 'none'")
+    assert again.headers["x-frame-options"] == "DENY"
+    assert again.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_cached_answer_needs_the_read_key(keyed_client: KeyedClient) -> None:
+    key = "hot-path-key-19c2"
+    with keyed_client(key) as keyed:
+        first = keyed.get(PATH, params={**QUESTION, "api_key": key})
+        assert first.status_code == 200, first.text
+        assert len(encoded(keyed)) == 1
+        # the question is cached; a caller without the key, or with a wrong one, never sees it
+        problem(keyed.get(PATH, params=QUESTION), 401)
+        problem(keyed.get(PATH, params={**QUESTION, "api_key": "wrong"}), 401)
+        problem(keyed.get(PATH, params=QUESTION, headers={"X-API-KEY": "wrong"}), 401)
+        problem(keyed.get(PATH, params=QUESTION, headers={"Authorization": "Bearer wrong"}), 401)
+        assert encoded(keyed).hits == 0
+        for presented in ({"X-API-KEY": key}, {"Authorization": f"Bearer {key}"}, ADMIN):
+            same_answer(first, keyed.get(PATH, params=QUESTION, headers=presented))
+        assert encoded(keyed).hits == 3
+
+
+def test_a_cached_answer_from_a_stale_catalog_says_so(app: FastAPI, client: TestClient) -> None:
+    first = client.get(PATH, params=QUESTION)
+    assert "kvplan-catalog-stale" not in first.headers
+    real = cut(app.state.db)
+    try:
+        hits = encoded(client).hits
+        again = client.get(PATH, params=QUESTION)
+        same_answer(first, again)
+        assert encoded(client).hits == hits + 1
+        assert again.headers["kvplan-catalog-stale"] == "true"
+        # a question not asked before is answered by FastAPI from the same snapshot, marked too
+        other = client.get(PATH, params={**QUESTION, "max_model_len": 4096})
+        assert other.status_code == 200
+        assert other.headers["kvplan-catalog-stale"] == "true"
+    finally:
+        app.state.db.sessions = real
+
+
+def test_cached_answers_are_counted_like_any_other(client: TestClient) -> None:
+    for _ in range(3):
+        assert client.get(PATH, params={**QUESTION, "format": "csv"}).status_code == 200
+    assert encoded(client).hits == 2
+    metrics = client.get("/metrics").text
+    assert 'kvplan_capacity_requests_total{format="csv",method="GET"} 3.0' in metrics
+    assert 'http_requests_total{handler="/v1/capacity",method="GET",status="2xx"} 3.0' in metrics
+
+
+def test_the_hot_path_reads_the_parameters_the_route_declares() -> None:
+    route = next(
+        r
+        for r in planning_router.routes
+        if isinstance(r, APIRoute) and r.path == PATH and "GET" in r.methods
+    )
+    assert _query_names(route) == DECLARED
+
+
+# Spellings FastAPI reads in its own way: repeated parameters (the last one counts, a list
+# takes them all), blank values, case, a list field, every format.
+SPELLINGS = [
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=4096&max_model_len=8192",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&kv_cache_dtype=fp8",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&enable_prefix_caching=TRUE",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&enable_prefix_caching=1",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&peak_concurrency=500&format=text"
+    "&field=replicas_for_peak_concurrency",
+    "model=gpt-oss-20b&gpu=h100-sxm-80gb&engine=trtllm&max_model_len=8192"
+    "&max_attention_window=128&max_attention_window=8192",
+    "model=gpt-oss-20b&gpu=h100-sxm-80gb&engine=trtllm&max_model_len=8192"
+    "&max_attention_window=8192&max_attention_window=128",
+    "model=llama-3.1-8b&gpu_memory_bytes=85899345920&max_model_len=8192&format=csv",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&gpu=&max_model_len=8192",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&engine_version=0.10.1",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=1000000000",
+    "model=llama-3.1-8b&gpu=l4&max_model_len=131072",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&format=prometheus",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&max_model_len=",
+    "model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=%38%31%39%32",
+]
+
+
+@pytest.mark.parametrize("query", SPELLINGS)
+def test_the_hot_path_answers_as_fastapi_answered(client: TestClient, query: str) -> None:
+    first = client.get(f"{PATH}?{query}")
+    again = client.get(f"{PATH}?{query}")
+    same_answer(first, again)
+    # only answers FastAPI gave as 200 are kept: a refusal is refused again, by FastAPI
+    assert encoded(client).hits == (1 if first.status_code == 200 else 0)
+
+
+# ---- a catalog edit is seen within the TTL ---------------------------------------------------
+
+TTL = 0.3
+GiB = 1 << 30
+
+
+@pytest.fixture
+def replicas(
+    engine: Engine, connection: Connection, database_url: str
+) -> Iterator[tuple[TestClient, TestClient]]:
+    """Two replicas on this test's transaction: a reader that trusts its catalog for TTL
+    seconds, and a writer (a write through the reader itself is seen at once)."""
+
+    def replica(ttl: float) -> FastAPI:
+        database = Database(engine)
+        database.sessions = sessionmaker(
+            bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False
+        )
+        return create_app(make_settings(database_url, catalog_ttl_seconds=ttl), database)
+
+    with TestClient(replica(TTL)) as reader, TestClient(replica(0)) as writer:
+        yield reader, writer
+
+
+def test_a_catalog_edit_is_seen_within_the_ttl(replicas: tuple[TestClient, TestClient]) -> None:
+    reader, writer = replicas
+    first = reader.get(PATH, params=QUESTION)
+    assert first.status_code == 200
+    assert reader.get(PATH, params=QUESTION).content == first.content
+    assert encoded(reader).hits == 1
+    patched = writer.patch(
+        "/v1/gpus/h100-sxm-80gb",
+        json={"memory_bytes": 141 * GiB},
+        headers={**ADMIN, "If-Match": writer.get("/v1/gpus/h100-sxm-80gb").headers["etag"]},
+    )
+    assert patched.status_code == 200, patched.text
+    # the reader's snapshot is refreshed in the background once the TTL has passed; its next
+    # answers are the new catalog's (the deadline is generous: a loaded machine is slow)
+    deadline = time.monotonic() + TTL + 10
+    while True:
+        answer = reader.get(PATH, params=QUESTION)
+        if answer.json()["gpu_memory_bytes"] == 141 * GiB:
+            break
+        assert time.monotonic() < deadline, "the edit was never seen"
+        time.sleep(TTL / 3)
+    assert answer.headers["etag"] != first.headers["etag"]
+    assert answer.json()["kv_pool_bytes"] > first.json()["kv_pool_bytes"]
+    # and it is cached in turn: the same question again is the new answer, from the bytes
+    hits = encoded(reader).hits
+    same_answer(answer, reader.get(f"{PATH}?{RESPELT}"))
+    assert encoded(reader).hits == hits + 1
