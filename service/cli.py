@@ -111,6 +111,10 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
             "max_gpus_per_node": args.max_gpus_per_node,
             "headroom_fraction": args.headroom_fraction,
             "avg_context_tokens": args.avg_context_tokens,
+            "avg_prompt_tokens": args.avg_prompt_tokens,
+            "max_tpot_ms": args.max_tpot_ms,
+            "max_ttft_ms": args.max_ttft_ms,
+            "min_output_tokens_per_second_per_user": args.min_output_tokens_per_second_per_user,
             "explain": not args.no_explain,
             **_engine_fields(args),
         }
@@ -130,6 +134,7 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
             "kv_cache_dtype": args.kv_cache_dtype,
             "tensor_parallel_size": args.tensor_parallel_size,
             "pipeline_parallel_size": args.pipeline_parallel_size,
+            "avg_prompt_tokens": args.avg_prompt_tokens,
             "explain": not args.no_explain,
             **_engine_fields(args),
         }
@@ -187,6 +192,7 @@ def _sizing_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--num-parameters", type=int)
     parser.add_argument("--max-model-len", type=int)
+    parser.add_argument("--avg-prompt-tokens", type=int, help="prompt length prefill_ms times")
     parser.add_argument("--kv-cache-dtype", default="auto")
     parser.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm"])
     parser.add_argument("--engine-version")
@@ -221,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--max-gpus-per-node", type=int)
     plan.add_argument("--headroom-fraction", type=float, default=0.0)
     plan.add_argument("--avg-context-tokens", type=int)
+    plan.add_argument("--max-tpot-ms", type=float, help="latency target: ms per output token")
+    plan.add_argument("--max-ttft-ms", type=float, help="latency target: ms to prefill a prompt")
+    plan.add_argument("--min-output-tokens-per-second-per-user", type=float)
     plan.set_defaults(run=cmd_plan)
     capacity = sub.add_parser("capacity", help="one deployment's capacity, as JSON")
     _sizing_args(capacity)

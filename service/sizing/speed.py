@@ -113,7 +113,7 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
             peak_batch=question.peak_batch,
         )
     except SizingError as exc:
-        return NoEstimate(f"{exc.field} {exc.reason}")
+        return NoEstimate(f"{exc.field}: {exc.reason}")
 
 
 def check_prompt_tokens(prompt_tokens: int | None, max_model_len: int) -> int:
@@ -279,7 +279,7 @@ def pace(
             return slow
         miss = targets.decode_miss(question.batch, decode_ms(question.batch))
     except SizingError as exc:
-        return NoEstimate(f"{exc.field} {exc.reason}")
+        return NoEstimate(f"{exc.field}: {exc.reason}")
     if miss is None:
         return Paced(question.batch, None)
     batch = largest_batch(
@@ -334,5 +334,5 @@ def batch_curve(
             ms = step_time(cost, FITTED).ms
             points.append(BatchSpeed(batch, ms, batch * 1e3 / ms))
     except SizingError as exc:
-        return NoEstimate(f"{exc.field} {exc.reason}")
+        return NoEstimate(f"{exc.field}: {exc.reason}")
     return tuple(points)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,3 +162,11 @@ def test_the_spec_declares_the_picture(client: TestClient) -> None:
     names = {p["name"] for p in operation["parameters"]}
     assert {"model", "gpu", "max_model_len", "max_tpot_ms", "format"} <= names
     assert {"image/svg+xml", "image/png"} <= set(operation["responses"]["200"]["content"])
+
+
+def test_the_readme_example_answers_a_png(client: TestClient) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (path,) = re.findall(r"`(/v1/pictures/speed-by-batch\?[^`]+)`", readme)
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/png"
