@@ -241,6 +241,11 @@ def test_a_plan_from_the_catalog_shows_the_apis_figures_and_pictures(
     explanation = browser.find_element(By.ID, "explanation").text
     formula = answer["explanation"]["concurrency"]["formula"]
     assert formula in explanation
+    # fractions keep the digits the API gave (the browser's default, three fraction digits,
+    # would show the decode step's 4-decimal milliseconds rounded)
+    decode_ms = answer["explanation"]["performance"]["decode_ms_per_token"]
+    assert round(decode_ms, 3) != decode_ms
+    assert f"{decode_ms:,}" in explanation
     _screenshot(browser, "plan-from-the-catalog.png")
     assert _errors(browser) == []
 

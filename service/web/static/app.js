@@ -59,6 +59,13 @@ function integer(value) {
   return Number(value).toLocaleString("en-US");
 }
 
+// A figure of the explanation as the API gave it: integers grouped, fractions to six
+// significant digits (toLocaleString's default of three fraction digits shows 0.0004 as 0).
+function figure(value) {
+  if (Number.isInteger(value)) return integer(value);
+  return value.toLocaleString("en-US", { maximumSignificantDigits: 6 });
+}
+
 function bytes(value) {
   return `${(value / GiB).toFixed(2)} GiB`;
 }
@@ -284,7 +291,7 @@ function render(value, key = "") {
   if (typeof value === "number" && key.endsWith("bytes") && Math.abs(value) >= GiB / 100) {
     return document.createTextNode(`${integer(value)} B (${bytes(value)})`);
   }
-  if (typeof value === "number") return document.createTextNode(integer(value));
+  if (typeof value === "number") return document.createTextNode(figure(value));
   return document.createTextNode(value == null ? "" : String(value));
 }
 
