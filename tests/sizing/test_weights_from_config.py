@@ -179,6 +179,10 @@ LOADED = [
     # vLLM 0.25.1, github:sapir-pirski/h100-fp8-quantization-benchmark results/q2/vllm_bf16.log
     # @ 9143925
     ("Qwen--Qwen2.5-7B", 1, 1, 14.29),
+    # vLLM 0.10.2, github:mrpid12org/imageworks nohup.out @ 6f4c54f ("Model loading took 4.2530
+    # GiB"): the AWQ Llama-2-7B with its fp16 CLIP tower and projector, the config committed in
+    # the same repository
+    ("ybelkada--llava-1.5-7b-hf-awq", 1, 1, 4.253),
 ]
 
 
