@@ -19,6 +19,27 @@ from .errors import SizingError, UnknownLayerKind
 # DeepSeek-VL2 `language_config`).
 NESTED_LM_KEYS: Final = ("text_config", "llm_config", "language_config")
 
+# What a composite config's class fills in for a nested language model that leaves keys out:
+# transformers builds the sub-config as `CONFIG_MAPPING[model_type](**text_config)`
+# (models/llava/configuration_llava.py `LlavaConfig.__init__`), so a missing key reads as that
+# class's default. Early LLaVA-1.5 exports (llava-hf/llava-1.5-7b-hf and its quantizations)
+# give only the vocabulary and context: every shape is LlamaConfig's
+# (models/llama/configuration_llama.py `LlamaConfig.__init__`, the Llama-2-7B geometry;
+# num_key_value_heads None means num_attention_heads, which kvplan already assumes).
+NESTED_LM_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "llama": {
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+        "mlp_bias": False,
+    },
+}
+
 # Upper bounds of the counts a config may claim. No published model comes near any of them (the
 # largest in tests/fixtures/hf_configs and the shipped catalog: 126 layers, 128 heads, 384
 # experts, hidden_size 16384, intermediate_size 53248, vocab_size 262208, Llama 4 Scout's
@@ -244,7 +265,8 @@ class HFConfig(ConfigView):
                 continue
             if not isinstance(sub, Mapping):
                 raise SizingError(key, "must be an object")
-            self.lm, self.prefix = sub, f"{key}."
+            defaults = NESTED_LM_DEFAULTS.get(str(sub.get("model_type")), {})
+            self.lm, self.prefix = {**defaults, **sub}, f"{key}."
             break
         model_type = self.lm.get("model_type") or config.get("model_type") or ""
         if not isinstance(model_type, str):
@@ -272,6 +294,7 @@ __all__ = [
     "MAX_POSITIONS",
     "MAX_VOCAB",
     "MAX_WIDTH",
+    "NESTED_LM_DEFAULTS",
     "NESTED_LM_KEYS",
     "ConfigView",
     "HFConfig",

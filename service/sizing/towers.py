@@ -40,7 +40,7 @@ def count_towers(cfg: HFConfig, out: TensorList, text_hidden: int) -> None:
     elif top_type == "gemma4" and kind == "gemma4_vision":
         _gemma4_vision(vision, out, text_hidden)
     elif top_type in ("llava", "llava_next") and kind == "clip_vision_model":
-        _clip(vision, out, "model.vision_tower.vision_model")
+        _clip(vision, out, "model.vision_tower.vision_model", _llava_loaded_layers(vision, top))
         _llava_projector(vision, out, text_hidden, top)
     elif top_type == "mistral3" and kind == "pixtral":
         _pixtral(vision, out)
@@ -65,14 +65,18 @@ def _vit_layers(
     vision: ConfigView,
     p: str,
     names: tuple[str, str, str, str, str, str, str, str],
+    loaded_layers: int | None = None,
 ) -> None:
     """The pre-norm ViT block of CLIP / SigLIP / Llama 4: q, k, v, out projections and a
-    two-layer MLP, all with biases, and two LayerNorms (weight and bias)."""
+    two-layer MLP, all with biases, and two LayerNorms (weight and bias). Layers from
+    `loaded_layers` on stay in the checkpoint but are not served."""
     v = TensorClass.VISION
     h = vision.get_int("hidden_size")
     inter = vision.get_int("intermediate_size")
     q, k, val, o, fc1, fc2, ln1, ln2 = names
+    outer = out.served
     for i in range(vision.layer_count("num_hidden_layers")):
+        out.served = outer and (loaded_layers is None or i < loaded_layers)
         b = f"{p}.{i}"
         for proj in (q, k, val, o):
             out.linear(f"{b}.{proj}", v, h, h, bias=True)
@@ -80,6 +84,7 @@ def _vit_layers(
         out.linear(f"{b}.{fc2}", v, h, inter, bias=True)
         out.norm(f"{b}.{ln1}", v, h, bias=True)
         out.norm(f"{b}.{ln2}", v, h, bias=True)
+    out.served = outer
 
 
 _CLIP_NAMES: Final = (
@@ -124,9 +129,30 @@ def _gemma3_projector(vision: ConfigView, out: TensorList, text_hidden: int) -> 
     out.norm("model.multi_modal_projector.mm_soft_emb_norm", proj, h)
 
 
-def _clip(vision: ConfigView, out: TensorList, p: str) -> None:
+def _llava_loaded_layers(vision: ConfigView, top: ConfigView) -> int:
+    """The CLIP layers vLLM builds for LLaVA: up to the one `vision_feature_layer` reads
+    (vLLM llava.py `_get_num_hidden_layers` / `get_layer_index`: a negative index counts
+    from the end, -2 by transformers LlavaConfig's default, so 23 of CLIP-L's 24)."""
+    layers = vision.layer_count("num_hidden_layers")
+    raw = top.raw("vision_feature_layer")
+    indexes = raw if isinstance(raw, list) else [-2 if raw is None else raw]
+    deepest = 0
+    for index in indexes:
+        if isinstance(index, bool) or not isinstance(index, int) or not -layers <= index <= layers:
+            raise SizingError(
+                top.where("vision_feature_layer"),
+                f"must be a layer index of the {layers}-layer vision tower, got {index!r}",
+            )
+        deepest = max(deepest, layers + index + 1 if index < 0 else index)
+    return deepest
+
+
+def _clip(vision: ConfigView, out: TensorList, p: str, loaded_layers: int | None = None) -> None:
     # transformers CLIPVisionTransformer: class_embedding, patch_embedding Conv2d without bias,
     # position_embedding for the patches + class token, pre_layrnorm, encoder, post_layernorm.
+    # vLLM's LLaVA builds the tower only up to its feature layer, without post_layernorm
+    # (llava.py `init_vision_tower_for_llava(..., require_post_norm=False)`): the rest is in
+    # the checkpoint but not loaded.
     v = TensorClass.VISION
     h = vision.get_int("hidden_size")
     patch = vision.get_int("patch_size")
@@ -136,8 +162,11 @@ def _clip(vision: ConfigView, out: TensorList, p: str) -> None:
     out.vector(f"{p}.embeddings.patch_embedding.weight", v, (h, channels, patch, patch))
     out.vector(f"{p}.embeddings.position_embedding.weight", v, (positions, h))
     out.norm(f"{p}.pre_layrnorm", v, h, bias=True)
-    _vit_layers(out, vision, f"{p}.encoder.layers", _CLIP_NAMES)
+    _vit_layers(out, vision, f"{p}.encoder.layers", _CLIP_NAMES, loaded_layers)
+    outer = out.served
+    out.served = outer and loaded_layers is None
     out.norm(f"{p}.post_layernorm", v, h, bias=True)
+    out.served = outer
 
 
 def _llava_projector(

@@ -36,6 +36,7 @@ class Logged:
     bytes_per_token_per_gpu: int  # worked by hand from the config, below
     kv_cache_tokens: int  # as the log prints it
     max_concurrency: float  # as the log prints it
+    gpu: str = "h100-sxm-80gb"
 
     @property
     def kv_pool_bytes(self) -> int:
@@ -73,6 +74,20 @@ CASES = {
     "qwen2.5-7b": Logged(
         "Qwen--Qwen2.5-7B.json", 1, "auto", "0.25.1", 4096, 57_344, 968_496, 236.45
     ),
+    # LLaVA-1.5-7B AWQ, vLLM 0.10.2 on a 16 GB card (github:mrpid12org/imageworks nohup.out): its
+    # text_config gives no shapes, so LlamaConfig's defaults: 32 layers x 32 KV heads x 128 x
+    # 2 B (fp16) x 2 = 524,288 B; 18,400 tokens = 1,150 blocks; 1,150 / 256 = 4.49x.
+    "llava-1.5-7b-awq": Logged(
+        "ybelkada--llava-1.5-7b-hf-awq.json",
+        1,
+        "auto",
+        "0.10.2",
+        4096,
+        524_288,
+        18_400,
+        4.49,
+        gpu="rtx-4090",
+    ),
 }
 
 
@@ -88,7 +103,7 @@ def test_a_published_config_over_http_gives_the_logged_lines(client: TestClient,
         "/v1/capacity",
         json={
             "model": {"hf_config": _config(case)},
-            "gpu": "h100-sxm-80gb",
+            "gpu": case.gpu,
             "max_model_len": case.max_model_len,
             "kv_cache_dtype": case.kv_cache_dtype,
             "tensor_parallel_size": case.tensor_parallel_size,
@@ -105,7 +120,7 @@ def test_a_published_config_over_http_gives_the_logged_lines(client: TestClient,
     assert body["max_concurrency"] == case.max_concurrency
 
 
-@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen2.5-72b-tp2"])
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen2.5-72b-tp2", "llava-1.5-7b-awq"])
 def test_a_published_config_on_the_command_line_gives_the_logged_lines(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,7 +133,7 @@ def test_a_published_config_on_the_command_line_gives_the_logged_lines(
             "--config",
             str(CONFIGS / case.config),
             "--gpu",
-            "h100-sxm-80gb",
+            case.gpu,
             "--max-model-len",
             str(case.max_model_len),
             "--tensor-parallel-size",

@@ -1327,3 +1327,34 @@ def test_detect_weight_format_refuses_an_unknown_method() -> None:
     with pytest.raises(SizingError) as info:
         detect_weight_format({**LLAMA_3_1_8B, "quantization_config": {"quant_method": "q9"}})
     assert info.value.field == "quantization_config.quant_method"
+
+
+def test_a_nested_llama_text_config_without_shapes_reads_llamaconfig_defaults() -> None:
+    # ybelkada/llava-1.5-7b-hf-awq (tests/fixtures/hf_configs): text_config names model_type
+    # "llama", the vocabulary and the context only; transformers LlavaConfig builds it as
+    # LlamaConfig(**text_config), so the rest are LlamaConfig.__init__'s defaults (the
+    # Llama-2-7B shape: 32 layers, 32 heads, hidden 4096, MLP 11008, KV heads = heads).
+    config = {
+        "model_type": "llava",
+        "text_config": {
+            "model_type": "llama",
+            "vocab_size": 32064,
+            "max_position_embeddings": 4096,
+        },
+        "torch_dtype": "float16",
+    }
+    arch = architecture_from_hf_config(config)
+    assert (arch.num_layers, arch.hidden_size, arch.intermediate_size) == (32, 4096, 11008)
+    assert (arch.vocab_size, arch.max_position_embeddings) == (32064, 4096)
+    assert set(arch.layers) == {FullAttention(num_kv_heads=32, head_dim=128)}
+    # 2 x 32 layers x 32 heads x 128 x 2 B = 524,288
+    assert kv_bytes_per_token(arch, "auto") == 524_288
+
+
+def test_a_top_level_llama_config_without_heads_is_still_refused() -> None:
+    # Only a composite class fills a nested config's gaps; a bare config that leaves out its
+    # heads is not a Llama-2-7B by default.
+    config = {k: v for k, v in LLAMA_3_1_8B.items() if k != "num_attention_heads"}
+    with pytest.raises(SizingError) as exc:
+        architecture_from_hf_config(config)
+    assert exc.value.field == "num_attention_heads"

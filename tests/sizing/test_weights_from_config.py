@@ -179,6 +179,10 @@ LOADED = [
     # vLLM 0.25.1, github:sapir-pirski/h100-fp8-quantization-benchmark results/q2/vllm_bf16.log
     # @ 9143925
     ("Qwen--Qwen2.5-7B", 1, 1, 14.29),
+    # vLLM 0.10.2, github:mrpid12org/imageworks nohup.out @ 6f4c54f ("Model loading took 4.2530
+    # GiB"): the AWQ Llama-2-7B with its fp16 CLIP tower and projector, the config committed in
+    # the same repository
+    ("ybelkada--llava-1.5-7b-hf-awq", 1, 1, 4.253),
 ]
 
 
@@ -749,3 +753,19 @@ def test_a_mangled_config_is_a_sizing_error_or_an_answer(
     except SizingError:
         return
     assert weights.size.total_bytes >= weights.size.served_bytes > 0
+
+
+def test_llava_serves_the_clip_layers_up_to_its_feature_layer() -> None:
+    # vLLM llava.py builds CLIP up to vision_feature_layer (-2: 24 - 2 + 1 = 23 layers) and
+    # without post_layernorm: one CLIP-L layer stays in the checkpoint unloaded, q/k/v/out
+    # 4 x (1024 x 1024 + 1024), fc1 and fc2 2 x 1024 x 4096 + 4096 + 1024, two LayerNorms
+    # 2 x 2 x 1024: 12,596,224, and post_layernorm's 2 x 1024.
+    weights = checkpoint_weights(load("ybelkada--llava-1.5-7b-hf-awq"))
+    assert weights.parameters.total - weights.parameters.served_total == 12_596_224 + 2_048
+
+
+def test_llava_feature_layer_outside_the_tower_is_named() -> None:
+    config = {**load("ybelkada--llava-1.5-7b-hf-awq"), "vision_feature_layer": 30}
+    with pytest.raises(SizingError) as exc:
+        checkpoint_weights(config)
+    assert exc.value.field == "vision_feature_layer"
