@@ -2,6 +2,7 @@
 
     kvplan_deployment_max_num_seqs{deployment, model, gpu, workload_namespace, workload}
     kvplan_deployment_kv_cache_tokens{...}
+    kvplan_deployment_calibrated{..., calibration_id}   1 where the figures use a calibration
     kvplan_deployment_errors
 
 so that KEDA's `prometheus` scaler, or an HPA through prometheus-adapter, can divide vLLM's live
@@ -72,6 +73,12 @@ class DeploymentGauges(Collector):
             "'GPU KV cache size'.",
             labels=LABELS,
         )
+        calibrated = GaugeMetricFamily(
+            "kvplan_deployment_calibrated",
+            "1 for a profile whose figures use a calibration (the engine's own measured KV "
+            "pool; calibrated_from of its capacity answer), labelled with its calibration_id.",
+            labels=[*LABELS, "calibration_id"],
+        )
         errors = 0
         try:
             catalog = self._catalog.get()
@@ -90,8 +97,12 @@ class DeploymentGauges(Collector):
             labels = [row.name, row.model, row.gpu, row.namespace or "", row.workload or ""]
             max_num_seqs.add_metric(labels, detail.max_num_seqs)
             kv_cache_tokens.add_metric(labels, detail.kv_cache_tokens)
+            if detail.calibrated_from is not None:
+                used = str(detail.calibrated_from.calibration_id)
+                calibrated.add_metric([*labels, used], 1)
         yield max_num_seqs
         yield kv_cache_tokens
+        yield calibrated
         yield GaugeMetricFamily(
             "kvplan_deployment_errors",
             "Deployment profiles that could not be sized at this scrape (no samples above); "

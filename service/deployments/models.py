@@ -25,6 +25,12 @@ class DeploymentRow(SQLModel, table=True):
     namespace: str | None = Field(default=None, sa_type=String(63))
     workload: str | None = Field(default=None, sa_type=String(253))
     replicas: int | None = Field(default=None)
+    # The calibration (service.engine_logs) the profile is sized with, if it names one. RESTRICT:
+    # a calibration a profile points at cannot be deleted (engine_logs.calibrations.delete says
+    # which profiles), so an autoscaler's figures never change or vanish behind its back.
+    calibration_id: int | None = Field(
+        default=None, foreign_key="calibration.id", ondelete="RESTRICT", index=True
+    )
     # The sizing fields (planning.schemas.CapacityFields) the profile sets, defaults left out:
     # a flag added to the engine fields needs no migration, and a default stays the engine's.
     settings: dict[str, Any] = Field(default_factory=dict, sa_type=JSON, nullable=False)

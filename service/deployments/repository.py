@@ -25,6 +25,16 @@ def all_rows(session: Session) -> Sequence[DeploymentRow]:
     return session.scalars(select(DeploymentRow).order_by(_name_order(session))).all()
 
 
+def names_pointing_at(session: Session, calibration_id: int) -> list[str]:
+    """The profiles that point at the calibration, in name order."""
+    statement = (
+        select(col(DeploymentRow.name))
+        .where(col(DeploymentRow.calibration_id) == calibration_id)
+        .order_by(_name_order(session))
+    )
+    return list(session.scalars(statement).all())
+
+
 def current_revision(session: Session, name: str) -> int | None:
     """The revision the database holds now (None once deleted), past the session's cache."""
     revision = session.execute(
@@ -50,6 +60,7 @@ def update_if_revision(session: Session, row: DeploymentRow, expected_revision: 
             namespace=row.namespace,
             workload=row.workload,
             replicas=row.replicas,
+            calibration_id=row.calibration_id,
             settings=row.settings,
             revision=expected_revision + 1,
             updated_at=utcnow(),

@@ -60,12 +60,13 @@ _PROBLEMS: dict[int, str] = {
     "read; or, where KVPLAN_READ_KEYS is set, a read without a read key.",
     404: "No profile with this name; `suggestions` lists the closest names.",
     406: "The Accept header asks for a format this endpoint cannot produce.",
-    409: "A profile with this name already exists (names are unique).",
+    409: "A profile with this name already exists (names are unique), or the calibration "
+    "`calibration_id` names was deleted while the request ran.",
     412: "`If-Match` names a stale revision: someone changed the profile since you read it. "
     "GET it again (the current `ETag` is in this answer's headers) and reapply your change.",
     422: "A field is missing, malformed or out of bounds (`field` names it), the catalog has "
-    "no such model or GPU, or the sizing arithmetic refuses the inputs (the problem's type "
-    "says which).",
+    "no such model or GPU, `calibration_id` names no calibration or one that measured another "
+    "deployment, or the sizing arithmetic refuses the inputs (the problem's type says which).",
     428: "`If-Match` is missing: updates and deletes must send the profile's `ETag`.",
     503: "The database is unreachable; retry later (`Retry-After`).",
 }
@@ -259,7 +260,7 @@ def get_deployment(
     summary="Replace a deployment profile",
     response_model=DeploymentRead,
     dependencies=WRITE,
-    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+    responses=_responses(401, 404, 409, 412, 422, 428, ok=_UPDATED),
 )
 def replace_deployment(
     *,
@@ -280,7 +281,7 @@ def replace_deployment(
     summary="Change some fields of a deployment profile",
     response_model=DeploymentRead,
     dependencies=WRITE,
-    responses=_responses(401, 404, 412, 422, 428, ok=_UPDATED),
+    responses=_responses(401, 404, 409, 412, 422, 428, ok=_UPDATED),
 )
 def patch_deployment(
     *,

@@ -70,6 +70,19 @@ class _Target(BaseModel):
         description="Name of the Deployment (or other workload) that runs it.",
         examples=["llama-3-1-8b-vllm"],
     )
+    calibration_id: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="The calibration (POST /v1/calibrations: the engine's own start-up log) the "
+        "profile is sized with: its capacity answers and gauges then take the engine's measured "
+        "KV pool and say so in `calibrated_from`. The calibration must have measured this "
+        "profile's deployment (model, GPU, engine release, layout, KV dtype, the flags that "
+        "change the budget), or the write is a 422 naming `calibration_id`; while a profile "
+        "points at it, the calibration cannot be deleted (409 naming the profiles). Without it, "
+        "a calibration with the profile's key is still used, as by GET /v1/capacity.",
+        examples=[7],
+    )
 
 
 # The profile lists its target last so that pydantic puts those fields first (as the planning

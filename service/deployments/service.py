@@ -35,7 +35,7 @@ from .models import DeploymentRow
 from .schemas import DeploymentCreate, DeploymentPatch, DeploymentRead, DeploymentReplace
 
 # Columns of their own; every other profile field is a sizing field, kept in `settings`.
-_COLUMNS = ("model", "gpu", "namespace", "workload", "replicas")
+_COLUMNS = ("model", "gpu", "namespace", "workload", "replicas", "calibration_id")
 _REQUIRED = ("model", "gpu")
 
 
@@ -84,7 +84,9 @@ def question(spec: DeploymentReplace, peak_concurrency: int | None = None) -> Ca
     fields = spec
     if peak_concurrency is not None:
         fields = spec.model_copy(update={"peak_concurrency": peak_concurrency})
-    return CapacityQuestion(model=spec.model, gpu=spec.gpu, fields=fields)
+    return CapacityQuestion(
+        model=spec.model, gpu=spec.gpu, fields=fields, calibration_id=spec.calibration_id
+    )
 
 
 def _in_catalog(spec: DeploymentReplace, catalog: CatalogSnapshot) -> tuple[str, str] | None:
@@ -94,6 +96,12 @@ def _in_catalog(spec: DeploymentReplace, catalog: CatalogSnapshot) -> tuple[str,
         if slug not in entries:
             return field, slug
     return None
+
+
+def _calibration_missing(spec: DeploymentReplace, catalog: CatalogSnapshot) -> bool:
+    """Whether the profile names a calibration the catalog snapshot does not hold."""
+    wanted = spec.calibration_id
+    return wanted is not None and all(e.id != wanted for e in catalog.calibrations.values())
 
 
 def capacity(
@@ -119,6 +127,12 @@ def capacity(
             field=field,
             suggestions=closest(slug, list(entries)),
         )
+    if _calibration_missing(spec, catalog):  # only while a replica's snapshot is behind
+        raise MissingCatalogEntry(
+            f"deployment {row.name!r} points at calibration {spec.calibration_id}, which this "
+            "replica does not hold (yet): retry, or point the profile at another",
+            field="calibration_id",
+        )
     key = (catalog.token, f"deployment:{spec.model_dump_json()}:{peak_concurrency}")
     detail = answers.get(key) if answers is not None else None
     if detail is None:
@@ -129,7 +143,8 @@ def capacity(
 
 
 def _check(spec: DeploymentReplace, catalog: CatalogSnapshot) -> None:
-    """What a write refuses: slugs the catalog lacks, inputs the arithmetic refuses.
+    """What a write refuses: slugs the catalog lacks, a calibration it lacks or that measured
+    another deployment, inputs the arithmetic refuses.
 
     A layout that does not fit is stored (the catalog may change, or the profile describe a
     deployment being fixed); its capacity answers say so.
@@ -143,7 +158,20 @@ def _check(spec: DeploymentReplace, catalog: CatalogSnapshot) -> None:
             field=field,
             suggestions=closest(slug, list(entries)),
         )
-    planning.capacity(question(spec), catalog)  # a SizingError is the answer's 422
+    if _calibration_missing(spec, catalog):
+        raise InvalidRequest(
+            f"calibration_id: no calibration {spec.calibration_id} (GET /v1/calibrations)",
+            field="calibration_id",
+        )
+    if spec.calibration_id is not None and spec.kv_pool_bytes is not None:
+        raise InvalidRequest(
+            "calibration_id: a profile that gives its own kv_pool_bytes cannot also take a "
+            "calibration's measured pool; drop one of the two",
+            field="calibration_id",
+        )
+    # a SizingError is the answer's 422; a calibration that measured another deployment is a
+    # 422 naming calibration_id (planning.calibrated.matching)
+    planning.capacity(question(spec), catalog)
 
 
 # ---- reads -------------------------------------------------------------------------------------
@@ -190,6 +218,14 @@ def _conflict(name: str) -> Conflict:
     return Conflict(f"a deployment profile named {name!r} already exists", field="name")
 
 
+def _calibration_gone(calibration_id: int | None) -> Conflict:
+    return Conflict(
+        f"calibration {calibration_id} was deleted while this request ran; point the profile "
+        "at another",
+        field="calibration_id",
+    )
+
+
 def create(session: Session, body: DeploymentCreate, catalog: CatalogSnapshot) -> DeploymentRow:
     spec = DeploymentReplace.model_validate(body.model_dump(exclude={"name"}))
     _check(spec, catalog)
@@ -201,7 +237,10 @@ def create(session: Session, body: DeploymentCreate, catalog: CatalogSnapshot) -
         with session.begin_nested():  # a concurrent create of the same name loses here
             repository.add(session, row)
     except IntegrityError:
-        raise _conflict(body.name) from None
+        # the name taken meanwhile, or (the foreign key) the calibration deleted meanwhile
+        if repository.get_by_name(session, body.name) is not None:
+            raise _conflict(body.name) from None
+        raise _calibration_gone(spec.calibration_id) from None
     return row
 
 
@@ -231,7 +270,12 @@ def _lost_race(session: Session, name: str, what: str) -> PreconditionFailed:
 def _update(session: Session, row: DeploymentRow, spec: DeploymentReplace) -> DeploymentRow:
     draft = DeploymentRow(id=row.id, name=row.name, model=spec.model, gpu=spec.gpu)
     _store(draft, spec)
-    if not repository.update_if_revision(session, draft, row.revision):
+    try:
+        with session.begin_nested():  # the foreign key refuses a calibration deleted meanwhile
+            updated = repository.update_if_revision(session, draft, row.revision)
+    except IntegrityError:
+        raise _calibration_gone(spec.calibration_id) from None
+    if not updated:
         raise _lost_race(session, row.name, "changed while this update was applied")
     return repository.refresh(session, row)
 

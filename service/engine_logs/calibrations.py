@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from ..catalog import repository as catalog_repository
 from ..catalog.snapshot import CalibrationKey, CatalogSnapshot
 from ..conditional import check_if_match, decode_cursor, encode_cursor, if_match_tags
+from ..deployments import repository as deployment_repository
 from ..errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
 from ..planning import calibrated
 from ..planning import service as planning
@@ -311,12 +312,42 @@ def list_page(
     return rows, None
 
 
+def _in_use(session: Session, calibration_id: int) -> Conflict | None:
+    names = deployment_repository.names_pointing_at(session, calibration_id)
+    if not names:
+        return None
+    shown = ", ".join(repr(name) for name in names[:10]) + (" ..." if len(names) > 10 else "")
+    return Conflict(
+        f"calibration {calibration_id} is in use: deployment profiles {shown} are sized with "
+        "it; point them at another calibration (or none: PATCH calibration_id null) first",
+        field="calibration_id",
+        deployments=names,
+    )
+
+
 def delete(session: Session, calibration_id: int, if_match: str | None) -> None:
-    """428 without If-Match, 404 without the calibration, 412 when stale."""
+    """428 without If-Match, 404 without the calibration, 412 when stale, 409 (naming them)
+    while deployment profiles point at it.
+
+    Refused rather than letting those profiles fall back to kvplan's estimate: an autoscaler
+    reads their max_num_seqs, which would change (or, were they left pointing at nothing,
+    vanish) with no change to the profile. The foreign key (RESTRICT) holds the same line
+    against a profile pointed at it while this runs.
+    """
     if_match_tags(if_match)
     row = get(session, calibration_id)
     check_if_match(if_match, row.revision, f"calibration {calibration_id}")
-    if not repository.delete_if_revision(session, calibration_id, row.revision):
+    in_use = _in_use(session, calibration_id)
+    if in_use is not None:
+        raise in_use
+    try:
+        with session.begin_nested():
+            deleted = repository.delete_if_revision(session, calibration_id, row.revision)
+    except IntegrityError:
+        raise _in_use(session, calibration_id) or Conflict(
+            f"calibration {calibration_id} came into use meanwhile", field="calibration_id"
+        ) from None
+    if not deleted:
         raise PreconditionFailed(
             f"calibration {calibration_id} changed or went meanwhile; GET it again",
             field="If-Match",

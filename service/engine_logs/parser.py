@@ -14,10 +14,11 @@ Nothing is derived: a figure the log does not print stays `None`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from ..sizing.errors import SizingError
 from .clean import CleanLine, clean_line
@@ -56,6 +57,9 @@ _ENGINE_ALIASES: dict[str, EngineName] = {
 }
 _NUMBER_WITH_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
 _SPACED_ITEM = re.compile(r"\s+(?=\w+=)")
+# The largest figure read (bytes, counts, numbers): 2^53 - 1, the largest integer every JSON
+# reader holds exactly, 8 PiB, far past any GPU's memory or token count.
+MAX_FIGURE = 2**53 - 1
 _INTEGER = re.compile(r"^-?(?:\d{1,3}(?:,\d{3})+|\d+)$")
 _TRUE = frozenset({"true", "enabled", "1", "yes", "on"})
 _FALSE = frozenset({"false", "disabled", "0", "no", "off"})
@@ -115,6 +119,8 @@ def parse_engine_log(
             found = pattern.regex.search(line.message if pattern.on_message else line.text)
             if found:
                 figures = _figures(pattern, found, ranks[index], number)
+                if pattern.captures and not figures:
+                    continue  # its figures are none an engine prints ("1" and 400 zeros)
                 matches.append(_Match(pattern.engine, pattern.name, number, line.text, figures))
         for version in VERSION_PATTERNS:
             found = version.regex.search(line.text)
@@ -245,16 +251,22 @@ def _item_figure(spec: KeySpec, raw: str, rank: str, line: int, pattern: str) ->
 
 
 def _convert(kind: ValueKind, printed: str, unit_bytes: int) -> Value | None:
+    """The printed value, or None where it is not one an engine prints: not a number, or past
+    MAX_FIGURE (a pasted "1e999999999 GiB" would otherwise become a billion-digit integer)."""
     plain = printed.replace(",", "")
     try:
         if kind == "bytes":
             exact = Decimal(plain) * unit_bytes
+            if not exact.is_finite() or abs(exact) > MAX_FIGURE:
+                return None
             return int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
         if kind == "count":
-            return int(plain) if _INTEGER.match(printed) else None
+            count = int(plain) if _INTEGER.match(printed) else None
+            return count if count is not None and abs(count) <= MAX_FIGURE else None
         if kind == "number":
-            return float(plain)
-    except (InvalidOperation, ValueError):
+            number = float(plain)
+            return number if math.isfinite(number) and abs(number) <= MAX_FIGURE else None
+    except (ArithmeticError, ValueError):  # decimal's InvalidOperation and Overflow among them
         return None
     if kind == "flag":
         lowered = printed.lower()

@@ -206,8 +206,9 @@ _CALIBRATION_PROBLEMS: dict[int, str] = {
     401: "A write without an admin token (checked before the body is read), or, where "
     "KVPLAN_READ_KEYS is set, a read without a read key.",
     404: "No such calibration; or a model or GPU slug the request names is not in the catalog.",
-    409: "This deployment (the same key) is calibrated already; `calibration_id` names it. "
-    "DELETE it to replace it.",
+    409: "POST: this deployment (the same key) is calibrated already; `calibration_id` names "
+    "it. DELETE it to replace it. DELETE: deployment profiles point at the calibration "
+    "(`deployments` lists them); point them elsewhere first.",
     412: "`If-Match` names a stale revision.",
     422: "A field is missing or invalid; the log has no line kvplan reads, or no pool, "
     "blocks or tokens; or no prediction can be made (`field` says what to add).",
@@ -392,11 +393,12 @@ def get_calibration(
     summary="Remove a calibration",
     response_class=Response,
     dependencies=WRITE,
-    responses=_problems(401, 404, 412, 428),
+    responses=_problems(401, 404, 409, 412, 428),
 )
 def delete_calibration(
     *, calibration_id: CalibrationId, session: WriteSessionDep, if_match: IfMatch = None
 ) -> Response:
-    """Needs `If-Match`. Questions with its key go back to kvplan's own estimate."""
+    """Needs `If-Match`. Questions with its key go back to kvplan's own estimate. Refused
+    (409, naming them) while deployment profiles point at it: their figures would change."""
     calibrations.delete(session, calibration_id, if_match)
     return Response(status_code=204)

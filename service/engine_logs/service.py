@@ -229,6 +229,14 @@ def capacity_fields(parsed: ParsedLog) -> CapacityFields:
         name = _RENAMED.get(setting.name, setting.name)
         if value is not None and name in wanted and name not in values:
             values[name] = value
+    # Without the flag, the context the engine ran is the one its concurrency line divides by:
+    # "Maximum concurrency for {max_model_len:,} tokens per request" (vLLM V1
+    # vllm/v1/core/kv_cache_utils.py, _report_kv_cache_config; V0
+    # vllm/executor/executor_base.py, initialize_cache), and a V0 start-up failure names it:
+    # "The model's max seq len (N) is larger than ..." (parsed as the setting itself).
+    concurrency_tokens = parsed.reported.max_concurrency_tokens
+    if "max_model_len" not in values and concurrency_tokens is not None:
+        values["max_model_len"] = concurrency_tokens
     return CapacityFields.model_validate(values)
 
 

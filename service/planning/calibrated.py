@@ -12,8 +12,8 @@ slug, the catalog GPU its bytes are, or `<bytes>B`), and the rest as the capacit
 resolves it (release, layout, dtype, the flags' defaults).
 
 `calibration_id` is the hook for a caller that names its calibration (a deployment profile
-pointing at one, later: `CapacityQuestion.calibration_id`): that calibration is used, and a key
-that differs from the question's is a 422 naming the first field that differs.
+pointing at one: `CapacityQuestion.calibration_id`): that calibration is used, and a key that
+differs from the question's is a 422 naming the first field that differs.
 
 Plans use the same hook: the planner calls it for every GPU and tensor-parallel candidate
 (`sizing.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.

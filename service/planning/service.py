@@ -87,7 +87,7 @@ class CapacityQuestion:
     # A stored calibration with the question's key replaces kvplan's non-KV estimate
     # (calibrated.py); False answers with kvplan's own arithmetic (POST /v1/engine-logs).
     calibrations: bool = True
-    # The hook for a caller that names its calibration (a deployment profile, later).
+    # The calibration the caller names (a deployment profile's `calibration_id`).
     calibration_id: int | None = None
 
     @classmethod

@@ -78,3 +78,44 @@ def test_problems_exit_2_with_the_problem_on_stderr(
     assert problem["looked_for"]
     assert main(["explain-log", str(tmp_path / "absent.log"), "--offline"]) == 2
     assert json.loads(capsys.readouterr().err)["field"] == "file"
+
+
+def _as_kubectl_prints_it(log: str) -> str:
+    """`kubectl logs --prefix --timestamps deploy/vllm` of a pod whose engine logs in colour:
+    the pod/container prefix, an RFC 3339 timestamp with nanoseconds, then the line with its
+    ANSI codes (vLLM colours its level and its process prefix on a TTY)."""
+    out = []
+    for number, line in enumerate(log.split("\n")):
+        coloured = line.replace("INFO", "\x1b[32mINFO\x1b[0m", 1)
+        if coloured.startswith("("):
+            coloured = "\x1b[36m" + coloured.replace(")", ")\x1b[0m", 1)
+        stamp = f"2026-01-02T03:04:{number % 60:02d}.123456789Z"
+        out.append(f"[pod/vllm-7d9f8b6c5d-x2kq4/vllm] {stamp} {coloured}")
+    return "\n".join(out) + "\n"
+
+
+def test_a_log_as_kubectl_prints_it_reads_as_the_plain_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "kubectl.log"
+    path.write_text(_as_kubectl_prints_it(LOG), encoding="utf-8")
+    assert "\x1b[32m" in path.read_text(encoding="utf-8")
+    assert main(["explain-log", str(path), "--offline", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    plain = answer_json(explain_log(LogQuestion(LOG), offline_snapshot()))
+    # the same engine, settings, figures and prediction, and the same lines: the prefix, the
+    # timestamp and the colours are taken off before a line is read or shown
+    for key in ("engine", "engine_version", "settings", "reported", "model", "gpu", "prediction"):
+        assert printed[key] == plain[key], key
+    assert printed["recognised_lines"] == plain["recognised_lines"]
+    # "GPU KV cache size: 476,016 tokens", "Maximum concurrency for 8,192 tokens per request:
+    # 58.11x"
+    assert (printed["reported"]["kv_cache_tokens"], printed["reported"]["max_concurrency"]) == (
+        476_016,
+        58.11,
+    )
+    assert main(["explain-log", str(path), "--offline"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("vllm 0.19.0  model llama-3.1-8b-instruct  gpu h100-sxm-80gb\n")
+    assert "58.11 GiB (62,395,137,393 B)" in table
+    assert "\x1b[" not in table

@@ -33,9 +33,9 @@ from tests.helpers import problem
 
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
-# (service/engine_logs/models.py)
+# (service/engine_logs/models.py); 0005 points a profile at a calibration
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0004"
+HEAD = "0005"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -96,6 +96,11 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0004")
+    assert current_revision(fresh_engine) == "0004"
+    columns = {column["name"] for column in inspect(fresh_engine).get_columns("deployment")}
+    assert "calibration_id" not in columns
+    assert tables(fresh_engine) == TABLES | {"alembic_version"}
     downgrade(empty_database, "0003")
     assert current_revision(fresh_engine) == "0003"
     assert tables(fresh_engine) == CATALOG_TABLES | {"deployment", "alembic_version"}
