@@ -31,6 +31,7 @@ from .sizing import (
     plan,
     planner,
 )
+from .sizing.capacity import model_facts
 from .sizing.engines import activation, vllm
 from .sizing.performance import ERROR_BAND, FITTED
 
@@ -62,6 +63,8 @@ _CACHES: tuple[Any, ...] = (
     activation.forward_bytes_per_token,
     parallel.check_tensor_parallel,
     planner.tensor_parallel_problem,
+    planner.candidate_capacity,
+    model_facts,
 )
 
 
