@@ -248,11 +248,13 @@ def _plan_response(
 ) -> Response:
     best = answer.recommendation
     value = getattr(best, field or PLAN_HEADLINE) if best is not None else None
+    table = fmt in ("csv", "tsv")
+    # Only the form asked for is built: a whole-catalog plan's JSON or rows are not free.
     return _respond(
         request,
         fmt=fmt,
-        json_body=answer.model_dump(mode="json"),
-        table=_plan_rows(answer),
+        json_body={} if table or fmt == "text" else answer.model_dump(mode="json"),
+        table=_plan_rows(answer) if table else [],
         columns=plan_table_columns(ranked=True),
         value=value,
         token=token,
