@@ -49,9 +49,12 @@ format: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -m service.openapi_export openapi/openapi.json
 
-## Medians of the sizing engine's speed, and the calibration error table.
+## Medians of the sizing engine's speed, the calibration tables, and the HTTP benchmark (kvplan
+## served beside a bare FastAPI route, on SQLite and on a throwaway database of the PostgreSQL
+## server at KVPLAN_BENCH_DATABASE_URL; wrk where installed). BENCH_ARGS=--http-only, --no-http.
 bench: $(STAMP)
-	$(BIN)/python -m service.bench
+	KVPLAN_BENCH_DATABASE_URL="$${KVPLAN_BENCH_DATABASE_URL:-$(TEST_DATABASE_URL)}" \
+		$(BIN)/python -m service.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

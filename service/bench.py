@@ -1,6 +1,7 @@
-"""`make bench`: the sizing engine's speed (medians, never asserted) and its calibration table.
+"""`make bench`: the sizing engine's speed (medians, never asserted), its calibration tables,
+and the HTTP benchmark (service/bench_http: kvplan served beside a bare FastAPI route).
 
-python -m service.bench [--repeat N]
+python -m service.bench [--repeat N] [--http-only | --no-http] [HTTP options, see --help]
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import calibration
+from . import bench_http, calibration
+from .bench_http import cli as http_cli
 from .calibration import fits
 from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
@@ -29,6 +31,7 @@ from .sizing import (
     plan,
     planner,
 )
+from .sizing.capacity import model_facts
 from .sizing.engines import activation, vllm
 from .sizing.performance import ERROR_BAND, FITTED
 
@@ -60,6 +63,8 @@ _CACHES: tuple[Any, ...] = (
     activation.forward_bytes_per_token,
     parallel.check_tensor_parallel,
     planner.tensor_parallel_problem,
+    planner.candidate_capacity,
+    model_facts,
 )
 
 
@@ -317,10 +322,17 @@ def bench_performance() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=2000)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--http-only", action="store_true", help="the HTTP benchmark alone")
+    which.add_argument("--no-http", action="store_true", help="everything but the HTTP one")
+    http_cli.add_arguments(parser)
     args = parser.parse_args()
-    bench_speed(args.repeat)
-    bench_calibration()
-    bench_performance()
+    if not args.http_only:
+        bench_speed(args.repeat)
+        bench_calibration()
+        bench_performance()
+    if not args.no_http:
+        bench_http.run(http_cli.from_arguments(args))
 
 
 if __name__ == "__main__":

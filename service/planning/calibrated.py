@@ -100,8 +100,8 @@ class CalibrationHook:
     )
 
     def __call__(self, capacity: Capacity, gpu: Gpu) -> int | None:
-        if self.model is None and self.calibration_id is None:
-            return None
+        if self.calibration_id is None and (self.model is None or not self.catalog.calibrations):
+            return None  # nothing to match: a plan asks this of every candidate
         key = None
         if self.model is not None:
             key = key_of(self.model, gpu_key(gpu, self.catalog), capacity)

@@ -11,6 +11,7 @@ The question and answer types live in engines/common.py and are re-exported here
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import assert_never
 
 from .architecture import ModelArchitecture
@@ -151,6 +152,8 @@ def weights_note(arch: ModelArchitecture, engine: EngineOptions) -> str | None:
     )
 
 
+# Memoised like the layouts: a plan asks it of every GPU, and it depends on the layout, not the GPU.
+@lru_cache(maxsize=4096)
 def model_facts(
     arch: ModelArchitecture,
     stages: tuple[ModelArchitecture, ...],

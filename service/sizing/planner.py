@@ -288,6 +288,18 @@ def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) ->
     return replace(option, speed=speed, warnings=warnings)
 
 
+# Memoised like the layouts, across plans: a candidate's capacity depends on the model, GPU,
+# layout, length, cache dtype and engine options, not on the peak, headroom or replicas asked
+# for, so a plan asked again (or with another peak) skips the engines' arithmetic, which is
+# most of a whole-catalog plan's time. Capacity is frozen and only read; a plan has about 80
+# candidates per cache dtype, so this holds a few dozen plans' worth.
+@lru_cache(maxsize=2048)
+def candidate_capacity(
+    arch: ModelArchitecture, gpu: Gpu, workload: Workload, tp: int, engine: EngineOptions
+) -> Capacity:
+    return compute_capacity(arch, gpu, workload, Parallelism(tp), engine)
+
+
 def _option(
     arch: ModelArchitecture,
     gpu: Gpu,
@@ -301,7 +313,7 @@ def _option(
     if problem is not None:
         return Rejection(gpu, tp, problem.code, problem.reason)
     try:
-        capacity = compute_capacity(arch, gpu, workload, Parallelism(tp), request.engine)
+        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine)
         pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
         if pool is not None:
             capacity = with_given_pool(

@@ -22,8 +22,8 @@ and `0.10.1.1` gets 0.10.1's.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import total_ordering
+from dataclasses import dataclass, field
+from functools import lru_cache, total_ordering
 
 from .errors import SizingError
 
@@ -66,6 +66,11 @@ class EngineVersion:
     post: int | None = None
     dev: int | None = None
     local: tuple[int | str, ...] = ()
+    # PEP 440's order as a tuple, made once: a plan compares versions for every candidate.
+    sort_key: tuple[object, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sort_key", _sort_key(self))
 
     @property
     def major_minor_patch(self) -> tuple[int, int, int]:
@@ -76,19 +81,16 @@ class EngineVersion:
     def is_prerelease(self) -> bool:
         return self.pre is not None or self.dev is not None
 
-    def _key(self) -> tuple[object, ...]:
-        return _sort_key(self)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EngineVersion):
             return NotImplemented
-        return self._key() == other._key()
+        return self.sort_key == other.sort_key
 
     def __lt__(self, other: EngineVersion) -> bool:
-        return self._key() < other._key()
+        return self.sort_key < other.sort_key
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self.sort_key)
 
     def __str__(self) -> str:
         return self.text
@@ -114,6 +116,9 @@ def _sort_key(version: EngineVersion) -> tuple[object, ...]:
     return (version.epoch, tuple(release), pre, post, dev, local)
 
 
+# Memoised: a plan parses the asked and the newest release once per candidate layout, and the
+# release strings a replica is asked about are few. A refusal raises and is not remembered.
+@lru_cache(maxsize=256)
 def parse_engine_version(
     text: str, field: str = "engine_version", engine: str = "release"
 ) -> EngineVersion:

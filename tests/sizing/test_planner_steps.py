@@ -10,9 +10,17 @@ block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and 
 from __future__ import annotations
 
 from service.sizing.architecture import FullAttention, ModelArchitecture
-from service.sizing.capacity import Gpu, Workload, compute_capacity
+from service.sizing.capacity import Gpu, Workload, compute_capacity, model_facts
 from service.sizing.engines.common import EngineOptions
-from service.sizing.planner import PlanRequest, _Fit, _fit_for, _priced, _replicas
+from service.sizing.planner import (
+    PlanRequest,
+    _Fit,
+    _fit_for,
+    _priced,
+    _replicas,
+    candidate_capacity,
+    plan,
+)
 from service.sizing.units import GiB, MiB
 
 LLAMA_31_8B = ModelArchitecture(
@@ -53,3 +61,18 @@ def test_the_priced_option_reports_headroom_cost_and_the_batch_cap() -> None:
     assert (option.total_gpus, option.cost_per_hour_usd) == (5, 12.5)
     assert option.sequences_per_replica == 4
     assert any("max_num_seqs 4 caps the batch" in w for w in option.warnings)
+
+
+def test_a_plan_from_remembered_capacities_equals_one_computed_afresh() -> None:
+    # Candidates' capacities are memoised across plans (planner.candidate_capacity); another
+    # peak reuses them, and must answer exactly what a cold computation answers.
+    a100 = Gpu(80 * GiB, "A100 80GB", slug="a100", price_usd_per_hour=1.5, max_gpus_per_node=4)
+    gpus = [H100, a100]
+    first = PlanRequest(max_model_len=8192, peak_concurrency=64)
+    other_peak = PlanRequest(max_model_len=8192, peak_concurrency=300)
+    plan(LLAMA_31_8B, gpus, first)
+    warm = plan(LLAMA_31_8B, gpus, other_peak)
+    assert candidate_capacity.cache_info().hits > 0
+    candidate_capacity.cache_clear()
+    model_facts.cache_clear()
+    assert plan(LLAMA_31_8B, gpus, other_peak) == warm

@@ -88,3 +88,12 @@ def test_any_two_versions_compare_as_pip_compares_them(left: str, right: str) ->
     pips = (Version(left), Version(right))
     assert (ours[0] < ours[1]) == (pips[0] < pips[1])
     assert (ours[0] == ours[1]) == (pips[0] == pips[1])
+
+
+def test_a_parsed_release_is_remembered_and_still_compares_by_pep_440() -> None:
+    # parse_engine_version is memoised (a plan parses per candidate): the same string gives
+    # the same object, and its sort key, made once, still orders as pip does.
+    assert parse_engine_version("0.10.1.1") is parse_engine_version("0.10.1.1")
+    assert parse_engine_version("0.11.0rc2") < parse_engine_version("0.11.0")
+    assert parse_engine_version("v0.6.3") == parse_engine_version("0.6.3.0")
+    assert hash(parse_engine_version("v0.6.3")) == hash(parse_engine_version("0.6.3.0"))
