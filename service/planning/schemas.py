@@ -74,7 +74,8 @@ AVG_PROMPT_TOKENS_DOC = (
 )
 ERROR_BAND_DOC = (
     "The speed figures' error band, a fraction: 80% of the published measurements held back "
-    "from the fit were within +/- this of the estimate (README, How fast a deployment decodes). Null with them."
+    "from the fit were within +/- this of the estimate (README, How fast a deployment decodes). "
+    "Null with them."
 )
 
 

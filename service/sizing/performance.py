@@ -82,6 +82,13 @@ LINK_GB_S: Final[dict[str, float]] = {
     "gb200": 900,
     "gb300": 900,
     "rtx-pro-6000-blackwell-server": 64,
+    # aiconfigurator has no AMD system file. An MI300X has seven Infinity Fabric (xGMI) links,
+    # one to each other GPU of an 8-GPU platform, 16 lanes at 32 Gb/s: 128 GB/s per link both
+    # ways together, 64 GB/s one way; 7 x 64 = 448 GB/s one way per GPU (Wheeler's Network,
+    # "AMD Looks to Infinity for AI Interconnects", https://www.wheelersnetwork.com/2024/01/).
+    # A ring over fewer than eight GPUs drives fewer of those links, so below TP 8 this is an
+    # upper bound.
+    "mi300x": 448,
 }
 
 # Weight formats whose matmuls run on FP8 (or finer) tensor cores where the GPU has them: FP8

@@ -172,8 +172,6 @@ def test_an_inline_gpu_with_the_catalogs_figures_gets_the_same_speed(client: Tes
         # the catalog has no bandwidth for the A100 40GB, no BF16 figure for the RTX 4090
         ("a100-40gb", 1, "memory_bandwidth_tb_s"),
         ("rtx-4090", 1, "dense_bf16_tflops"),
-        # MI300X has both, but kvplan has no link figure for its Infinity Fabric
-        ("mi300x", 2, "interconnect_gb_s"),
     ],
 )
 def test_a_gpu_without_the_figures_answers_null_and_says_why(
@@ -200,6 +198,48 @@ def test_a_gpu_without_the_figures_answers_null_and_says_why(
     assert detail["explanation"]["performance"] is None
     (warning,) = [w for w in detail["warnings"] if "decode_ms_per_token" in w]
     assert f"{gpu} has no {missing} figure" in warning
+
+
+def test_tensor_parallelism_on_a_gpu_without_a_link_figure_answers_null_and_says_why(
+    client: TestClient,
+) -> None:
+    # an inline GPU with an H100's memory, bandwidth and FLOPS but no interconnect_gb_s
+    memory = client.get("/v1/gpus/h100-sxm-80gb").json()["memory_bytes"]
+    gpu = {"memory_bytes": memory, "memory_bandwidth_tb_s": 3.35, "dense_bf16_tflops": 989}
+    body = {"model": "llama-3.1-8b", "gpu": gpu, "max_model_len": 4096}
+    alone = client.post("/v1/capacity", json=body).json()
+    assert alone["decode_ms_per_token"] is not None
+    split = client.post("/v1/capacity", json={**body, "tensor_parallel_size": 2}).json()
+    assert split["decode_ms_per_token"] is None
+    (warning,) = [w for w in split["warnings"] if "decode_ms_per_token" in w]
+    assert "interconnect_gb_s" in warning
+
+
+def test_mi300x_tensor_parallelism_runs_over_its_infinity_fabric(client: TestClient) -> None:
+    # MI300X (service/catalog/data/gpus.json): 5.3 TB/s, 1,307.4 dense BF16 TFLOPS, and
+    # performance.py LINK_GB_S 448 GB/s one way (7 xGMI links x 64 GB/s). Llama-3.1-70B at
+    # TP 4 with the pool of test_tensor_parallel_decode_adds_the_all_reduces: 32 sequences of
+    # 4,096 tokens; the same bytes and FLOPs per GPU, and 160 all-reduces of 524,288 B, each
+    # 2 x 3/4 x 524,288 / 448e9 s + FITTED.allreduce_latency_us.
+    body = {
+        "model": "llama-3.1-70b",
+        "gpu": "mi300x",
+        "tensor_parallel_size": 4,
+        "max_model_len": 4096,
+        "kv_pool_bytes": 8193 * 1_310_720,
+        "engine_version": "0.20.0",
+    }
+    answer = client.post("/v1/capacity", json=body).json()
+    assert answer["max_num_seqs"] == 32
+    link_ms = 160 * (1.5 * 524_288 / 448e9 * 1e3 + FITTED.allreduce_latency_us / 1e3)
+    memory = (35_276_853_248 + 10_737_418_240) / (5.3e12 * FITTED.bandwidth) * 1e3
+    compute = 1_214_758_649_856 / (1307.4e12 * FITTED.compute) * 1e3
+    larger, smaller = max(memory, compute), min(memory, compute)
+    expected = larger + (1 - FITTED.overlap) * smaller + link_ms + FITTED.step_overhead_ms
+    assert answer["decode_ms_per_token"] == pytest.approx(expected, abs=1e-3)
+    assert answer["explanation"]["performance"]["decode"]["interconnect_ms"] == pytest.approx(
+        link_ms, abs=1e-3
+    )
 
 
 def test_a_gpu_given_by_its_memory_alone_has_no_speed(client: TestClient) -> None:
