@@ -117,6 +117,19 @@ class Settings(BaseSettings):
         ge=1,
         description="An idle keep-alive connection is closed after this.",
     )
+    timeout_request_head_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="A request's line and headers must arrive within this of the connection "
+        "opening or of the previous answer, else the connection is closed (slow loris; 0: no "
+        "limit).",
+    )
+    timeout_request_body_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="A request's body must arrive within this of its head, else the connection "
+        "is closed (0: no limit).",
+    )
     limit_concurrency: int = Field(
         default=1024,
         ge=0,
@@ -132,7 +145,8 @@ class Settings(BaseSettings):
     h11_max_incomplete_event_bytes: int = Field(
         default=16384,
         ge=1024,
-        description="Largest request head (line and headers) the h11 parser buffers.",
+        description="Largest request head (line and headers), with either parser; the name "
+        "is h11's, whose own limit it also sets.",
     )
 
     @cached_property
