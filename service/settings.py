@@ -86,6 +86,17 @@ class Settings(BaseSettings):
         ge=1,
         description="Largest request body accepted (bytes); larger ones get 413 unread.",
     )
+    write_rate_per_second: float = Field(
+        default=10.0,
+        ge=0,
+        description="Writes each admin token may make a second, on average, on each replica "
+        "(each worker process); more get 429 with Retry-After (0: no limit).",
+    )
+    write_burst: int = Field(
+        default=100,
+        ge=1,
+        description="Writes an admin token may make in a row before write_rate_per_second applies.",
+    )
     cors_origins: str = Field(
         default="",
         description="Comma-separated origins allowed to call from a browser (CORS). Empty: none.",
