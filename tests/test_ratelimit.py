@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.ratelimit import WriteLimiter
+from service.settings import Settings
 from tests.conftest import ADMIN, ADMIN_TOKEN, make_settings
 from tests.helpers import problem
 
@@ -124,7 +125,7 @@ def test_refused_writes_are_counted_on_metrics(limited: TestClient) -> None:
 
 def test_the_default_limit_is_generous_and_0_turns_it_off() -> None:
     clock = Clock()
-    default = make_settings("sqlite://")
+    default = Settings()
     limiter = WriteLimiter(default.write_rate_per_second, default.write_burst, clock)
     assert [limiter.take("t") for _ in range(100)] == [0.0] * 100  # a burst of 100
     assert limiter.take("t") == pytest.approx(0.1)  # then 10 a second

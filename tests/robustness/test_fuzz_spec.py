@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pytest
 import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
@@ -28,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 
 from service.app import create_app
 from service.settings import Settings
-from tests.conftest import ADMIN, make_settings
+from tests.conftest import ADMIN
 
 MAX_EXAMPLES = int(os.environ.get("KVPLAN_FUZZ_EXAMPLES", "12"))
 CHECKS = [
@@ -47,13 +46,6 @@ spec = schemathesis.openapi.from_asgi(
 )
 
 
-@pytest.fixture
-def unlimited(app: FastAPI, database_url: str) -> FastAPI:
-    """The test app without the write rate limit: hundreds of writes per operation must reach
-    the endpoints, not a 429 (tests/test_ratelimit.py covers the limit)."""
-    return create_app(make_settings(database_url, write_rate_per_second=0), app.state.db)
-
-
 @spec.parametrize()
 @settings(
     max_examples=MAX_EXAMPLES,
@@ -61,5 +53,5 @@ def unlimited(app: FastAPI, database_url: str) -> FastAPI:
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
-def test_every_operation_answers_as_the_spec_says(unlimited: FastAPI, case: Any) -> None:
-    case.call_and_validate(app=unlimited, headers=ADMIN, checks=CHECKS)
+def test_every_operation_answers_as_the_spec_says(app: FastAPI, case: Any) -> None:
+    case.call_and_validate(app=app, headers=ADMIN, checks=CHECKS)
