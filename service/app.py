@@ -29,6 +29,7 @@ from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
+from .ratelimit import WriteLimiter
 from .security import install_key_redaction
 from .settings import Settings
 from .web.router import router as web_router
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.db = database
     app.state.metrics = metrics
+    app.state.write_limiter = WriteLimiter(settings.write_rate_per_second, settings.write_burst)
     catalog = CatalogCache(
         database,
         settings.catalog_ttl_seconds,

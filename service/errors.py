@@ -43,6 +43,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "method-not-allowed": "This path does not accept that method.",
     "content-too-large": "The request body is larger than this server accepts "
     "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read.",
+    "too-many-requests": "This admin token has written more than the replica allows "
+    "(`KVPLAN_WRITE_RATE_PER_SECOND`, `KVPLAN_WRITE_BURST`); retry after `Retry-After` seconds.",
     "internal-error": "kvplan failed; this is a bug.",
 }
 
@@ -158,6 +160,13 @@ class MethodNotAllowed(Problem):
 
 class ContentTooLarge(Problem):
     status, code, title = 413, "content-too-large", "Content too large"
+
+
+class TooManyRequests(Problem):
+    status, code, title = 429, "too-many-requests", "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after: str) -> None:
+        super().__init__(detail, headers={"Retry-After": retry_after})
 
 
 class ServiceUnavailable(Problem):
@@ -317,6 +326,17 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 
 _PROBLEM_REF = {"$ref": "#/components/schemas/ProblemDetail"}
+_TOO_MANY_WRITES: dict[str, Any] = {
+    "description": "This admin token has made more writes than this replica allows "
+    "(`KVPLAN_WRITE_RATE_PER_SECOND` a second, in bursts of `KVPLAN_WRITE_BURST`; 10 and 100 "
+    "by default); checked before the body is read. `detail` states the limit.",
+    "headers": {
+        "Retry-After": {
+            "description": "Whole seconds until this token may write again.",
+            "schema": {"type": "string"},
+        }
+    },
+}
 _FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 
@@ -333,6 +353,8 @@ def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
         schemas.pop(name, None)
     for methods in spec.get("paths", {}).values():
         for operation in methods.values():
+            if {"HTTPBearer": []} in operation.get("security", []):  # a write
+                operation["responses"].setdefault("429", _TOO_MANY_WRITES)
             if "requestBody" in operation:
                 operation["responses"].setdefault(
                     "413",

@@ -254,6 +254,13 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.writes_rate_limited = Counter(
+            "kvplan_write_rate_limited",
+            "Writes refused (429) because their admin token wrote more than "
+            "KVPLAN_WRITE_RATE_PER_SECOND and KVPLAN_WRITE_BURST allow.",
+            registry=self.registry,
+        )
+
     def capacity_request(self, method: str, fmt: str) -> None:
         """Count one capacity answer (`kvplan_capacity_requests_total`)."""
         child = self._capacity_children.get((method, fmt))

@@ -1,5 +1,5 @@
-"""Who may call: admin tokens for catalog writes, read keys for reads. Compared in constant time,
-never logged.
+"""Who may call: admin tokens for writes (at a bounded rate, ratelimit.py), read keys for reads.
+Compared in constant time, never logged.
 
 Read keys (`KVPLAN_READ_KEYS`) are optional: without them every read is open, as it always was.
 With them, each read (`GET`, and the sizing `POST`s, which store nothing) presents one in any of
@@ -23,7 +23,8 @@ from fastapi import Depends, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, APIKeyQuery, HTTPAuthorizationCredentials, HTTPBearer
 
-from .errors import Unauthorized
+from .errors import TooManyRequests, Unauthorized
+from .ratelimit import WriteLimiter, retry_after
 from .settings import Settings
 
 # Documents the scheme in OpenAPI; the check itself is `AdminRoute`, which runs first.
@@ -76,13 +77,22 @@ def _matches(presented: str, keys: Iterable[str]) -> bool:
 
 
 def require_admin(request: Request) -> None:
-    """Dependency for every write; runs before the body is read or validated."""
+    """Dependency for every write; runs before the body is read or validated: the token, then
+    the token's write rate (ratelimit.py)."""
     tokens: tuple[str, ...] = request.app.state.settings.admin_token_list
     presented = _bearer(request)
     if presented is None:
-        raise Unauthorized("catalog writes need an Authorization: Bearer <admin token> header")
+        raise Unauthorized("writes need an Authorization: Bearer <admin token> header")
     if not _matches(presented, tokens):
         raise Unauthorized("the bearer token is not an admin token")
+    limiter: WriteLimiter = request.app.state.write_limiter
+    wait = limiter.take(presented)
+    if wait > 0:
+        request.app.state.metrics.writes_rate_limited.inc()
+        raise TooManyRequests(
+            f"this admin token has written too often: the limit is {limiter.policy()}",
+            retry_after=retry_after(wait),
+        )
 
 
 def reads_are_open(request: Request) -> bool:

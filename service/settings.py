@@ -86,6 +86,17 @@ class Settings(BaseSettings):
         ge=1,
         description="Largest request body accepted (bytes); larger ones get 413 unread.",
     )
+    write_rate_per_second: float = Field(
+        default=10.0,
+        ge=0,
+        description="Writes each admin token may make a second, on average, on each replica "
+        "(each worker process); more get 429 with Retry-After (0: no limit).",
+    )
+    write_burst: int = Field(
+        default=100,
+        ge=1,
+        description="Writes an admin token may make in a row before write_rate_per_second applies.",
+    )
     cors_origins: str = Field(
         default="",
         description="Comma-separated origins allowed to call from a browser (CORS). Empty: none.",
@@ -117,6 +128,19 @@ class Settings(BaseSettings):
         ge=1,
         description="An idle keep-alive connection is closed after this.",
     )
+    timeout_request_head_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="A request's line and headers must arrive within this of the connection "
+        "opening or of the previous answer, else the connection is closed (slow loris; 0: no "
+        "limit).",
+    )
+    timeout_request_body_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="A request's body must arrive within this of its head, else the connection "
+        "is closed (0: no limit).",
+    )
     limit_concurrency: int = Field(
         default=1024,
         ge=0,
@@ -132,7 +156,8 @@ class Settings(BaseSettings):
     h11_max_incomplete_event_bytes: int = Field(
         default=16384,
         ge=1024,
-        description="Largest request head (line and headers) the h11 parser buffers.",
+        description="Largest request head (line and headers), with either parser; the name "
+        "is h11's, whose own limit it also sets.",
     )
 
     @cached_property

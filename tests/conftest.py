@@ -117,6 +117,9 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
         "database_url": database_url,
         "admin_tokens": ADMIN_TOKEN,
         "catalog_ttl_seconds": 0,
+        # Off: property and fuzz tests write hundreds of times through one app;
+        # tests/test_ratelimit.py turns it on.
+        "write_rate_per_second": 0,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

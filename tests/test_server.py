@@ -20,7 +20,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from service.app import create_app
 from service.db import Database
-from service.server import listening_socket, options
+from service.deadlines import AutoDeadlines, ServerConfig
+from service.server import APP, listening_socket, options
 from service.settings import Settings
 from tests.catalog.test_stale_reads import cut
 from tests.conftest import make_settings
@@ -32,10 +33,16 @@ QUESTION = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 81
 
 def test_httptools_and_uvloop_are_installed_so_auto_picks_them() -> None:
     # uvicorn[standard]: `auto` is httptools and uvloop where they import
-    # (uvicorn/protocols/http/auto.py, uvicorn/loops/auto.py)
-    assert options(Settings())["http"] == options(Settings())["loop"] == "auto"
+    # (uvicorn/protocols/http/auto.py, uvicorn/loops/auto.py); kvplan's `auto` is httptools
+    # with the request deadlines (service/deadlines.py)
+    assert options(Settings())["loop"] == "auto"
     assert importlib.util.find_spec("uvloop") is not None
     assert AutoHTTPProtocol is HttpToolsProtocol
+    assert issubclass(AutoDeadlines, HttpToolsProtocol)
+    config = ServerConfig(APP, factory=True, **options(Settings()))
+    config.load()
+    assert config.http_protocol_class is AutoDeadlines
+    assert (config.timeout_request_head, config.timeout_request_body) == (10.0, 30.0)
 
 
 def test_the_defaults_are_production_ones() -> None:

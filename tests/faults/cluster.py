@@ -155,6 +155,8 @@ class Replica:
             "KVPLAN_ADMIN_TOKENS": token,
             "KVPLAN_CATALOG_TTL_SECONDS": "1",
             "KVPLAN_LOG_LEVEL": "WARNING",
+            # the writers here measure the database's faults, faster than one token may write
+            "KVPLAN_WRITE_RATE_PER_SECOND": "0",
         }
         self.log_path = logs / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
