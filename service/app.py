@@ -146,6 +146,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         settings.catalog_ttl_seconds,
         on_load,
         wait_seconds=settings.db_answer_timeout_seconds or 2.0,
+        wait_after_write_seconds=settings.catalog_wait_after_write_seconds,
     )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog

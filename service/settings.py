@@ -39,6 +39,14 @@ class Settings(BaseSettings):
         ge=0,
         description="How long a replica trusts its in-memory catalog before checking the database.",
     )
+    catalog_wait_after_write_seconds: float = Field(
+        default=0.1,
+        ge=0,
+        description="How long the first read after this replica's own write waits for a refresh "
+        "that shows it (a refresh takes milliseconds; a database slower than this is answered "
+        "from the catalog held, which the TTL then refreshes). Bounds every read's wait while "
+        "the database hangs right after a write.",
+    )
     capacity_max_age_seconds: int = Field(
         default=30, ge=0, description="Cache-Control max-age of GET /v1/capacity answers."
     )
@@ -53,7 +61,7 @@ class Settings(BaseSettings):
     )
     db_pool_size: int = Field(default=5, ge=1)
     db_pool_timeout_seconds: float = Field(
-        default=2.0,
+        default=1.0,
         gt=0,
         description="How long a request waits for a free pooled connection before a 503.",
     )
