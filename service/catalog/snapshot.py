@@ -14,9 +14,9 @@ the database: for tests). After this replica's own write, the next read waits at
 `wait_after_write_seconds` (0.1 s, `KVPLAN_CATALOG_WAIT_AFTER_WRITE_SECONDS`) for a refresh
 that sees the write, so a client reads its own write on the replica it wrote through (a
 refresh takes milliseconds; a database slower than that is answered from the snapshot held,
-so that a database freezing just after a write delays no read by more than the wait). While the database is unreachable a replica that
-holds a snapshot keeps answering from it (`kvplan_catalog_stale` says so); one that never
-loaded the catalog answers 503.
+so that a database freezing just after a write delays no read by more than the wait). While
+the database is unreachable a replica that holds a snapshot keeps answering from it
+(`kvplan_catalog_stale` says so); one that never loaded the catalog answers 503.
 """
 
 from __future__ import annotations
