@@ -213,6 +213,12 @@ class CalibrationRead(BaseModel):
     kv_cache_dtype: str
     max_num_batched_tokens: int | None
     enforce_eager: bool
+    weight_format: str | None = Field(
+        description="The weights' storage format the log ran (its `quantization` flag, else the "
+        "model's own: the catalog's, or the config.json's quantization_config), e.g. bfloat16, "
+        "fp8, awq. Null only for a calibration stored before kvplan keyed the format and whose "
+        "format could not be told then: it answers no question."
+    )
     fraction_name: str = Field(
         description="gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."
     )
