@@ -133,6 +133,7 @@ def explain(question: LogQuestion, catalog: CatalogSnapshot) -> Explained:
             )
             for line in parsed.recognised_lines
         ],
+        recognised_lines_omitted=parsed.recognised_lines_omitted,
         model=target.model if target is not None else None,
         gpu=target.gpu if target is not None else None,
         prediction=prediction,
