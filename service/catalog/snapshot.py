@@ -80,9 +80,15 @@ class CalibrationKey:
     or `sha256:<hex>` of a config.json), the GPU (a catalog slug, or `<bytes>B`), the engine and
     the release it was sized as, the layout, the KV dtype as asked, and the flags that change
     the memory outside the KV cache (the scheduler's token budget sizes the profile run; eager
-    mode captures no CUDA graphs). Not in it: the utilization or memory fraction (the pool
-    scales with it), and max_model_len, max_num_seqs and block_size, which change how the pool
-    is cut, not how big it is (vLLM V1 profiles max_num_batched_tokens, not max_model_len)."""
+    mode captures no CUDA graphs), and the format the weights are stored in (`weight_format`:
+    fp8 weights of the same model leave the pool their bytes free, so a bf16 run's pool must
+    never answer an fp8 question). `weight_format` is the question's own, else the model's
+    (the catalog's, or what the config.json's quantization_config declares), as a
+    `sizing.dtypes.WEIGHT_FORMAT_BITS` name; None only on a calibration stored before kvplan
+    keyed it and whose format could not be told then (it matches no question). Not in it: the
+    utilization or memory fraction (the pool scales with it), and max_model_len, max_num_seqs
+    and block_size, which change how the pool is cut, not how big it is (vLLM V1 profiles
+    max_num_batched_tokens, not max_model_len)."""
 
     model: str
     gpu: str
@@ -93,6 +99,7 @@ class CalibrationKey:
     kv_cache_dtype: str
     max_num_batched_tokens: int | None
     enforce_eager: bool
+    weight_format: str | None
 
     @classmethod
     def of(
@@ -105,6 +112,7 @@ class CalibrationKey:
         tensor_parallel_size: int,
         pipeline_parallel_size: int,
         kv_cache_dtype: str,
+        weight_format: str,
         engine_settings: Mapping[str, Any],
     ) -> CalibrationKey:
         """The key of a capacity answer (its engine settings hold the flags' resolved values;
@@ -122,6 +130,7 @@ class CalibrationKey:
             kv_cache_dtype=kv_cache_dtype,
             max_num_batched_tokens=budget if isinstance(budget, int) else None,
             enforce_eager=bool(engine_settings.get("enforce_eager", False)),
+            weight_format=weight_format,
         )
 
     @property
@@ -287,6 +296,7 @@ def calibration_entry(row: CalibrationRow) -> CalibrationEntry:
             kv_cache_dtype=row.kv_cache_dtype,
             max_num_batched_tokens=row.max_num_batched_tokens,
             enforce_eager=row.enforce_eager,
+            weight_format=row.weight_format,
         ),
         fraction_name=row.fraction_name,
         fraction=row.fraction,

@@ -198,7 +198,9 @@ def _fraction_base(engine: str, parsed: ParsedLog, detail: CapacityDetail, pool:
     return round(pool / fraction) if isinstance(fraction, int | float) and fraction else None
 
 
-def calibration_key(model_key: str, gpu_key: str, detail: CapacityDetail) -> CalibrationKey:
+def calibration_key(
+    model_key: str, gpu_key: str, detail: CapacityDetail, weight_format: str
+) -> CalibrationKey:
     return CalibrationKey.of(
         model_key,
         gpu_key,
@@ -207,6 +209,7 @@ def calibration_key(model_key: str, gpu_key: str, detail: CapacityDetail) -> Cal
         tensor_parallel_size=detail.tensor_parallel_size,
         pipeline_parallel_size=detail.pipeline_parallel_size,
         kv_cache_dtype=detail.kv_cache_dtype,
+        weight_format=weight_format,
         engine_settings=detail.engine_settings,
     )
 
@@ -226,7 +229,8 @@ def create(
     parsed = explained.parsed
     model_key = calibrated.model_key(target.model_ref, target.model)
     assert model_key is not None  # a log is matched to a catalog slug or a config.json
-    key = calibration_key(model_key, target.gpu, detail)
+    weight_format = planning.weight_format(explained.question, catalog)
+    key = calibration_key(model_key, target.gpu, detail, weight_format)
     existing = repository.get_by_key(session, key.digest)
     if existing is not None:
         raise Conflict(

@@ -72,8 +72,18 @@ class CleanLine:
     pid: str | None
 
 
+def plain_text(raw: str) -> str:
+    """The line without colour codes, bold markers and carriage returns, stripped: every
+    later step only removes a prefix or a suffix, so the cleaned text is a piece of it."""
+    return _ANSI.sub("", raw).replace("**", "").replace("\r", "").strip()
+
+
 def clean_line(raw: str) -> CleanLine:
-    text = _ANSI.sub("", raw).replace("**", "").replace("\r", "").strip()
+    return clean_plain(plain_text(raw))
+
+
+def clean_plain(text: str) -> CleanLine:
+    """`clean_line` of a line `plain_text` has already cleaned."""
     changed = True
     while changed:
         changed = False

@@ -191,7 +191,9 @@ class ParsedLog:
     `engine_version` is the one the log prints (else the caller's hint, else `None`).
     `figures` keeps every value read, in log order, with its printed decimal, unit, rank and
     line; `settings` and `reported` are what they reduce to. `recognised_lines` says which
-    lines matched which patterns, for the explanation an answer gives.
+    lines matched which patterns, for the explanation an answer gives: of each pattern the
+    first lines (`parser.LINES_PER_PATTERN`) and the last, and every line a kept figure came
+    from; `recognised_lines_omitted` counts the recognised lines left out.
     """
 
     engine: EngineName
@@ -200,6 +202,7 @@ class ParsedLog:
     reported: Reported
     figures: tuple[Figure, ...]
     recognised_lines: tuple[RecognisedLine, ...]
+    recognised_lines_omitted: int = 0
 
     def printed(self, field: str) -> str | None:
         """The decimal as printed on the line that gave `reported.<field>` its value."""

@@ -2,9 +2,9 @@
 
 The schema changes only through Alembic (migrations/). One calibration per key (`key_digest`,
 the sha256 of the key's canonical JSON): the model, the GPU, the engine and its release, the
-layout, the KV dtype, and the flags that change the non-KV memory. The fraction the engine
-was given (utilization, memory fraction) is not in the key: a question at another fraction
-scales the measured pool (`catalog.snapshot.CalibrationEntry.pool_for`).
+layout, the KV dtype, the weights' format, and the flags that change the non-KV memory. The
+fraction the engine was given (utilization, memory fraction) is not in the key: a question at
+another fraction scales the measured pool (`catalog.snapshot.CalibrationEntry.pool_for`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ class CalibrationRow(SQLModel, table=True):
     kv_cache_dtype: str = Field(sa_type=String(20), nullable=False)
     max_num_batched_tokens: int | None = Field(default=None)
     enforce_eager: bool = Field(nullable=False)
+    # The weights' storage format (a sizing.dtypes.WEIGHT_FORMAT_BITS name); null only for a
+    # calibration stored before 0006 whose format could not be told (it matches no question).
+    weight_format: str | None = Field(default=None, sa_type=String(32))
     # How the pool moves with the question's fraction: pool + (fraction' - fraction) x base.
     fraction_name: str = Field(sa_type=String(40), nullable=False)
     fraction: float | None = Field(default=None)

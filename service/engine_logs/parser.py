@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from ..sizing.errors import SizingError
-from .clean import CleanLine, clean_line
+from .clean import CleanLine, clean_plain, plain_text
 from .model import (
     ENGINES,
     REPORTED_FIELDS,
@@ -44,6 +44,7 @@ from .patterns import (
     Capture,
     KeySpec,
     LinePattern,
+    VersionPattern,
 )
 
 _ENGINE_ALIASES: dict[str, EngineName] = {
@@ -106,42 +107,129 @@ def parse_engine_log(
     hint = _engine(engine_hint)
     # Lines end at \n (\r\n too); a lone \r is a progress bar redrawing the same line.
     raw_lines = text.split("\n")
-    cleaned = [clean_line(raw) for raw in raw_lines]
+    cleaned, non_blank = _cleaned_lines(raw_lines)
     ranks = _ranks(cleaned)
 
     matches: list[_Match] = []
     versions: list[tuple[EngineName, int, int, str]] = []
-    for index, line in enumerate(cleaned):
-        if not line.text:
-            continue
+    hits_of: dict[str, tuple[_Hit, ...]] = {}
+    for index, line in cleaned.items():
         number = index + 1
-        for pattern in PATTERNS:
-            found = pattern.regex.search(line.message if pattern.on_message else line.text)
-            if found:
-                figures = _figures(pattern, found, ranks[index], number)
-                if pattern.captures and not figures:
-                    continue  # its figures are none an engine prints ("1" and 400 zeros)
-                matches.append(_Match(pattern.engine, pattern.name, number, line.text, figures))
-        for version in VERSION_PATTERNS:
-            found = version.regex.search(line.text)
-            if found:
-                versions.append((version.engine, version.rank, number, found.group("v")))
-                name = f"{version.engine}_version"
-                matches.append(_Match(version.engine, name, number, line.text, ()))
+        hits = hits_of.get(line.text)
+        if hits is None:
+            hits = hits_of[line.text] = _hits(line)
+        for hit in hits:
+            if isinstance(hit.pattern, VersionPattern):
+                versions.append((hit.pattern.engine, hit.pattern.rank, number, hit.found["v"]))
+                name = f"{hit.pattern.engine}_version"
+                matches.append(_Match(hit.pattern.engine, name, number, line.text, ()))
+                continue
+            figures = _figures(hit.pattern, hit.found, ranks[index], number)
+            if hit.pattern.captures and not figures:
+                continue  # its figures are none an engine prints ("1" and 400 zeros)
+            matches.append(_Match(hit.pattern.engine, hit.pattern.name, number, line.text, figures))
 
     if not matches:
-        raise LogNotRecognised(sum(1 for line in cleaned if line.text))
+        raise LogNotRecognised(non_blank)
     engine = _decide_engine(matches, hint)
     kept = [m for m in matches if m.engine == engine]
     figures = tuple(f for m in kept for f in m.figures)
+    shown, omitted = _recognised_lines(kept, figures)
     return ParsedLog(
         engine=engine,
         engine_version=_version(versions, engine, version_hint),
         settings=_settings(figures),
         reported=_reported(figures),
         figures=figures,
-        recognised_lines=_recognised_lines(kept),
+        recognised_lines=shown,
+        recognised_lines_omitted=omitted,
     )
+
+
+# ---- finding the lines worth matching ---------------------------------------------------------
+#
+# A hostile paste is up to the body limit of lines kvplan does not read (a million empty ones,
+# the same line 65,000 times), so each line costs one pass: blank lines are skipped before any
+# regex; the colours are stripped once; a line that holds none of the texts some pattern
+# requires (`patterns.required_literal`, all in one search) is not cleaned further or matched,
+# unless it names a process id (`pid=`: another line may borrow the rank it names); and a line
+# seen before is cleaned and matched once.
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    pattern: LinePattern | VersionPattern
+    found: re.Match[str]
+
+
+_ALL_PATTERNS: tuple[LinePattern | VersionPattern, ...] = (*PATTERNS, *VERSION_PATTERNS)
+_KEYWORDS = tuple(
+    sorted({p.keyword for p in _ALL_PATTERNS if p.keyword is not None} | {"pid="}, key=len)
+)
+_EVERY_LINE = any(pattern.keyword is None for pattern in _ALL_PATTERNS)
+_ANY_KEYWORD = re.compile("|".join(re.escape(keyword) for keyword in reversed(_KEYWORDS)))
+# Past this length a line is searched for each text in turn (a fast scan each, linear in the
+# line) rather than by the one alternation, whose cost grows with the line times the texts
+# that start with its letters.
+_LONG_LINE = 64
+
+
+def _worth_matching(plain: str) -> bool:
+    if _EVERY_LINE:
+        return True
+    if len(plain) > _LONG_LINE:
+        return any(keyword in plain for keyword in _KEYWORDS)
+    return _ANY_KEYWORD.search(plain) is not None
+
+
+def _cleaned_lines(raw_lines: list[str]) -> tuple[dict[int, CleanLine], int]:
+    """The lines worth matching, by index, cleaned (the rest are blank or match nothing), and
+    how many lines are not blank (hold anything but whitespace and colour codes)."""
+    cleaned: dict[int, CleanLine] = {}
+    seen: dict[str, CleanLine | None] = {}
+    non_blank = 0
+    for index, raw in enumerate(raw_lines):
+        if not raw or raw.isspace():
+            continue
+        line = seen.get(raw, _UNSEEN)
+        if line is _UNSEEN:
+            plain = plain_text(raw)
+            line = None
+            if not plain:
+                line = _BLANK
+            elif _worth_matching(plain):
+                line = clean_plain(plain)
+            seen[raw] = line
+        if line is _BLANK:
+            continue
+        non_blank += 1
+        if line is not None and line.text:
+            cleaned[index] = line
+    return cleaned, non_blank
+
+
+# Markers in `_cleaned_lines`' memo: a line not met yet, and one that is only colour codes.
+_UNSEEN = CleanLine(text="", message="", rank="", pid=None)
+_BLANK = CleanLine(text="", message="", rank="", pid=None)
+
+
+# Each pattern as `_hits` tries it: its required text, its regex, and whether it reads the
+# message (the line without the logger's prefix).
+_TRIES = tuple(
+    (p.keyword or "", p.regex, isinstance(p, LinePattern) and p.on_message, p)
+    for p in _ALL_PATTERNS
+)
+
+
+def _hits(line: CleanLine) -> tuple[_Hit, ...]:
+    text, message = line.text, line.message
+    hits = []
+    for keyword, regex, on_message, pattern in _TRIES:
+        if keyword in text:
+            found = regex.search(message if on_message else text)
+            if found:
+                hits.append(_Hit(pattern, found))
+    return tuple(hits)
 
 
 def _engine(hint: str | None) -> EngineName | None:
@@ -153,13 +241,16 @@ def _engine(hint: str | None) -> EngineName | None:
     return engine
 
 
-def _ranks(cleaned: list[CleanLine]) -> list[str]:
+def _ranks(cleaned: dict[int, CleanLine]) -> dict[int, str]:
     """Each line's rank; a pid-only prefix takes the rank its process names elsewhere."""
     by_pid: dict[str, str] = {}
-    for line in cleaned:
+    for line in cleaned.values():
         if line.pid and line.rank and not line.rank.startswith("pid "):
             by_pid.setdefault(line.pid, line.rank)
-    return [by_pid.get(line.pid, line.rank) if line.pid else line.rank for line in cleaned]
+    return {
+        index: by_pid.get(line.pid, line.rank) if line.pid else line.rank
+        for index, line in cleaned.items()
+    }
 
 
 def _decide_engine(matches: list[_Match], hint: EngineName | None) -> EngineName:
@@ -389,13 +480,40 @@ def _settings(figures: tuple[Figure, ...]) -> Settings:
     return replace(Settings(), **values)  # type: ignore[arg-type]
 
 
-def _recognised_lines(matches: list[_Match]) -> tuple[RecognisedLine, ...]:
+# Lines of one pattern echoed in the answer beyond the ones that gave a figure (a pasted log
+# can repeat a line thousands of times; the answer stays small, the figures use every line).
+LINES_PER_PATTERN = 10
+
+
+def _recognised_lines(
+    matches: list[_Match], figures: tuple[Figure, ...]
+) -> tuple[tuple[RecognisedLine, ...], int]:
+    """The recognised lines to echo, and how many are left out: of each pattern its first
+    LINES_PER_PATTERN lines and its last, and every line a figure the answer uses was read
+    from (the last of each field on each rank, which is the one `_reported` and `_settings`
+    keep); so the reduction's rule is not changed, only what is shown of it."""
+    kept: set[int] = set()
+    count: Counter[str] = Counter()
+    last: dict[str, int] = {}
+    for match in matches:
+        count[match.pattern] += 1
+        if count[match.pattern] <= LINES_PER_PATTERN:
+            kept.add(match.line_number)
+        last[match.pattern] = match.line_number
+    kept.update(last.values())
+    used: dict[tuple[str, str, str], int] = {}
+    for figure in figures:
+        used[figure.target, figure.field, figure.rank] = figure.line_number
+    kept.update(used.values())
+
     by_line: dict[int, tuple[str, list[str]]] = {}
     for match in matches:
         _, names = by_line.setdefault(match.line_number, (match.text, []))
         if match.pattern not in names:
             names.append(match.pattern)
-    return tuple(
+    shown = tuple(
         RecognisedLine(number, text, tuple(names))
         for number, (text, names) in sorted(by_line.items())
+        if number in kept
     )
+    return shown, len(by_line) - len(shown)

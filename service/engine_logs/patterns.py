@@ -22,7 +22,7 @@ Each pattern's `source` names the engine file and function that prints the line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .model import EngineName, ValueKind
@@ -79,6 +79,94 @@ class KeySpec:
     negate: bool = False
 
 
+_SPECIAL = frozenset(".^$*+?{}[]|()\\")
+_QUANTIFIERS = frozenset("?*{")
+_GROUP_OPENERS = ("(?P<", "(?:", "(")
+
+
+def required_literal(regex: re.Pattern[str], shortest: int = 4) -> str | None:
+    """The longest run of plain characters every match of `regex` contains, or None.
+
+    Read from the pattern's text: plain characters, escaped punctuation (`\\(`) as itself; an
+    escape class (`\\d`), a class (`[...]`) or a group's edge ends a run; a character a
+    quantifier may drop (`?`, `*`, `{m,n}`) is not in one; a group is read the same way
+    unless a quantifier may drop it or it is a lookaround; a `|` means no run is required at
+    that level. A run shorter than `shortest` is not worth a search.
+    """
+    if regex.flags & re.IGNORECASE:
+        return None
+    runs = _literal_runs(regex.pattern)
+    best = max(runs, key=len, default="")
+    return best if len(best) >= shortest else None
+
+
+def _group_end(text: str, start: int) -> int:
+    """The index just past the `)` closing the group opened at `start` (len(text) if none)."""
+    depth, index = 0, start
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(text, index)
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        index += 1
+        if depth == 0:
+            return index
+    return len(text)
+
+
+def _class_end(text: str, start: int) -> int:
+    """The index just past the `]` closing the class opened at `start`."""
+    index = start + 1
+    if text[index : index + 1] == "^":
+        index += 1
+    if text[index : index + 1] == "]":
+        index += 1
+    while index < len(text) and text[index] != "]":
+        index += 2 if text[index] == "\\" else 1
+    return index + 1
+
+
+def _literal_runs(text: str) -> list[str]:
+    runs, run, index = [], "", 0
+    while index < len(text):
+        char, literal, inner = text[index], None, None
+        if char == "\\" and index + 1 < len(text):
+            literal = None if text[index + 1].isalnum() else text[index + 1]
+            index += 2
+        elif char == "[":
+            index = _class_end(text, index)
+        elif char == "(":
+            end = _group_end(text, index)
+            body = text[index : end - 1]
+            if not body.startswith(("(?=", "(?!", "(?<=", "(?<!")):
+                opener = next(o for o in _GROUP_OPENERS if body.startswith(o))
+                inner = body[body.index(">") + 1 :] if opener == "(?P<" else body[len(opener) :]
+            index = end
+        elif char == "|":
+            return []
+        elif char not in _SPECIAL:
+            literal, index = char, index + 1
+        else:
+            index += 1
+        optional = index < len(text) and text[index] in _QUANTIFIERS
+        if literal is not None and not optional:
+            run += literal
+            if index < len(text) and text[index] == "+":
+                runs.append(run)
+                run = ""
+            continue
+        runs.append(run)
+        run = ""
+        if inner is not None and not optional:
+            runs.extend(_literal_runs(inner))
+    runs.append(run)
+    return runs
+
+
 @dataclass(frozen=True, slots=True)
 class LinePattern:
     name: str
@@ -90,6 +178,11 @@ class LinePattern:
     on_message: bool = False
     # When set, the group "items" holds a list of `key=value` (or `'key': value`) items.
     keys: tuple[tuple[str, KeySpec], ...] = ()
+    # Text every line it matches contains (`required_literal`): a line without it is not tried.
+    keyword: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keyword", required_literal(self.regex))
 
 
 def _gib(group: str, field: str, label: str = "GiB") -> Capture:
@@ -987,6 +1080,10 @@ class VersionPattern:
     # Lower is preferred when a log prints more than one.
     rank: int
     source: str
+    keyword: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keyword", required_literal(self.regex))
 
 
 VERSION_PATTERNS: tuple[VersionPattern, ...] = (

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..planning.schemas import QUERY_CONFIG, CapacityDetail, EngineName
 from .model import Reported, Settings
+from .parser import LINES_PER_PATTERN
 
 # Larger than any start-up log (the 18 whole DEBUG logs of the calibration set are under
 # 200 KiB each); a longer paste is a whole day of serving, not a start-up.
@@ -145,7 +146,14 @@ class EngineLogAnswer(BaseModel):
         "times the unit the engine divides by) or counts; absent when not printed, never "
         "derived. `kv_pool_bytes` is the smallest rank's pool, `kv_pool_bytes_by_rank` each."
     )
-    recognised_lines: list[RecognisedLineOut]
+    recognised_lines: list[RecognisedLineOut] = Field(
+        description="The lines kvplan read, in log order: of each pattern its first "
+        f"{LINES_PER_PATTERN} lines and its last, and every line a figure in `reported` or "
+        "`settings` was read from (a repeated line is read every time; only the echo is cut)."
+    )
+    recognised_lines_omitted: int = Field(
+        0, ge=0, description="Recognised lines read but left out of `recognised_lines`."
+    )
     model: str | None = Field(
         description="The catalog model the prediction is for, `hf_config` for an attached "
         "config.json, or null (no prediction)."
@@ -213,6 +221,12 @@ class CalibrationRead(BaseModel):
     kv_cache_dtype: str
     max_num_batched_tokens: int | None
     enforce_eager: bool
+    weight_format: str | None = Field(
+        description="The weights' storage format the log ran (its `quantization` flag, else the "
+        "model's own: the catalog's, or the config.json's quantization_config), e.g. bfloat16, "
+        "fp8, awq. Null only for a calibration stored before kvplan keyed the format and whose "
+        "format could not be told then: it answers no question."
+    )
     fraction_name: str = Field(
         description="gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."
     )

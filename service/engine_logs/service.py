@@ -23,7 +23,7 @@ from ..errors import InvalidRequest, Problem
 from ..planning import service as planning
 from ..planning.schemas import CapacityDetail, CapacityFields, GpuRef, HfConfigModel, InlineGpu
 from ..planning.service import CapacityQuestion
-from ..sizing import SizingError
+from ..sizing import SizingError, normalize_weight_format
 from .model import ParsedLog, Reported, Settings
 from .parser import LogNotRecognised, parse_engine_log
 from .schemas import (
@@ -133,6 +133,7 @@ def explain(question: LogQuestion, catalog: CatalogSnapshot) -> Explained:
             )
             for line in parsed.recognised_lines
         ],
+        recognised_lines_omitted=parsed.recognised_lines_omitted,
         model=target.model if target is not None else None,
         gpu=target.gpu if target is not None else None,
         prediction=prediction,
@@ -205,6 +206,47 @@ def _target(
 _RELEASE = re.compile(r"^v?(\d{1,3}(?:\.\d{1,3}){0,2})")
 # Settings the capacity question takes under another name.
 _RENAMED = {"kv_cache_memory_bytes": "kv_pool_bytes"}
+# The engines' quantization methods (vLLM `--quantization`, QUANTIZATION_METHODS in
+# vllm/model_executor/layers/quantization/__init__.py; SGLang `--quantization`, the same names)
+# whose name says how the weights are stored, as kvplan's weight formats
+# (sizing.dtypes.WEIGHT_FORMAT_BITS). The Marlin and FBGEMM kernels read the same checkpoints.
+_QUANTIZATION_FORMATS = {
+    "fp8": "fp8",
+    "fbgemm_fp8": "fp8",
+    "ptpc_fp8": "fp8",
+    "awq": "awq",
+    "awq_marlin": "awq",
+    "gptq": "gptq",
+    "gptq_marlin": "gptq",
+    "mxfp4": "mxfp4",
+    "modelopt_fp4": "nvfp4",
+}
+# Methods that read the format from the checkpoint's own quantization_config: the weights are
+# the model's own format (the catalog entry's, or what the attached config.json declares).
+_FORMAT_FROM_CHECKPOINT = frozenset({"compressed-tensors", "modelopt"})
+
+
+def weight_format_of_quantization(quantization: str | None) -> str | None:
+    """The capacity question's `weight_format` for the log's `quantization` flag: None where
+    the weights are the model's own format (no flag, or a method the checkpoint describes);
+    422 naming the log for a method kvplan cannot price, so that the calibration of a
+    quantized run is never keyed as the model's own format."""
+    if quantization is None:
+        return None
+    method = quantization.strip().lower()
+    if method in _FORMAT_FROM_CHECKPOINT:
+        return None
+    if method in _QUANTIZATION_FORMATS:
+        return _QUANTIZATION_FORMATS[method]
+    try:
+        return normalize_weight_format(method)
+    except SizingError:
+        known = ", ".join(sorted(_QUANTIZATION_FORMATS))
+        raise InvalidRequest(
+            f"the log's quantization {quantization!r} is no weight format kvplan prices "
+            f"({known}, or a format name such as int8 or nvfp4)",
+            field="log",
+        ) from None
 
 
 def release(version: str | None) -> str | None:
@@ -222,6 +264,7 @@ def capacity_fields(parsed: ParsedLog) -> CapacityFields:
     values: dict[str, Any] = {
         "engine": parsed.engine,
         "engine_version": release(parsed.engine_version),
+        "weight_format": weight_format_of_quantization(parsed.settings.quantization),
     }
     wanted = CapacityFields.model_fields
     for setting in fields(Settings):

@@ -8,8 +8,9 @@ tokens and max_num_seqs follow by the engine's arithmetic as for any given pool.
 
 The key is built the same way for a question and for the log it is matched against: the model
 as the question names it (a catalog slug, or the hash of a config.json), the GPU (a catalog
-slug, the catalog GPU its bytes are, or `<bytes>B`), and the rest as the capacity answer
-resolves it (release, layout, dtype, the flags' defaults).
+slug, the catalog GPU its bytes are, or `<bytes>B`), the weights' format (`weight_format_of`:
+the question's own, else the model's), and the rest as the capacity answer resolves it
+(release, layout, dtype, the flags' defaults).
 
 `calibration_id` is the hook for a caller that names its calibration (a deployment profile
 pointing at one: `CapacityQuestion.calibration_id`): that calibration is used, and a key that
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
 from ..errors import InvalidRequest
-from ..sizing import Capacity, Gpu
+from ..sizing import Capacity, Gpu, ModelArchitecture, normalize_weight_format
 from .schemas import CalibratedFrom, HfConfigModel, ModelRef
 
 
@@ -49,7 +50,14 @@ def gpu_key(gpu: Gpu, catalog: CatalogSnapshot) -> str:
     return known.slug if known is not None else f"{gpu.memory_bytes}B"
 
 
-def key_of(model: str, gpu: str, capacity: Capacity) -> CalibrationKey:
+def weight_format_of(asked: str | None, arch: ModelArchitecture) -> str:
+    """The format the weights are stored in: the question's `weight_format`, else the model's
+    own (the catalog's, or what its config.json's quantization_config declares), by one name
+    (`fp8_e4m3` and `fp8` are one format)."""
+    return normalize_weight_format(asked) if asked is not None else arch.weight_format
+
+
+def key_of(model: str, gpu: str, capacity: Capacity, weight_format: str) -> CalibrationKey:
     return CalibrationKey.of(
         model,
         gpu,
@@ -58,6 +66,7 @@ def key_of(model: str, gpu: str, capacity: Capacity) -> CalibrationKey:
         tensor_parallel_size=capacity.parallel.tensor_parallel_size,
         pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
         kv_cache_dtype=capacity.kv_cache_dtype,
+        weight_format=weight_format,
         engine_settings=capacity.engine_settings,
     )
 
@@ -90,10 +99,16 @@ def matching(
 class CalibrationHook:
     """The calibrations one question may use: called with a candidate sized as usual (the
     planner's `CalibratedPool`), it answers the pool of the calibration with that key, moved
-    to the candidate's fraction, and remembers which it used for the answer to say so."""
+    to the candidate's fraction, and remembers which it used for the answer to say so.
+
+    `arch` and `weight_format` (the question's own, or None) give the key's weight format,
+    read only when there is a calibration to match (an unknown format is then a 422 naming
+    weight_format, as the weights' arithmetic answers it)."""
 
     catalog: CatalogSnapshot
     model: str | None
+    arch: ModelArchitecture
+    weight_format: str | None = None
     calibration_id: int | None = None
     applied: dict[tuple[str, int], tuple[CalibrationEntry, float | None]] = field(
         default_factory=dict
@@ -104,7 +119,8 @@ class CalibrationHook:
             return None  # nothing to match: a plan asks this of every candidate
         key = None
         if self.model is not None:
-            key = key_of(self.model, gpu_key(gpu, self.catalog), capacity)
+            weights = weight_format_of(self.weight_format, self.arch)
+            key = key_of(self.model, gpu_key(gpu, self.catalog), capacity, weights)
         entry = matching(key, self.catalog, self.calibration_id)
         if entry is None:
             return None
@@ -128,4 +144,5 @@ class CalibrationHook:
             fraction=fraction,
             kv_pool_bytes=capacity.kv_pool_bytes,
             reproduces=entry.reproduces,
+            weight_format=entry.key.weight_format,
         )

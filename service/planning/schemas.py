@@ -369,6 +369,11 @@ class CalibratedFrom(BaseModel):
     reproduces: bool = Field(
         description="Whether the calibrated pool gives the log's own blocks and tokens exactly."
     )
+    weight_format: str | None = Field(
+        description="The weights' format the calibration measured, as the question's "
+        "(`weight_format`, else the model's own): a calibration answers only questions whose "
+        "weights are stored the same way."
+    )
 
 
 class CapacityAnswer(BaseModel):

@@ -131,7 +131,11 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     options = engine_options(fields)
     result = compute_capacity(arch, gpu, workload, parallel, options)
     hook = calibrated.CalibrationHook(
-        catalog, calibrated.model_key(question.model, label), question.calibration_id
+        catalog,
+        calibrated.model_key(question.model, label),
+        arch,
+        fields.weight_format,
+        question.calibration_id,
     )
     if question.calibrations and fields.kv_pool_bytes is None:
         pool = hook(result, gpu)
@@ -211,6 +215,12 @@ def speed_by_batch(
     return SpeedCurve(detail, points, None, max_tpot_ms, within)
 
 
+def weight_format(question: CapacityQuestion, catalog: CatalogSnapshot) -> str:
+    """The weights' format a capacity question is for, as its calibration key names it."""
+    _, arch = _resolve_model(question.model, catalog)
+    return calibrated.weight_format_of(question.fields.weight_format, arch)
+
+
 def require_fit(detail: CapacityDetail) -> CapacityDetail:
     """The answer if the layout holds a sequence; else the 422 an autoscaler can tell apart.
 
@@ -236,7 +246,12 @@ def plan(
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)
-        hook = calibrated.CalibrationHook(catalog, calibrated.model_key(question.model, label))
+        hook = calibrated.CalibrationHook(
+            catalog,
+            calibrated.model_key(question.model, label),
+            arch,
+            question.fields.weight_format,
+        )
         given = question.fields.kv_pool_bytes is not None  # the caller's pool wins
         result = search_plans(arch, gpus, _plan_request(question.fields), None if given else hook)
     except SizingError:

@@ -13,6 +13,7 @@ from .capacity import (
     Workload,
     compute_capacity,
 )
+from .dtypes import normalize_weight_format
 from .engines.common import Engine, EngineOptions
 from .errors import SizingError
 from .explain import explain
@@ -54,5 +55,6 @@ __all__ = [
     "compute_capacity",
     "explain",
     "kv_bytes_per_token",
+    "normalize_weight_format",
     "plan",
 ]

@@ -206,6 +206,7 @@ def test_a_question_with_another_key_is_not_calibrated(client: TestClient) -> No
         {"kv_cache_dtype": "fp8"},
         {"max_num_batched_tokens": 4096},
         {"enforce_eager": True},
+        {"weight_format": "fp8"},  # the log's weights are the catalog's bf16
         {"gpu": "h200-141gb"},
         {"model": "llama-3.1-8b"},
     ):

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.engine_logs.parser import MAX_FIGURE
+from service.engine_logs.parser import LINES_PER_PATTERN, MAX_FIGURE
 from tests.helpers import problem
 
 from .calibration import load_entries
@@ -111,3 +111,40 @@ def test_one_line_as_long_as_the_body_limit(client: TestClient) -> None:
         assert problem(response, 422)["field"] == "log"
     # past the limit: 413 before the body is read
     assert problem(client.post("/v1/engine-logs", content=body * 2, headers=TEXT), 413)
+
+
+def test_a_line_repeated_to_the_body_limit_is_read_every_time_and_echoed_a_few_times(
+    client: TestClient,
+) -> None:
+    # 32,000 copies of one line (32 bytes each, 1,024,000 bytes), then the same line with
+    # another figure: every line is read, so the last one printed wins (parser.py, "a later
+    # line wins"); the answer echoes the first LINES_PER_PATTERN and the last, and counts
+    # the 32,001 - 11 = 31,990 it leaves out.
+    repeated = "GPU KV cache size: 1,000 tokens\n"
+    assert len(repeated) == 32
+    body = repeated * 32_000 + "GPU KV cache size: 2,000 tokens\n"
+    response = client.post("/v1/engine-logs", content=body, headers=TEXT)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["reported"] == {"kv_cache_tokens": 2000}
+    numbers = [line["line_number"] for line in answer["recognised_lines"]]
+    assert numbers == [*range(1, LINES_PER_PATTERN + 1), 32_001]
+    assert answer["recognised_lines_omitted"] == 32_001 - (LINES_PER_PATTERN + 1)
+    # what comes back is a few kilobytes, not the 32,001 lines again (about 5 MB as JSON)
+    assert len(response.content) < 16_384
+
+
+def test_the_lines_that_gave_the_figures_are_always_echoed(client: TestClient) -> None:
+    # Two ranks printing their pools in turn, 20 times each: each rank's last pool is the one
+    # kept (kv_pool_bytes is the smaller of the two, 10.00 GiB), and both lines are echoed
+    # though neither pattern's first lines reach them.
+    lines = []
+    for _ in range(20):
+        lines.append("(VllmWorker rank=0 pid=10) Available KV cache memory: 11.00 GiB")
+        lines.append("(VllmWorker rank=1 pid=11) Available KV cache memory: 12.00 GiB")
+    lines[-2] = "(VllmWorker rank=0 pid=10) Available KV cache memory: 10.00 GiB"
+    answer = client.post("/v1/engine-logs", content="\n".join(lines), headers=TEXT).json()
+    assert answer["reported"]["kv_pool_bytes"] == 10 * 2**30
+    numbers = [line["line_number"] for line in answer["recognised_lines"]]
+    assert numbers == [*range(1, LINES_PER_PATTERN + 1), 39, 40]
+    assert answer["recognised_lines_omitted"] == 40 - len(numbers)

@@ -6,6 +6,8 @@ session's shared database is already at head and seeded.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,13 +16,15 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, create_engine, inspect, select
+from sqlalchemy import Engine, MetaData, Table, create_engine, inspect, select
 from sqlmodel import SQLModel
 
 from service.app import create_app
 from service.catalog.models import CatalogState
 from service.catalog.seed import load_seed, seed_catalog
+from service.catalog.snapshot import calibration_entry
 from service.db import Database
+from service.engine_logs.models import CalibrationRow
 from service.migrate import (
     context_options,
     current_revision,
@@ -29,13 +33,15 @@ from service.migrate import (
     upgrade,
 )
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
+from tests.engine_logs.calibration import entry
 from tests.helpers import problem
 
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
-# (service/engine_logs/models.py); 0005 points a profile at a calibration
+# (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
+# calibration by its weights' format too
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0005"
+HEAD = "0006"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -96,6 +102,10 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0005")
+    assert current_revision(fresh_engine) == "0005"
+    columns = {column["name"] for column in inspect(fresh_engine).get_columns("calibration")}
+    assert "weight_format" not in columns
     downgrade(empty_database, "0004")
     assert current_revision(fresh_engine) == "0004"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("deployment")}
@@ -190,3 +200,95 @@ def test_catalog_reads_on_an_unmigrated_database_are_503_not_500(
             "/v1/gpus", json={"slug": "g", "name": "G", "memory_bytes": 1}, headers=ADMIN
         )
         assert write.status_code == 503
+
+
+# ---- 0006: the weights' format in a calibration's key ---------------------------------------
+
+QWEN_RUNS = "github:sapir-pirski/h100-fp8-quantization-benchmark results/q2/"
+LLAMA_V019 = (
+    "github:jgchn/llm-d-planner accuracy/results/v0.19.0/logs/"
+    "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log"
+)
+
+
+def _seeded_client(url: str, engine: Engine) -> TestClient:
+    upgrade(url)
+    with Database(engine).session() as session:
+        seed_catalog(session)
+        session.commit()
+    return TestClient(create_app(make_settings(url), Database(engine)))
+
+
+def _calibrate(client: TestClient, source: str, **hints: str) -> int:
+    response = client.post(
+        "/v1/calibrations",
+        content=entry(source)["quote"],
+        headers={**ADMIN, "content-type": "text/plain"},
+        params=hints,
+    )
+    assert response.status_code == 201, response.text
+    calibration_id: int = response.json()["id"]
+    return calibration_id
+
+
+def _digest_without_format(row: Any) -> str:
+    # catalog.snapshot.CalibrationKey.digest as it was at 0005: sha256 of the key's canonical
+    # JSON, before the key had a weight format
+    key = {name: getattr(row, name) for name in (*KEY_COLUMNS, "enforce_eager")}
+    key["enforce_eager"] = bool(key["enforce_eager"])
+    canonical = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+KEY_COLUMNS = (
+    "model",
+    "gpu",
+    "engine",
+    "engine_version",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "kv_cache_dtype",
+    "max_num_batched_tokens",
+)
+
+
+def test_0006_gives_older_calibrations_the_format_they_ran(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    with _seeded_client(empty_database, fresh_engine) as client:
+        llama = _calibrate(client, LLAMA_V019)  # no quantization flag; the catalog's bf16
+        fp8 = _calibrate(
+            client, QWEN_RUNS + "vllm_fp8.log", model="qwen2.5-7b", gpu="h100-sxm-80gb"
+        )  # 'quantization': 'fp8' in its non-default args
+    downgrade(empty_database, "0005")
+    calibration = Table("calibration", MetaData(), autoload_with=fresh_engine)
+    with fresh_engine.connect() as conn:
+        rows = conn.execute(select(calibration)).all()
+    assert {row.key_digest for row in rows} == {_digest_without_format(row) for row in rows}
+
+    upgrade(empty_database)
+    with Database(fresh_engine).session() as session:
+        stored = {row.id: row for row in session.scalars(select(CalibrationRow)).all()}
+    assert {i: row.weight_format for i, row in stored.items()} == {llama: "bfloat16", fp8: "fp8"}
+    for row in stored.values():  # the digest the running service works for the same key
+        assert row.key_digest == calibration_entry(row).key.digest
+    with TestClient(create_app(make_settings(empty_database), Database(fresh_engine))) as client:
+        again = client.post(
+            "/v1/calibrations",
+            content=entry(QWEN_RUNS + "vllm_fp8.log")["quote"],
+            headers={**ADMIN, "content-type": "text/plain"},
+            params={"model": "qwen2.5-7b", "gpu": "h100-sxm-80gb"},
+        )
+        assert problem(again, 409)["calibration_id"] == fp8
+
+
+def test_downgrading_0006_refuses_two_calibrations_that_differ_only_in_format(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    hints = {"model": "qwen2.5-7b", "gpu": "h100-sxm-80gb"}
+    with _seeded_client(empty_database, fresh_engine) as client:
+        bf16 = _calibrate(client, QWEN_RUNS + "vllm_bf16.log", **hints)
+        fp8 = _calibrate(client, QWEN_RUNS + "vllm_fp8.log", **hints)
+    with pytest.raises(RuntimeError, match=f"calibrations {bf16}, {fp8} differ only"):
+        downgrade(empty_database, "0005")
+    assert current_revision(fresh_engine) == HEAD
