@@ -11,13 +11,14 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from .. import conditional
 from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import MEDIA_TYPES, negotiate, render_table, single_value
+from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
 from ..security import READ, READ_KEY_PARAMETER, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import answers, reads, service
@@ -68,10 +69,7 @@ _PROBLEMS: dict[int, str] = {
     428: "`If-Match` is missing: updates and deletes must send the entry's `ETag`.",
     503: "The database is unreachable; retry later (`Retry-After`).",
 }
-_ETAG_HEADER = {
-    "description": 'The entry\'s revision, quoted (e.g. `"3"`); send it back in `If-Match`.',
-    "schema": {"type": "string"},
-}
+_ETAG_HEADER = etag_header("entry")
 _LOCATION_HEADER = {"description": "Where the new entry lives.", "schema": {"type": "string"}}
 _LINK_HEADER = {
     "description": 'The next page, as `<url>; rel="next"` (absent on the last page).',
@@ -79,16 +77,8 @@ _LINK_HEADER = {
 }
 
 
-def _responses(
-    *problems: int, ok: dict[int, dict[str, Any]] | None = None
-) -> dict[int | str, dict[str, Any]]:
-    """`ok` documents the success answers' headers; every route may also answer 503."""
-    out: dict[int | str, dict[str, Any]] = {}
-    for status, doc in (ok or {}).items():
-        out[status] = doc
-    for code in (*problems, 503):
-        out[code] = {"description": _PROBLEMS[code]}
-    return out
+def _responses(*problems: int, ok: Responses | None = None) -> Responses:
+    return problem_responses(_PROBLEMS, *problems, ok=ok)
 
 
 _READ_ONE = _responses(
@@ -108,7 +98,7 @@ _READ_ONE = _responses(
 _TEXT = {"schema": {"type": "string"}}
 
 
-def _listed(what: str) -> dict[int, dict[str, Any]]:
+def _listed(what: str) -> Responses:
     return {
         200: {
             "description": f"One page of {what} (JSON); with `format=csv` or `tsv` (or `Accept: "
@@ -124,13 +114,15 @@ def _listed(what: str) -> dict[int, dict[str, Any]]:
     }
 
 
-_CREATED = {
+_CREATED: Responses = {
     201: {
         "description": "Created.",
         "headers": {"ETag": _ETAG_HEADER, "Location": _LOCATION_HEADER},
     }
 }
-_UPDATED = {200: {"description": "The entry as now stored.", "headers": {"ETag": _ETAG_HEADER}}}
+_UPDATED: Responses = {
+    200: {"description": "The entry as now stored.", "headers": {"ETag": _ETAG_HEADER}}
+}
 
 # ---------------------------------------------------------------------------------------------
 # parameters
@@ -138,20 +130,6 @@ _UPDATED = {200: {"description": "The entry as now stored.", "headers": {"ETag":
 SlugPath = Annotated[
     str,
     Path(description="The entry's slug. An unknown one is a 404 that suggests the closest."),
-]
-IfMatch = Annotated[
-    str | None,
-    Header(
-        alias="If-Match",
-        description='The `ETag` from your GET (e.g. `"3"`). Required: missing is 428, stale 412.',
-    ),
-]
-IfNoneMatch = Annotated[
-    str | None,
-    Header(
-        alias="If-None-Match",
-        description="An `ETag` you hold; if it is still current the answer is 304, no body.",
-    ),
 ]
 Limit = Annotated[int, Query(ge=1, le=500, description="Entries per page (at most 500).")]
 Cursor = Annotated[

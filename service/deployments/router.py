@@ -12,7 +12,7 @@ import json
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from .. import conditional, exposition
@@ -30,6 +30,7 @@ from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from ..planning.cache import AnswerCache
 from ..planning.exposition import capacity_exposition
 from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
+from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
 from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 from . import service
@@ -77,19 +78,11 @@ _CAPACITY_422 = (
     "`/problems/sequence-does-not-fit` (one sequence of max_model_len does not fit), or the "
     "sizing error's own type. Never a 200 with a made-up number."
 )
-_ETAG_HEADER = {
-    "description": 'The profile\'s revision, quoted (e.g. `"3"`); send it back in `If-Match`.',
-    "schema": {"type": "string"},
-}
+_ETAG_HEADER = etag_header("profile")
 
 
-def _responses(
-    *problems: int, ok: dict[int | str, dict[str, Any]] | None = None
-) -> dict[int | str, dict[str, Any]]:
-    out: dict[int | str, dict[str, Any]] = {**(ok or {})}
-    for code in (*problems, 503):
-        out[code] = {"description": _PROBLEMS[code]}
-    return out
+def _responses(*problems: int, ok: Responses | None = None) -> Responses:
+    return problem_responses(_PROBLEMS, *problems, ok=ok)
 
 
 _UPDATED: dict[int | str, dict[str, Any]] = {
@@ -99,20 +92,6 @@ _UPDATED: dict[int | str, dict[str, Any]] = {
 NamePath = Annotated[
     str,
     Path(description="The profile's name. An unknown one is a 404 that suggests the closest."),
-]
-IfMatch = Annotated[
-    str | None,
-    Header(
-        alias="If-Match",
-        description='The `ETag` from your GET (e.g. `"3"`). Required: missing is 428, stale 412.',
-    ),
-]
-IfNoneMatch = Annotated[
-    str | None,
-    Header(
-        alias="If-None-Match",
-        description="An `ETag` you hold; if it is still current the answer is 304, no body.",
-    ),
 ]
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import Message
 
@@ -23,6 +23,7 @@ from .. import conditional
 from ..deps import CatalogDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..planning.schemas import EngineName
+from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
 from ..security import (
     READ,
     READ_KEY_PARAMETER,
@@ -198,10 +199,7 @@ READS: dict[str, Any] = {
     "dependencies": [*READ, Depends(refuse_misspelt_parameters)],
     "openapi_extra": READ_OPENAPI,
 }
-_ETAG = {
-    "description": 'The calibration\'s revision, quoted (e.g. `"1"`); send it in `If-Match`.',
-    "schema": {"type": "string"},
-}
+_ETAG = etag_header("calibration")
 _CALIBRATION_PROBLEMS: dict[int, str] = {
     401: "A write without an admin token (checked before the body is read), or, where "
     "KVPLAN_READ_KEYS is set, a read without a read key.",
@@ -217,27 +215,12 @@ _CALIBRATION_PROBLEMS: dict[int, str] = {
 }
 
 
-def _problems(
-    *codes: int, ok: dict[int, dict[str, Any]] | None = None
-) -> dict[int | str, dict[str, Any]]:
-    out: dict[int | str, dict[str, Any]] = {}
-    for status, doc in (ok or {}).items():
-        out[status] = doc
-    for code in (*codes, 503):
-        out[code] = {"description": _CALIBRATION_PROBLEMS[code]}
-    return out
+def _problems(*codes: int, ok: Responses | None = None) -> Responses:
+    return problem_responses(_CALIBRATION_PROBLEMS, *codes, ok=ok)
 
 
 # Ids are PostgreSQL `integer`s: a larger number is refused (422), never an overflow (500).
 CalibrationId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The calibration's id.")]
-IfMatch = Annotated[
-    str | None,
-    Header(alias="If-Match", description="The `ETag` from your GET. Required: missing is 428."),
-]
-IfNoneMatch = Annotated[
-    str | None,
-    Header(alias="If-None-Match", description="An `ETag` you hold; current: 304, no body."),
-]
 
 
 def post_calibration(

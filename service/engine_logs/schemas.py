@@ -19,7 +19,7 @@ from .parser import LINES_PER_PATTERN
 
 # Larger than any start-up log (the 18 whole DEBUG logs of the calibration set are under
 # 200 KiB each); a longer paste is a whole day of serving, not a start-up.
-MAX_LOG_BYTES = 4 * 2**20
+MAX_LOG_BYTES = 2**20  # the default request body limit too (KVPLAN_MAX_BODY_BYTES)
 MAX_LOG_MIB = MAX_LOG_BYTES // 2**20
 
 LOG_EXAMPLE = (
