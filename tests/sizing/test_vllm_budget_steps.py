@@ -60,18 +60,22 @@ def test_no_rotary_cache_without_a_context_length() -> None:
 
 def test_gpt_oss_20b_mxfp4_experts_as_vllm_holds_them() -> None:
     gpt_oss = config("openai--gpt-oss-20b")
-    # Mxfp4MoEMethod.create_weights: intermediate 2,880 / TP2 = 1,440 -> round_up(1,440, 64) =
-    # 1,472, 32 more rows per expert: w13 (2 x 32 x 2,880) + w2 (2,880 x 32) = 276,480 values x
-    # 17/32 B (4 bits + one E8M0 scale per 32) = 146,880 B, + 2 x 32 bf16 w13 bias = 128 B.
-    # _setup_kernel (Triton backend) keeps the loaded scales beside its swizzled copies:
-    # 2 x 1,472 x 2,880 / 32 + 2,880 x 1,472 / 32 = 264,960 + 132,480 = 397,440 B, and widens
-    # the biases (2 x 1,472 + 2,880 values) from 2 to 4 B: 11,648 B. Per expert 556,096 B,
-    # x 32 experts x 24 layers = 427,081,728 B
-    assert mxfp4_moe_bytes(gpt_oss, 2) == 427_081_728
-    # at TP1 nothing is padded (2,880 = 45 x 64): the scales again, 2 x 2,880 x 90 + 2,880 x
-    # 90 = 777,600 B, and the biases, (5,760 + 2,880) x 2 = 17,280 B: 794,880 B x 768 =
-    # 610,467,840 B
-    assert mxfp4_moe_bytes(gpt_oss, 1) == 610_467_840
+    # Per expert, hidden 2,880, against the checkpoint's 13,236,480 B (5,760 x 2,880 +
+    # 2,880 x 2,880 values at 17/32 B, 8,640 bf16 biases) over TP. vLLM 0.19.0, Hopper Triton
+    # backend (engines/vllm.py mxfp4_moe_bytes names the functions): w13 values swizzled to
+    # 64|1,440 x 64|2I B, w2 values to 64|I/2 x 2,880 B, scales swizzled (rows to 256s) beside
+    # the loaded ones, biases in fp32.
+    # TP2, I 1,440 -> 1,472: tests/sizing/test_vllm_loaded_weights.py works it per layer,
+    # 236,285,952 - 211,783,680 = 24,502,272 B, x 24 layers
+    assert mxfp4_moe_bytes(gpt_oss, 2) == 24 * 24_502_272 == 588_054_528
+    # TP1, I 2,880 (45 x 64, not padded): values 1,472 x 5,760 + 1,472 x 2,880 = 12,718,080;
+    # scales swizzled 5,888 x 90 + 3,072 x 90 = 806,400, loaded 5,760 x 90 + 2,880 x 90 =
+    # 777,600; biases 8,640 x 4 = 34,560: 14,336,640 - 13,236,480 = 1,100,160 B x 768
+    assert mxfp4_moe_bytes(gpt_oss, 1) == 1_100_160 * 768 == 844_922_880
+    # TP4, I 720 -> 768: values 1,472 x 1,536 + 384 x 2,880 = 3,366,912; scales swizzled
+    # 1,536 x 90 + 3,072 x 24 = 211,968, loaded 1,536 x 90 + 2,880 x 24 = 207,360; biases
+    # (1,536 + 2,880) x 4 = 17,664: 3,803,904 - 13,236,480 / 4 = 494,784 B x 768
+    assert mxfp4_moe_bytes(gpt_oss, 4) == 494_784 * 768 == 379_994_112
     # no MXFP4 experts, nothing added
     assert mxfp4_moe_bytes(config("Qwen--Qwen3-30B-A3B"), 1) == 0
 

@@ -25,6 +25,10 @@ Why these rules are the engine's:
   Llama4ForConditionalGeneration (models/mllama4.py) build the vision tower and projector
   beside the language model and load them; their linears are Column/RowParallelLinear, sharded
   over the TP ranks like the decoder's.
+* MXFP4 experts on Hopper (gpt-oss): vLLM 0.19.0's Triton backend swizzles the values and
+  scales into new tensors through its vendored triton_kernels (triton v3.6.0), padding them,
+  keeps the loaded scales and widens the biases to fp32 (engines/vllm.py `mxfp4_moe_bytes`
+  names each function).
 """
 
 from __future__ import annotations
@@ -199,3 +203,36 @@ def test_llama_4_scout_loads_its_vision_tower_sharded(
     # rotary: max_position_embeddings 10,485,760 x 128 x 2 B = 2.5 GiB, held once per GPU
     assert loaded == -(-weights.size.served_bytes // tensor_parallel_size) + 10_485_760 * 128 * 2
     assert abs(loaded / GIB - logged_gib) <= logged_gib * 0.02
+
+
+def test_gpt_oss_20b_mxfp4_experts_as_the_hopper_triton_backend_holds_them_at_tp2() -> None:
+    # vLLM 0.19.0 on H100 picks the TRITON MXFP4 backend (fused_moe/oracle/mxfp4.py
+    # select_mxfp4_moe_backend); its triton_kernels is the copy the wheel vendors
+    # (vllm/third_party/triton_kernels, triton tag v3.6.0). gpt-oss-20b: 24 layers, 32 experts,
+    # hidden 2880, expert intermediate 2880, so 1,440 per rank at TP2, rounded up to 64: 1,472.
+    # One layer on one rank, bytes (all uint8 except the biases):
+    #   w13 values, swizzled (HopperMXValueLayout pads the transposed 1,440 x 2,944 to
+    #     multiples of 64): 32 x 1,472 x 2,944 = 138,674,176
+    #   w2 values, swizzled (736 x 2,880 -> 768 x 2,880): 32 x 768 x 2,880 = 70,778,880
+    #   w13 scales as loaded, kept: 32 x 2,944 x 90 = 8,478,720
+    #   w2 scales as loaded, kept: 32 x 2,880 x 46 = 4,239,360
+    #   w13 scales swizzled (HopperMXScaleLayout pads 2,944 rows to 256s): 32 x 3,072 x 90
+    #     = 8,847,360
+    #   w2 scales swizzled (2,880 rows -> 3,072): 32 x 3,072 x 46 = 4,521,984
+    #   w13 bias in fp32: 32 x 2,944 x 4 = 376,832; w2 bias in fp32, whole: 32 x 2,880 x 4
+    #     = 368,640
+    #   = 236,285,952 held, against the checkpoint's experts over 2: 32 x (5,760 x 2,880 +
+    #     2,880 x 2,880) x 17/32 B + 32 x (5,760 + 2,880) x 2 B = 423,567,360 / 2 = 211,783,680
+    values = 138_674_176 + 70_778_880
+    scales = 8_478_720 + 4_239_360 + 8_847_360 + 4_521_984
+    held = values + scales + 376_832 + 368_640
+    extra = 24 * (held - 211_783_680)  # 588,054,528 B = 0.548 GiB
+    cfg = config("openai--gpt-oss-20b")
+    weights = checkpoint_weights(cfg)
+    assert weights.size.of(TensorClass.ROUTED_EXPERTS) == 24 * 423_567_360
+    # checkpoint 13,761,264,768 B / 2 + rotary 131,072 x 64 x 2 B + the experts' extra
+    # = 7,485,464,128 B = 6.97 GiB; the log (openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192.log):
+    # "Model loading took 7.01 GiB", where the values and swizzled scales unpadded gave 6.82.
+    loaded = loaded_bytes(cfg, 2)
+    assert loaded == weights.size.served_bytes // 2 + 131_072 * 64 * 2 + extra
+    assert abs(loaded / GIB - 7.01) <= 7.01 * 0.02

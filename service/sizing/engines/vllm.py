@@ -603,29 +603,52 @@ def rotary_cos_sin_cache_bytes(arch: ModelArchitecture) -> int:
 
 
 def mxfp4_moe_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> int:
-    """What vLLM's MXFP4 experts hold beyond their checkpoint share (quantization/mxfp4.py,
-    read in 0.19.0).
+    """What vLLM's MXFP4 experts hold on one Hopper rank beyond their checkpoint share, read in
+    the v0.19.0 release (its wheel, whose `vllm/third_party/triton_kernels` is triton's
+    `python/triton_kernels` at tag v3.6.0, pinned by cmake/external_projects/triton_kernels.cmake;
+    the v0.19.0 Docker image installs no other triton_kernels). Per layer, E experts, hidden H:
 
-    `Mxfp4MoEMethod.create_weights` allocates the intermediate size per rank rounded up by
-    `mxfp4_round_up_hidden_size_and_intermediate_size` (fused_moe/oracle/mxfp4.py; to 64 for
-    the Triton backend Hopper uses): w13 (2 I x H) and w2 (H x I) at 4 bits plus a one-byte
-    scale per 32, and a bf16 w13 bias of 2 I. `_setup_kernel` then converts them
-    (`convert_to_mxfp4_moe_kernel_format`): the Triton backend swizzles new copies of both
-    scales and keeps the loaded ones as parameters, and widens both biases to fp32.
-    gpt-oss-20b at TP2: I 1,440 -> 1,472.
+    * `Mxfp4MoEMethod.create_weights` (quantization/mxfp4.py) allocates the intermediate size per
+      rank I rounded up by `mxfp4_round_up_hidden_size_and_intermediate_size`
+      (fused_moe/oracle/mxfp4.py: to 64 for the Triton backend, which `select_mxfp4_moe_backend`
+      picks first on H100); gpt-oss-20b at TP2: I 1,440 -> 1,472.
+    * `convert_to_mxfp4_moe_kernel_format` (same oracle, TRITON branch) swizzles new copies of
+      the values and drops the loaded ones (`del layer.w13_weight`): `_swizzle_mxfp4`
+      (quantization/utils/mxfp4_utils.py) hands each (E, N, K/2)-byte weight to
+      `HopperMXValueLayout.swizzle_data` transposed, which pads both byte dims to 64 (its
+      16 x 32 tiles then divide them): w13 (E, 2I, H/2) -> E x 64|H/2 x 64|2I, w2 (E, H, I/2)
+      -> E x 64|I/2 x 64|H.
+    * the scales are swizzled too (`HopperMXScaleLayout.swizzle_data`, num_warps 8: N padded to
+      2 x 8 x 2 x 8 = 256, K/32 to 2) into the precision configs, while the loaded scales stay
+      registered (`_setup_kernel` replaces parameters only off the Triton path).
+    * both biases become fp32 (`w13_bias.to(torch.float32)`); w2's (E, H) is whole on every
+      rank, where the checkpoint share counts 1/TP of it.
+
+    The share this adds to is the checkpoint's experts over TP: E x (3 I H x 17/32 B +
+    (2 I + H) x 2 B) / TP, MXFP4 being 4-bit values with one uint8 scale per 32.
     """
     moe = arch.moe
     if moe is None or arch.hidden_size is None or arch.weight_format != "mxfp4":
         return 0
     hidden = arch.hidden_size
-    per_rank = moe.moe_intermediate_size // tensor_parallel_size
-    padded = cdiv(per_rank, 64) * 64
-    extra = padded - per_rank
-    padding = 3 * extra * hidden * 17 // 32 + 2 * extra * 2
-    scales_again = 2 * padded * hidden // 32 + hidden * padded // 32
-    biases_to_fp32 = (2 * padded + hidden) * 2
-    per_expert = padding + scales_again + biases_to_fp32
-    return per_expert * moe.num_experts * arch.num_layers
+    full = moe.moe_intermediate_size
+    inter = _round_up(full // tensor_parallel_size, 64)
+    w13_values = _round_up(hidden // 2, 64) * _round_up(2 * inter, 64)
+    w2_values = _round_up(inter // 2, 64) * _round_up(hidden, 64)
+    w13_swizzled_scales = _round_up(2 * inter, 256) * _round_up(hidden // 32, 2)
+    w2_swizzled_scales = _round_up(hidden, 256) * _round_up(inter // 32, 2)
+    loaded_scales = 2 * inter * (hidden // 32) + hidden * (inter // 32)
+    biases = (2 * inter + hidden) * 4
+    held = (
+        w13_values + w2_values + w13_swizzled_scales + w2_swizzled_scales + loaded_scales + biases
+    )
+    checkpoint = 3 * full * hidden * 17 // 32 + (2 * full + hidden) * 2
+    per_layer = moe.num_experts * held - moe.num_experts * checkpoint // tensor_parallel_size
+    return per_layer * arch.num_layers
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return cdiv(value, multiple) * multiple
 
 
 def vocab_padding_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> int:
