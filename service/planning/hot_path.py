@@ -31,6 +31,7 @@ from __future__ import annotations
 import types
 import typing
 from typing import Any
+from urllib.parse import parse_qsl
 
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -69,6 +70,7 @@ FIELDS: tuple[tuple[str, bool], ...] = tuple(
     for name, info in CapacityQuery.model_fields.items()
 )
 DECLARED: frozenset[str] = frozenset(name for name, _ in FIELDS)
+_SEQUENCES: frozenset[str] = frozenset(name for name, sequence in FIELDS if sequence)
 
 
 def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, CapacityQuery] | None:
@@ -77,21 +79,19 @@ def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, Cap
     those go on to it.
 
     The values are picked as FastAPI picks them for a query model (`fastapi.dependencies.utils`,
-    `_request_param_model_to_args`): every value of a list field, the last one of any other,
-    parameters the model does not declare left to its `extra="ignore"`.
+    `_request_param_model_to_args`, from Starlette's `QueryParams`, which splits the query
+    string with `parse_qsl(..., keep_blank_values=True)` after decoding it as latin-1): every
+    value of a list field, the last one of any other, parameters the model does not declare
+    left to its `extra="ignore"`.
     """
-    params = QueryParams(query_string)
-    for name in params:
-        if misspelling_of(name, DECLARED) is not None:
-            return None
     values: dict[str, Any] = {}
-    for name, sequence in FIELDS:
-        if sequence:
-            items = params.getlist(name)
-            if items:
-                values[name] = items
-        elif (value := params.get(name)) is not None:
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name in _SEQUENCES:
+            values.setdefault(name, []).append(value)
+        elif name in DECLARED:
             values[name] = value
+        elif misspelling_of(name, DECLARED) is not None:
+            return None
     try:
         query = CapacityQuery.model_validate(values)
         return CapacityKey.of(query, capacity_format(query, accept)), query

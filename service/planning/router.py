@@ -23,6 +23,7 @@ from ..deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_miss
 from ..errors import InvalidRequest
 from ..formats import (
     MEDIA_TYPES,
+    TABLE_FORMATS,
     TableFormat,
     etag_for,
     etag_matches,
@@ -195,7 +196,8 @@ def capacity_answer(
     answer = _encode(
         fmt=key.fmt,
         json_body=data,
-        table=[gib_twins(table_row(data), _CAPACITY_GIB)],
+        # Only the form asked for is built: a table row is not free.
+        table=[gib_twins(table_row(data), _CAPACITY_GIB)] if key.fmt in TABLE_FORMATS else [],
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control=_cache_control(settings),
