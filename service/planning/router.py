@@ -233,11 +233,13 @@ def post_capacity(
     fmt = negotiate(request, None, None)
     detail = service.capacity(CapacityQuestion.from_body(body), catalog)
     metrics.capacity_requests.labels("POST", fmt).inc()
+    table = fmt in TABLE_FORMATS
+    # Only the form asked for is built: the JSON of an explanation or a table row is not free.
     return _respond(
         request,
         fmt=fmt,
-        json_body=detail.model_dump(mode="json"),
-        table=[gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)],
+        json_body=detail.model_dump(mode="json") if fmt == "json" else {},
+        table=[gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)] if table else [],
         value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
