@@ -57,6 +57,7 @@ _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,
     kv.sequence_breakdown,
     vllm.vllm_layout,
+    vllm._vllm_groups,
     vllm.profile_peak,
     vllm.model_memory_usage,
     vllm.vllm_cudagraph_estimate,

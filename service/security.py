@@ -95,11 +95,6 @@ def require_admin(request: Request) -> None:
         )
 
 
-def reads_are_open(request: Request) -> bool:
-    """True where no read key is configured: every read is answered without one."""
-    return not request.app.state.settings.read_key_list
-
-
 def read_key_presented(
     settings: Settings, *, header: str | None, query: str | None, authorization: str | None
 ) -> bool:

@@ -1,24 +1,29 @@
-"""GET /v1/capacity for a question answered before: its bytes, sent before FastAPI is reached.
+"""GET /v1/capacity answered before FastAPI is reached: a question asked before from its bytes,
+a new one straight from the use case.
 
-Autoscalers ask the same few questions many times a minute. `CapacityHotPath` is a pure ASGI
-layer in front of the router that answers such a repeat from `EncodedAnswers` (the bytes, ETag
-and headers the endpoint sent the first time) with the checks the endpoint would make, in the
-same order, and otherwise hands the request on untouched:
+Autoscalers ask the same few questions many times a minute; dashboards and sheets ask new ones.
+`CapacityHotPath` is a pure ASGI layer in front of the router that answers a valid question
+with the checks the endpoint would make, in the same order, and otherwise hands the request on
+untouched:
 
 1. the read key, where `KVPLAN_READ_KEYS` is set (a request without one goes on to FastAPI,
-   which answers 401: a cached answer never reaches a caller without a key);
+   which answers 401: an answer never reaches a caller without a key);
 2. the question: the raw query string and Accept header, or, the first time they are seen,
    the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid value or
    an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406), validated with
    the endpoint's own model and made canonical (`cache.CapacityKey`);
 3. the catalog snapshot the request reads (its token is part of the key: a catalog change is a
-   miss), then the answer, if this replica sent it for this catalog.
+   miss), then the answer, if this replica sent it for this catalog (`EncodedAnswers`);
+4. otherwise the endpoint's own answer, `router.capacity_answer`, from the query validated in
+   step 2: FastAPI's per-parameter extraction of the same query, its dependencies and its
+   routing cost several times what the arithmetic does. A question that is a problem (an
+   unknown slug, a layout that does not fit) goes on to FastAPI, which answers it as always.
 
-A hit sends the stored answer (or a 304 when If-None-Match names its ETag), marked stale when
-the catalog is (`KVPLAN-Catalog-Stale`), counted in `kvplan_capacity_requests_total` like any
-other; the security headers, CORS and the HTTP metrics are the layers around this one. The
-route, its parameters and its OpenAPI description are FastAPI's, unchanged: a miss is answered
-there and stored for the next time.
+The answer (or a 304 when If-None-Match names its ETag) is marked stale when the catalog is
+(`KVPLAN-Catalog-Stale`) and counted in `kvplan_capacity_requests_total` like any other; the
+security headers, CORS and the HTTP metrics are the layers around this one. The route, its
+parameters and its OpenAPI description are FastAPI's, unchanged, and it answers as this layer
+does (tests/planning/test_capacity_hot_path.py sends each question to both).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import types
 import typing
 from typing import Any
+from urllib.parse import parse_qsl
 
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -41,7 +47,7 @@ from ..metrics import HANDLER_KEY, Metrics
 from ..security import READ_KEY_HEADER, READ_KEY_PARAMETER, read_key_presented
 from ..settings import Settings
 from .cache import CapacityKey, EncodedAnswer, EncodedAnswers, RawQuestion
-from .router import capacity_format
+from .router import capacity_answer, capacity_format
 from .schemas import CapacityQuery
 
 PATH = "/v1/capacity"
@@ -64,37 +70,37 @@ FIELDS: tuple[tuple[str, bool], ...] = tuple(
     for name, info in CapacityQuery.model_fields.items()
 )
 DECLARED: frozenset[str] = frozenset(name for name, _ in FIELDS)
+_SEQUENCES: frozenset[str] = frozenset(name for name, sequence in FIELDS if sequence)
 
 
-def canonical(query_string: bytes, accept: str | None) -> CapacityKey | None:
-    """The canonical question of a query string, or None where FastAPI would refuse it (a
-    misspelt parameter name, an invalid value, an Accept it cannot answer): those go on to it.
+def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, CapacityQuery] | None:
+    """The canonical question of a query string, and the query validated, or None where FastAPI
+    would refuse it (a misspelt parameter name, an invalid value, an Accept it cannot answer):
+    those go on to it.
 
     The values are picked as FastAPI picks them for a query model (`fastapi.dependencies.utils`,
-    `_request_param_model_to_args`): every value of a list field, the last one of any other,
-    parameters the model does not declare left to its `extra="ignore"`.
+    `_request_param_model_to_args`, from Starlette's `QueryParams`, which splits the query
+    string with `parse_qsl(..., keep_blank_values=True)` after decoding it as latin-1): every
+    value of a list field, the last one of any other, parameters the model does not declare
+    left to its `extra="ignore"`.
     """
-    params = QueryParams(query_string)
-    for name in params:
-        if misspelling_of(name, DECLARED) is not None:
-            return None
     values: dict[str, Any] = {}
-    for name, sequence in FIELDS:
-        if sequence:
-            items = params.getlist(name)
-            if items:
-                values[name] = items
-        elif (value := params.get(name)) is not None:
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name in _SEQUENCES:
+            values.setdefault(name, []).append(value)
+        elif name in DECLARED:
             values[name] = value
+        elif misspelling_of(name, DECLARED) is not None:
+            return None
     try:
         query = CapacityQuery.model_validate(values)
-        return CapacityKey.of(query, capacity_format(query, accept))
+        return CapacityKey.of(query, capacity_format(query, accept)), query
     except (ValidationError, Problem):
         return None
 
 
 class CapacityHotPath:
-    """Answers a repeated GET /v1/capacity from its encoded bytes (see the module docstring)."""
+    """Answers a valid GET /v1/capacity question itself (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, state: State) -> None:
         self.app = app
@@ -106,32 +112,44 @@ class CapacityHotPath:
             for name, value in scope["headers"]:
                 if name in _WANTED and name not in headers:  # the first, as Starlette reads
                     headers[name] = value
-            stored = await self._stored(scope, headers)
-            if stored is not None:
-                await self._send(scope, send, *stored, headers.get(b"if-none-match"))
+            answered = await self._answer(scope, headers)
+            if answered is not None:
+                await self._send(scope, send, *answered, headers.get(b"if-none-match"))
                 return
         await self.app(scope, receive, send)
 
-    async def _stored(
+    async def _answer(
         self, scope: Scope, headers: dict[bytes, bytes]
     ) -> tuple[CapacityKey, EncodedAnswer] | None:
         settings: Settings = self.state.settings
         if settings.read_key_list and not _key_presented(settings, scope, headers):
             return None
         answers: EncodedAnswers = self.state.capacity_encoded
-        accept = headers.get(b"accept")
-        raw: RawQuestion = (scope["query_string"], accept)
+        accept = _text(headers.get(b"accept"))
+        raw: RawQuestion = (scope["query_string"], headers.get(b"accept"))
         key = answers.question(raw)
+        query = None
         if key is None:
-            key = canonical(scope["query_string"], _text(accept))
-            if key is None:
+            asked = canonical(scope["query_string"], accept)
+            if asked is None:
                 return None
+            key, query = asked
             answers.remember(raw, key)
         snapshot = await _snapshot(self.state.catalog)
         if snapshot is None:
             return None
         answer = answers.get(snapshot.token, key)
-        return None if answer is None else (key, answer)
+        if answer is not None:
+            return key, answer
+        if query is None:  # asked before in these words, its answer since forgotten
+            asked = canonical(scope["query_string"], accept)
+            if asked is None:
+                return None
+            query = asked[1]
+        try:
+            return key, capacity_answer(self.state, query, key, snapshot, settings)
+        except Exception:  # a problem (or a fault): FastAPI meets it again and answers it
+            return None
 
     async def _send(
         self,

@@ -14,13 +14,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import State
 
 from .. import exposition
 from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
+from ..catalog.snapshot import CatalogSnapshot
 from ..deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import (
     MEDIA_TYPES,
+    TABLE_FORMATS,
     TableFormat,
     etag_for,
     etag_matches,
@@ -32,7 +35,8 @@ from ..formats import (
     single_value,
     table_kind,
 )
-from ..security import READ, READ_OPENAPI, check_read_key, reads_are_open
+from ..security import READ, READ_OPENAPI, check_read_key
+from ..settings import Settings
 from . import service
 from .cache import AnswerCache, CapacityKey, EncodedAnswer, EncodedAnswers
 from .exposition import capacity_exposition
@@ -83,20 +87,15 @@ FIT_PROBLEMS = (
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
 
 
-def _answers(request: Request) -> AnswerCache:
-    cache: AnswerCache = request.app.state.capacity_answers
-    return cache
-
-
 def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
     """The CapacityAnswer fields of a detail: GET's body and every CSV row."""
     return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
 
 
-def _cache_control(request: Request, max_age: int) -> str:
+def _cache_control(settings: Settings) -> str:
     """Shared caches may keep an answer only while reads need no key."""
-    scope = "public" if reads_are_open(request) else "private"
-    return f"{scope}, max-age={max_age}"
+    scope = "private" if settings.read_key_list else "public"
+    return f"{scope}, max-age={settings.capacity_max_age_seconds}"
 
 
 def _encode(
@@ -168,27 +167,44 @@ async def get_capacity(
     settings: SettingsDep,
     metrics: MetricsDep,
 ) -> Response:
-    # A coroutine: a warm answer is microseconds of arithmetic, not worth a worker thread. A
-    # question answered before never gets here: hot_path.CapacityHotPath sends its bytes.
+    # A coroutine: a warm answer is microseconds of arithmetic, not worth a worker thread.
+    # hot_path.CapacityHotPath answers a valid question before it gets here; this route answers
+    # the rest (its problems), and is the one OpenAPI describes.
     key = CapacityKey.of(query, capacity_format(query, request.headers.get("accept")))
-    detail = _answers(request).get((catalog.token, key.query))
+    answer = capacity_answer(request.app.state, query, key, catalog, settings)
+    metrics.capacity_request("GET", key.fmt)
+    return _sent(request, answer)
+
+
+def capacity_answer(
+    state: State,
+    query: CapacityQuery,
+    key: CapacityKey,
+    catalog: CatalogSnapshot,
+    settings: Settings,
+) -> EncodedAnswer:
+    """GET /v1/capacity's answer to a valid question, encoded and kept for the next time it is
+    asked; raises the question's problem (an unknown slug, a layout that does not fit). The
+    route and `hot_path.CapacityHotPath` both answer with it."""
+    answers: AnswerCache = state.capacity_answers
+    detail = answers.get((catalog.token, key.query))
     if detail is None:
         detail = service.capacity(CapacityQuestion.from_query(query), catalog)
-        _answers(request).put((catalog.token, key.query), detail)
+        answers.put((catalog.token, key.query), detail)
     service.require_fit(detail)
-    metrics.capacity_request("GET", key.fmt)
     data = _answer_row(detail)
     answer = _encode(
         fmt=key.fmt,
         json_body=data,
-        table=[gib_twins(table_row(data), _CAPACITY_GIB)],
+        # Only the form asked for is built: a table row is not free.
+        table=[gib_twins(table_row(data), _CAPACITY_GIB)] if key.fmt in TABLE_FORMATS else [],
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
-        cache_control=_cache_control(request, settings.capacity_max_age_seconds),
+        cache_control=_cache_control(settings),
     )
-    encoded: EncodedAnswers = request.app.state.capacity_encoded
+    encoded: EncodedAnswers = state.capacity_encoded
     encoded.put(catalog.token, key, answer)
-    return _sent(request, answer)
+    return answer
 
 
 def capacity_format(query: CapacityQuery, accept: str | None) -> str:
@@ -217,11 +233,13 @@ def post_capacity(
     fmt = negotiate(request, None, None)
     detail = service.capacity(CapacityQuestion.from_body(body), catalog)
     metrics.capacity_requests.labels("POST", fmt).inc()
+    table = fmt in TABLE_FORMATS
+    # Only the form asked for is built: the JSON of an explanation or a table row is not free.
     return _respond(
         request,
         fmt=fmt,
-        json_body=detail.model_dump(mode="json"),
-        table=[gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)],
+        json_body=detail.model_dump(mode="json") if fmt == "json" else {},
+        table=[gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)] if table else [],
         value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
@@ -415,5 +433,5 @@ def get_plan(
         fmt=fmt,
         field=query.field,
         token=catalog.token,
-        cache=_cache_control(request, settings.capacity_max_age_seconds),
+        cache=_cache_control(settings),
     )

@@ -327,13 +327,16 @@ _ONE_ENGINE_FLAGS = (
 )
 
 
+_ENGINE_OPTIONS = tuple(f.name for f in dataclasses.fields(EngineOptions))
+
+
 def engine_options(fields: EngineFields) -> EngineOptions:
     """The request's engine flags as the sizing core takes them: every field copied by name."""
     engine = Engine(fields.engine)
     for name, applies in _ONE_ENGINE_FLAGS:
         if getattr(fields, name) is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
-    values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(EngineOptions)}
+    values = {name: getattr(fields, name) for name in _ENGINE_OPTIONS}
     window = fields.max_attention_window
     values["engine"] = engine
     values["max_attention_window"] = None if window is None else tuple(window)

@@ -1,9 +1,9 @@
-"""GET /v1/capacity answered again from its bytes (`planning.hot_path.CapacityHotPath`).
+"""GET /v1/capacity answered before FastAPI is reached (`planning.hot_path.CapacityHotPath`).
 
-A repeated question is answered before FastAPI is reached; everything FastAPI checks must hold
-all the same: read keys, misspelt and invalid parameters, Accept, conditional requests, security
-headers, the stale mark, the metrics. Each answer from the hot path is compared with the one
-FastAPI gave for the same question.
+A repeated question is answered from its bytes, a new valid one from the use case; everything
+FastAPI checks must hold all the same: read keys, misspelt and invalid parameters, Accept,
+conditional requests, security headers, the stale mark, the metrics. Each answer from the hot
+path is compared with the one FastAPI gives for the same question.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from sqlalchemy.orm import sessionmaker
 from service.app import create_app
 from service.db import Database
 from service.deps import _query_names
-from service.planning.cache import EncodedAnswers
-from service.planning.hot_path import DECLARED, PATH
+from service.planning import hot_path
+from service.planning.cache import EncodedAnswer, EncodedAnswers
+from service.planning.hot_path import DECLARED, PATH, CapacityHotPath
 from service.planning.router import router as planning_router
 from tests.catalog.test_stale_reads import cut
 from tests.conftest import ADMIN, make_settings
@@ -161,7 +162,7 @@ def test_a_cached_answer_from_a_stale_catalog_says_so(app: FastAPI, client: Test
         same_answer(first, again)
         assert encoded(client).hits == hits + 1
         assert again.headers["kvplan-catalog-stale"] == "true"
-        # a question not asked before is answered by FastAPI from the same snapshot, marked too
+        # a question not asked before is computed from the same snapshot, marked too
         other = client.get(PATH, params={**QUESTION, "max_model_len": 4096})
         assert other.status_code == 200
         assert other.headers["kvplan-catalog-stale"] == "true"
@@ -271,3 +272,105 @@ def test_a_catalog_edit_is_seen_within_the_ttl(replicas: tuple[TestClient, TestC
     hits = encoded(reader).hits
     same_answer(answer, reader.get(f"{PATH}?{RESPELT}"))
     assert encoded(reader).hits == hits + 1
+
+
+# ---- a question not asked before: the hot path's answer is FastAPI's ---------------------------
+
+# Real questions, each asked once of a fresh replica (so the hot path computes it), and of one
+# whose hot path is taken out (so the FastAPI route does): every byte must agree. The valid ones
+# cover each format, Accept, the speed at a peak, GPUs by bytes, the three engines, an older
+# release, a list parameter and a pipeline; the others each problem a question can be.
+ANSWERED = [
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&format=csv", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=4096", {"Accept": "text/csv"}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&format=tsv", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&format=text", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&field=prefill_ms", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=8192&format=prometheus", {}),
+    ("model=llama-3.1-70b&gpu=h100-sxm-80gb&tensor_parallel_size=4&kv_cache_dtype=fp8", {}),
+    ("model=llama-3.1-70b&gpu=h200-141gb&tensor_parallel_size=2&peak_concurrency=300", {}),
+    ("model=qwen3.5-27b&gpu=b200&max_model_len=131072&avg_prompt_tokens=2000", {}),
+    ("model=deepseek-v3&gpu=h200-141gb&tensor_parallel_size=8&max_model_len=16384", {}),
+    ("model=gpt-oss-20b&gpu=h100-sxm-80gb&engine=sglang&max_model_len=8192", {}),
+    (
+        "model=gpt-oss-20b&gpu=h100-sxm-80gb&engine=trtllm&max_model_len=8192"
+        "&max_attention_window=128&max_attention_window=8192",
+        {},
+    ),
+    ("model=llama-3.1-8b&gpu=a100-sxm-80gb&max_model_len=8192&engine_version=0.10.1", {}),
+    ("model=llama-3.1-8b&gpu_memory_bytes=85899345920&max_model_len=8192", {}),
+    ("model=llama-3.1-8b&gpu_memory_bytes=50000000000&max_model_len=8192&format=csv", {}),
+    (
+        "model=llama-3.1-70b&gpu=l40s&pipeline_parallel_size=2&tensor_parallel_size=2&max_model_len=32768",
+        {},
+    ),
+    ("model=qwen3-8b&gpu=l4&max_model_len=4096&_=123&nocache=1&api_key=x", {}),
+]
+REFUSED = [
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_length=8192", {}),  # misspelt: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tensor_parallel_size=two", {}),  # invalid: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_len=0", {}),  # out of range: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&format=xml", {}),  # 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb", {"Accept": "image/png"}),  # 406
+    ("model=llama-3.1-9b&gpu=h100-sxm-80gb", {}),  # unknown model: 404 with suggestions
+    ("model=llama-3.1-8b&gpu=h100-sxm-81gb", {}),  # unknown GPU: 404
+    ("model=llama-3.1-8b", {}),  # no GPU: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&gpu_memory_bytes=85899345920", {}),  # both: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&engine=sglang&gpu_memory_utilization=0.9", {}),
+    ("model=llama-3.1-405b&gpu=l4", {}),  # the weights do not fit: 422
+    ("model=llama-3.1-8b&gpu=l4&max_model_len=131072", {}),  # one sequence does not fit: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&kv_cache_dtype=fp7", {}),  # unknown dtype: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tensor_parallel_size=16", {}),  # beyond a node
+]
+COMPARED = (*HEADERS_COMPARED, "kvplan-catalog-stale", "x-content-type-options")
+
+
+@pytest.fixture
+def fastapi_only(engine: Engine, connection: Connection, database_url: str) -> Iterator[TestClient]:
+    """A replica whose GET /v1/capacity is answered by the FastAPI route alone."""
+    database = Database(engine)
+    database.sessions = sessionmaker(
+        bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False
+    )
+    app = create_app(make_settings(database_url), database)
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not CapacityHotPath]
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def test_a_new_question_is_answered_by_the_hot_path_as_fastapi_answers_it(
+    client: TestClient, fastapi_only: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    computed: list[str] = []
+    original = hot_path.capacity_answer
+
+    def counted(*args: Any) -> EncodedAnswer:
+        answer = original(*args)
+        computed.append(answer.etag)
+        return answer
+
+    monkeypatch.setattr(hot_path, "capacity_answer", counted)
+    for query, headers in [*ANSWERED, *REFUSED]:
+        fast = client.get(f"{PATH}?{query}", headers=headers)
+        routed = fastapi_only.get(f"{PATH}?{query}", headers=headers)
+        assert (fast.status_code, fast.content) == (routed.status_code, routed.content), query
+        for name in COMPARED:
+            assert fast.headers.get(name) == routed.headers.get(name), (query, name)
+        if (query, headers) in ANSWERED:
+            assert fast.status_code == 200, fast.text
+        else:
+            assert fast.headers["content-type"] == "application/problem+json", query
+    # every valid question was computed by the hot path, none answered from a cache
+    assert len(computed) == len(ANSWERED)
+    assert encoded(client).hits == 0
+    # and counted alike, by format
+    assert _capacity_counts(client) == _capacity_counts(fastapi_only)
+
+
+def _capacity_counts(client: TestClient) -> list[str]:
+    return [
+        line
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith("kvplan_capacity_requests_total{")
+    ]

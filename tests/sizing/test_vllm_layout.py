@@ -149,6 +149,31 @@ def test_sliding_window_blocks_are_capped_by_max_model_len() -> None:
     assert blocks["full_attention"] == 256
 
 
+def test_one_models_groups_serve_every_context_each_with_its_own_blocks() -> None:
+    # The groups and pages are memoised without max_model_len (vllm._vllm_groups); asked at
+    # 131,072, then 4,096, then 131,072 again, each answer has its own blocks per request.
+    long = layout(GPT_OSS_120B, "0.25.0", 131_072, mnbt=8192)
+    short = layout(GPT_OSS_120B, "0.25.0", 4096, mnbt=8192)
+    vllm_layout.cache_clear()  # the layout at 131,072 computed again, from the shared groups
+    again = layout(GPT_OSS_120B, "0.25.0", 131_072, mnbt=8192)
+    assert again == long
+    assert (short.groups[0].page_bytes, short.bytes_per_block) == (
+        long.groups[0].page_bytes,
+        long.bytes_per_block,
+    )
+    # docs/engines/vllm.md#blocks-per-request: full attention cdiv(M, 16), 131,072 / 16 = 8,192
+    # and 4,096 / 16 = 256; sliding min(W - 1 + mnbt, M) = min(128 - 1 + 8,192, M) tokens,
+    # cdiv(8,319, 16) + 1 = 521 at 131,072 and cdiv(4,096, 16) + 1 = 257 at 4,096
+    by_kind = {g.kind: g.blocks_per_request for g in long.groups}
+    assert by_kind == {"full_attention": 8192, "sliding_attention": 521}
+    assert {g.kind: g.blocks_per_request for g in short.groups} == {
+        "full_attention": 256,
+        "sliding_attention": 257,
+    }
+    # a request holds a table in each of the two groups (18 layers of each kind, test above)
+    assert (long.blocks_per_request, short.blocks_per_request) == (8192 + 521, 256 + 257)
+
+
 def test_pipeline_parallel_keeps_pp_batches_in_flight_from_0_26() -> None:
     # docs/engines/vllm.md#blocks-per-request: max_concurrent_batches = 2 (V1 runner, PP = 1),
     # else pp (async off with PP)

@@ -127,7 +127,7 @@ def test_full_attention_of_two_sizes_is_one_group_whose_page_is_the_sum() -> Non
     # attention of any size is one type; page_size_bytes is the sum of the layers' pages:
     # 2 x 65,536 + 2 x 131,072 = 393,216 B
     assert _is_uniform_type(both)
-    lay = _uniform_type_layout(both, USAGE, [(0, 2), (2, 4)], ())
+    lay = _uniform_type_layout(both, [(0, 2), (2, 4)], ()).at(USAGE)
     assert lay.bytes_per_block == 393_216
     assert [(g.kind, g.layers, g.page_bytes) for g in lay.groups] == [
         ("full_attention", 4, 393_216)
@@ -241,7 +241,7 @@ def test_12_sliding_and_13_full_layers_by_release(
     version: str, group_size: int, padding: int
 ) -> None:
     grouped = _group_layers(
-        specs((SLIDING, tuple(range(12))), (FULL, tuple(range(12, 25)))), release(version), USAGE
+        specs((SLIDING, tuple(range(12))), (FULL, tuple(range(12, 25)))), release(version)
     )
     assert (grouped.group_size, grouped.padding_layers) == (group_size, padding)
 
@@ -250,7 +250,7 @@ def test_2_full_and_3_sliding_layers_are_three_groups_of_two() -> None:
     # kv_cache_utils _get_kv_cache_groups_uniform_page_size: "(full.0, full.1), (sw.0, sw.1,
     # sw.2) split to 3 groups with 2 layers each: (full.0, full.1), (sw.0, sw.2), (sw.1,
     # padding)"; 3 < 1.5 x 2 is false, so G = 2
-    grouped = _group_layers(specs((FULL, (0, 1)), (SLIDING, (2, 3, 4))), release("0.33.0"), USAGE)
+    grouped = _group_layers(specs((FULL, (0, 1)), (SLIDING, (2, 3, 4))), release("0.33.0"))
     assert grouped.members == ((0, 1), (2, 4), (3,))
     assert (grouped.group_size, grouped.padding_layers) == (2, 1)
     # kv_cache_utils get_kv_cache_config_from_groups: every group shares one page size
@@ -272,7 +272,7 @@ def test_group_counts_from_the_kv_cache_utils_examples(
     full: int, sliding: int, groups: int, padding: int
 ) -> None:
     buckets = specs((FULL, tuple(range(full))), (SLIDING, tuple(range(full, full + sliding))))
-    grouped = _group_layers(buckets, release("0.33.0"), USAGE)
+    grouped = _group_layers(buckets, release("0.33.0"))
     assert (len(grouped.groups), grouped.padding_layers) == (groups, padding)
 
 
@@ -280,14 +280,14 @@ def test_pipeline_stages_take_every_nth_layer_from_0_11() -> None:
     # kv_cache_utils: "stage 0: full.0, sw.0, sw.1; stage 1: full.1, sw.2, sw.3 -> 3 groups:
     # (full.0, full.1), (sw.0, sw.2), (sw.1, sw.3)", i.e. layers[i::num_groups]
     buckets = specs((FULL, (0, 3)), (SLIDING, (1, 2, 4, 5)))
-    grouped = _group_layers(buckets, release("0.11.0"), USAGE)
+    grouped = _group_layers(buckets, release("0.11.0"))
     assert grouped.members == ((0, 3), (1, 4), (2, 5))
     # _project_kv_cache_groups_to_worker: each stage holds one layer of every group, so a
     # block costs one page per stage
     assert _stage_widths(65_536, grouped.members, [(0, 3), (3, 6)]) == (65_536, 65_536)
     # before 0.11 the groups were consecutive slices, "(sw.0, sw.1), (sw.2, sw.3)", which the
     # same comment says pads each stage to two layers per group
-    consecutive = _group_layers(buckets, release("0.10.2"), USAGE)
+    consecutive = _group_layers(buckets, release("0.10.2"))
     assert consecutive.members == ((0, 3), (1, 2), (4, 5))
     assert _stage_widths(65_536, consecutive.members, [(0, 3), (3, 6)]) == (131_072, 131_072)
 

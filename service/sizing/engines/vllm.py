@@ -291,6 +291,7 @@ class _Groups:
     members: tuple[tuple[int, ...], ...]
     group_size: int
     padding_layers: int
+    layers: tuple[TokenLayer | StateLayer, ...]  # each group's layer kind
 
 
 def _same_type(a: TokenLayer | StateLayer, b: TokenLayer | StateLayer) -> bool:
@@ -340,7 +341,75 @@ def vllm_layout(
     `arch` is the layers one worker groups: the whole model from 0.11 (groups are formed on the
     whole model and projected onto each pipeline stage, whose sizes `stage_sizes` gives), or one
     stage's layers before. `stage_bytes_per_block` is what one block costs on each stage.
+    The groups and pages do not depend on the request (`_vllm_groups`, shared by every
+    max_model_len); the blocks one request holds in each group do.
     """
+    grouped = _vllm_groups(
+        arch,
+        release=release,
+        kv_element_bytes=kv_element_bytes,
+        conv_element_bytes=conv_element_bytes,
+        ssm_element_bytes=ssm_element_bytes,
+        tensor_parallel_size=tensor_parallel_size,
+        block_size=block_size,
+        block_size_given=block_size_given,
+        hybrid_manager=hybrid_manager,
+        stage_sizes=stage_sizes,
+        packed_mla=packed_mla,
+    )
+    usage = _RequestUsage(
+        max_model_len,
+        release.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
+        release.mamba_blocks(prefix_caching),
+    )
+    return grouped.at(usage)
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupedLayout:
+    """A worker's layout before a request is placed in it: `layout` with no blocks per request
+    yet, and the layer kind each of its groups holds."""
+
+    layout: CacheLayout
+    layers: tuple[TokenLayer | StateLayer, ...]
+
+    def at(self, usage: _RequestUsage) -> CacheLayout:
+        """The layout with the blocks one request of `usage` holds in each group's table."""
+        groups = tuple(
+            CacheGroup(
+                g.kind, g.layers, g.block_size, g.page_bytes, usage.blocks(layer, g.block_size)
+            )
+            for g, layer in zip(self.layout.groups, self.layers, strict=True)
+        )
+        lay = self.layout
+        return CacheLayout(
+            groups=groups,
+            bytes_per_block=lay.bytes_per_block,
+            blocks_per_request=sum(g.blocks_per_request for g in groups),
+            block_size=lay.block_size,
+            padding_layers=lay.padding_layers,
+            notes=lay.notes,
+            stage_bytes_per_block=lay.stage_bytes_per_block,
+        )
+
+
+# Memoised without the context: a capacity question and a plan ask it of one model at many.
+@lru_cache(maxsize=4096)
+def _vllm_groups(
+    arch: ModelArchitecture,
+    *,
+    release: VllmRelease,
+    kv_element_bytes: int,
+    conv_element_bytes: int,
+    ssm_element_bytes: int,
+    tensor_parallel_size: int,
+    block_size: int,
+    block_size_given: bool,
+    hybrid_manager: bool,
+    stage_sizes: tuple[int, ...],
+    packed_mla: bool,
+) -> _GroupedLayout:
+    """get_kv_cache_groups' groups and pages, which no request changes (see `vllm_layout`)."""
     notes: list[str] = []
     positions = dict(arch.cache_layer_positions)
     if len(positions) > 1 and not hybrid_manager:
@@ -356,17 +425,12 @@ def vllm_layout(
         tensor_parallel_size=tensor_parallel_size,
         packed_mla=packed_mla,
     )
-    usage = _RequestUsage(
-        max_model_len,
-        release.in_flight_tokens(max_num_batched_tokens, pipeline_parallel_size),
-        release.mamba_blocks(prefix_caching),
-    )
     bounds = _stage_bounds(arch.num_layers, stage_sizes)
     if release.whole_model_groups and _is_uniform_type(specs):
-        return _uniform_type_layout(specs, usage, bounds, tuple(dict.fromkeys(notes)))
+        return _uniform_type_layout(specs, bounds, tuple(dict.fromkeys(notes)))
     specs, aligned = _align_hybrid_blocks(specs)
     specs, padded = _unify_page_sizes(specs, release)
-    grouped = _group_layers(specs, release, usage)
+    grouped = _group_layers(specs, release)
     notes += [*aligned, *padded]
     if grouped.padding_layers:
         notes.append(
@@ -377,15 +441,16 @@ def vllm_layout(
         notes.append(f"MLA block size {block_size} is the attention backend's choice")
     page = max(s.page_bytes for s in specs)
     token_blocks = [s.block_size for s in specs if s.per_token_bytes]
-    return CacheLayout(
+    layout = CacheLayout(
         groups=grouped.groups,
         bytes_per_block=page * grouped.group_size,
-        blocks_per_request=sum(g.blocks_per_request for g in grouped.groups),
+        blocks_per_request=0,
         block_size=min(token_blocks) if token_blocks else specs[0].block_size,
         padding_layers=grouped.padding_layers,
         notes=tuple(dict.fromkeys(notes)),
         stage_bytes_per_block=_stage_widths(page, grouped.members, bounds),
     )
+    return _GroupedLayout(layout, grouped.layers)
 
 
 def _merge_windows_as_full(
@@ -434,24 +499,20 @@ def _is_uniform_type(specs: Sequence[_Spec]) -> bool:
 
 def _uniform_type_layout(
     specs: Sequence[_Spec],
-    usage: _RequestUsage,
     bounds: Sequence[tuple[int, int]],
     notes: tuple[str, ...],
-) -> CacheLayout:
+) -> _GroupedLayout:
     """UniformTypeKVCacheSpecs (0.11+): one kind of attention with different sizes is one
     group whose page is the sum of the layers' pages."""
     first = specs[0]
     per_layer_page = {i: s.page_bytes for s in specs for i in s.positions}
-    blocks = usage.blocks(first.layer, first.block_size)
     total = sum(s.count * s.page_bytes for s in specs)
-    return CacheLayout(
+    layout = CacheLayout(
         groups=(
-            CacheGroup(
-                first.layer.kind.value, len(per_layer_page), first.block_size, total, blocks
-            ),
+            CacheGroup(first.layer.kind.value, len(per_layer_page), first.block_size, total, 0),
         ),
         bytes_per_block=total,
-        blocks_per_request=blocks,
+        blocks_per_request=0,
         block_size=first.block_size,
         padding_layers=0,
         notes=notes,
@@ -459,6 +520,7 @@ def _uniform_type_layout(
             sum(page for i, page in per_layer_page.items() if lo <= i < hi) for lo, hi in bounds
         ),
     )
+    return _GroupedLayout(layout, (first.layer,))
 
 
 def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str, ...]]:
@@ -520,9 +582,10 @@ def _unify_page_sizes(
     return unified, tuple(notes)
 
 
-def _group_layers(specs: Sequence[_Spec], release: VllmRelease, usage: _RequestUsage) -> _Groups:
+def _group_layers(specs: Sequence[_Spec], release: VllmRelease) -> _Groups:
     """_get_kv_cache_groups_uniform_page_size: every group holds the same number of layers of
-    one spec; the last group of a spec is padded."""
+    one spec; the last group of a spec is padded. The blocks a request holds in each group are
+    left at 0 for `_GroupedLayout.at` to fill in."""
     counts = [s.count for s in specs]
     group_size = counts[0]
     if len(specs) > 1:
@@ -533,11 +596,11 @@ def _group_layers(specs: Sequence[_Spec], release: VllmRelease, usage: _RequestU
         group_size = largest if limit is not None and largest < limit * smallest else smallest
     groups: list[CacheGroup] = []
     members: list[tuple[int, ...]] = []
+    layers: list[TokenLayer | StateLayer] = []
     padding = 0
     for s in specs:
         n_groups = cdiv(s.count, group_size)
         padding += n_groups * group_size - s.count
-        blocks = usage.blocks(s.layer, s.block_size)
         for i in range(n_groups):
             # 0.11+: group i takes layers[i::n_groups] (padding spread over the groups, so PP
             # stages stay balanced); before, consecutive slices of group_size.
@@ -547,10 +610,11 @@ def _group_layers(specs: Sequence[_Spec], release: VllmRelease, usage: _RequestU
                 else s.positions[i * group_size : (i + 1) * group_size]
             )
             members.append(chosen)
+            layers.append(s.layer)
             groups.append(
-                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, s.page_bytes, blocks)
+                CacheGroup(s.layer.kind.value, len(chosen), s.block_size, s.page_bytes, 0)
             )
-    return _Groups(tuple(groups), tuple(members), group_size, padding)
+    return _Groups(tuple(groups), tuple(members), group_size, padding, tuple(layers))
 
 
 def _stage_widths(
