@@ -64,7 +64,9 @@ def get_write_session(request: Request) -> Iterator[Session]:
     with database.session() as session:
         yield session  # an exception from the endpoint rolls back (Database.session)
         session.commit()
-    request.app.state.catalog.invalidate()
+    catalog: CatalogCache = request.app.state.catalog
+    catalog.invalidate()
+    catalog.settle()  # before the answer is sent: reads after it find the write
 
 
 async def get_catalog_cache(request: Request) -> CatalogCache:

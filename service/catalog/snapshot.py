@@ -10,13 +10,14 @@ refresh has swapped in the new one. No lock is held across the database round tr
 database that hangs delays only the refresh thread (bounded by the answer deadline in
 `service/db.py`), never a read. Reads wait for a refresh only where the snapshot cannot serve:
 none loaded yet (bounded by the database's own timeouts), or a TTL of 0 (every request asks
-the database: for tests). After this replica's own write, the next read waits at most
-`wait_after_write_seconds` (0.1 s, `KVPLAN_CATALOG_WAIT_AFTER_WRITE_SECONDS`) for a refresh
-that sees the write, so a client reads its own write on the replica it wrote through (a
-refresh takes milliseconds; a database slower than that is answered from the snapshot held,
-so that a database freezing just after a write delays no read by more than the wait). While
-the database is unreachable a replica that holds a snapshot keeps answering from it
-(`kvplan_catalog_stale` says so); one that never loaded the catalog answers 503.
+the database: for tests). After this replica's own write, the write itself waits (`settle`,
+at most 0.5 s, in its worker thread, before its answer is sent) for a refresh that sees it, so
+a client reads its own write on the replica it wrote through; a read that still finds the
+refresh pending waits at most `wait_after_write_seconds` (0.1 s,
+`KVPLAN_CATALOG_WAIT_AFTER_WRITE_SECONDS`): a database freezing just after a write delays that
+write's answer, never a read by more than 0.1 s. While the database is unreachable a replica
+that holds a snapshot keeps answering from it (`kvplan_catalog_stale` says so); one that never
+loaded the catalog answers 503.
 """
 
 from __future__ import annotations
@@ -344,7 +345,7 @@ class CatalogCache:
             return snapshot
         if self._snapshot is None or self._ttl == 0:
             return self._refresh_and_wait()
-        return self._after_write(self._snapshot)
+        return self._after_write(self._snapshot, self._wait_after_write)
 
     def get_nowait(self) -> CatalogSnapshot | None:
         """The snapshot when it can be had without waiting (a refresh due starts in the
@@ -382,6 +383,12 @@ class CatalogCache:
         """This replica changed the catalog: the next `get()` waits for a fresh snapshot."""
         self._invalidated = True
 
+    def settle(self, seconds: float = 0.5) -> None:
+        """After a local write (from the write's own worker thread): wait at most `seconds`
+        for a refresh that sees it, so that reads after the write's answer need not wait."""
+        if self._snapshot is not None and self._ttl != 0:
+            self._after_write(self._snapshot, seconds)
+
     def _refresh_in_background(self) -> None:
         if not self._refreshing.acquire(blocking=False):
             return  # one refresh at a time; everyone else keeps the current snapshot
@@ -404,12 +411,12 @@ class CatalogCache:
             with self._finished:
                 self._finished.notify_all()
 
-    def _after_write(self, snapshot: CatalogSnapshot) -> CatalogSnapshot:
+    def _after_write(self, snapshot: CatalogSnapshot, wait_seconds: float) -> CatalogSnapshot:
         """This replica wrote: wait (briefly) for a refresh that started after the write."""
         if not self._db.health.answering:
             self.mark_stale("the database is not answering")
             return snapshot
-        deadline = time.monotonic() + self._wait_after_write
+        deadline = time.monotonic() + wait_seconds
         with self._finished:
             # a refresh clears the flag as it starts: one that started before the write
             # leaves it set, and another one runs
