@@ -238,11 +238,12 @@ def test_example_12_70b_bf16_8k_sequence_is_2_5_gib(client: TestClient) -> None:
 
 # Example 15: Qwen3.6-27B / Qwen3.5-27B, 16 of 64 layers full attention.
 
-# Each of the 48 gated-delta-net layers keeps one sequence's state (docs/engines/vllm.md#recurrent-
-# state): conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B (bf16) = 61,440 B and recurrent
-# 48 x 128 x 128 x 4 B = 3,145,728 B, float32 because both configs' text_config says
-# mamba_ssm_dtype float32 and vLLM >= 0.17 uses it (tests/sizing builds the state in bf16,
-# 78,446,592 B; the published files double the recurrent part). 48 x 3,207,168 = 153,944,064 B.
+# Each of the 48 gated-delta-net layers keeps one sequence's state
+# (docs/engines/vllm.md#recurrent-state): conv 3 x (2 x 16 x 128 + 48 x 128) = 30,720 x 2 B
+# (bf16) = 61,440 B and recurrent 48 x 128 x 128 x 4 B = 3,145,728 B, float32 because both
+# configs' text_config says mamba_ssm_dtype float32 and vLLM >= 0.17 uses it (tests/sizing
+# builds the state in bf16, 78,446,592 B; the published files double the recurrent part).
+# 48 x 3,207,168 = 153,944,064 B.
 LINEAR_STATE = 48 * (61_440 + 3_145_728)
 POOL_43_GIB = 43 * GiB
 
