@@ -25,9 +25,11 @@ from .sizing import (
     Parallelism,
     PlanRequest,
     Workload,
+    capacity,
     compute_capacity,
     kv,
     parallel,
+    performance,
     plan,
     planner,
 )
@@ -66,6 +68,9 @@ _CACHES: tuple[Any, ...] = (
     planner.tensor_parallel_problem,
     planner.candidate_capacity,
     model_facts,
+    capacity._per_token_facts,
+    vllm.vllm_budget,
+    performance._bytes_per_parameter,
 )
 
 
