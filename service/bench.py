@@ -18,6 +18,7 @@ from .bench_http import cli as http_cli
 from .calibration import fits
 from .calibration.performance import run_fit
 from .catalog.seed import offline_snapshot
+from .planning import service as planning_service
 from .sizing import (
     GiB,
     Gpu,
@@ -25,9 +26,11 @@ from .sizing import (
     Parallelism,
     PlanRequest,
     Workload,
+    capacity,
     compute_capacity,
     kv,
     parallel,
+    performance,
     plan,
     planner,
 )
@@ -66,6 +69,10 @@ _CACHES: tuple[Any, ...] = (
     planner.tensor_parallel_problem,
     planner.candidate_capacity,
     model_facts,
+    capacity._per_token_facts,
+    vllm.vllm_budget,
+    performance._bytes_per_parameter,
+    planning_service._interned_options,
 )
 
 

@@ -85,6 +85,9 @@ FIT_PROBLEMS = (
 
 
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
+# json.dumps(body, separators=(",", ":")) without building an encoder per answer: the same
+# encoder (json/__init__.py `dumps` makes one with these arguments), so the same bytes.
+_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
@@ -115,7 +118,7 @@ def _encode(
     elif fmt == "prometheus":
         body = capacity_exposition(json_body)
     else:
-        body = json.dumps(json_body, separators=(",", ":")).encode()
+        body = _JSON.encode(json_body).encode()
     media = exposition.CONTENT_TYPE if fmt == "prometheus" else MEDIA_TYPES[fmt]
     return EncodedAnswer.of(
         body, etag=etag_for(token, body), media_type=media, cache_control=cache_control

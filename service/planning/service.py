@@ -13,6 +13,7 @@ import difflib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -340,7 +341,14 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     window = fields.max_attention_window
     values["engine"] = engine
     values["max_attention_window"] = None if window is None else tuple(window)
-    return EngineOptions(**values)
+    return _interned_options(tuple(values.values()))
+
+
+# One EngineOptions per set of flags: building one sets 20 frozen fields, and the sizing core's
+# memos keyed by it compare a shared one by identity instead of field by field.
+@lru_cache(maxsize=512)
+def _interned_options(values: tuple[Any, ...]) -> EngineOptions:
+    return EngineOptions(**dict(zip(_ENGINE_OPTIONS, values, strict=True)))
 
 
 def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:

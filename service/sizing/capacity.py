@@ -11,6 +11,7 @@ The question and answer types live in engines/common.py and are re-exported here
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import assert_never
 
@@ -128,7 +129,9 @@ def _check_workload(
     return warnings
 
 
-def _weights_if_needed(arch: ModelArchitecture, engine: EngineOptions) -> int:
+def _weights_if_needed(
+    arch: ModelArchitecture, *, weights_needed: bool, weight_format: str | None
+) -> int:
     """The weights of one copy of the model, or 0 where the answer does not need them.
 
     A given pool (`kv_pool_bytes`: vLLM's --kv-cache-memory-bytes, or a log's "Available KV
@@ -137,8 +140,8 @@ def _weights_if_needed(arch: ModelArchitecture, engine: EngineOptions) -> int:
     `weights_note` says the weights line is unknown). Without a pool they are needed, and the
     missing fact is the problem (weights.weight_bytes_total names it).
     """
-    if engine.kv_pool_bytes is None or arch.weights_known:
-        return weight_bytes_total(arch, engine.weight_format)
+    if weights_needed or arch.weights_known:
+        return weight_bytes_total(arch, weight_format)
     return 0
 
 
@@ -162,20 +165,62 @@ def model_facts(
     engine: EngineOptions,
 ) -> ModelFacts:
     """What the model holds under this question, the same for every engine."""
-    dtype, tp = workload.kv_cache_dtype, parallel.tensor_parallel_size
+    dtype = workload.kv_cache_dtype
     sequence = sequence_breakdown(
         arch, dtype, workload.max_model_len, 1, engine.mamba_ssm_cache_dtype
     )
-    weights = _weights_if_needed(arch, engine)
+    per_token = _per_token_facts(
+        arch,
+        stages,
+        dtype,
+        parallel,
+        weights_needed=engine.kv_pool_bytes is None,
+        weight_format=engine.weight_format,
+    )
     return ModelFacts(
         kv_cache_dtype=dtype,
-        kv_element_bytes=kv_cache_dtype_bytes(dtype, arch.dtype),
+        kv_element_bytes=per_token.kv_element_bytes,
         max_model_len=workload.max_model_len,
         parallel=parallel,
-        kv_bytes_per_token=kv_bytes_per_token(arch, dtype),
-        kv_bytes_per_token_per_gpu=max(kv_bytes_per_token(stage, dtype, tp) for stage in stages),
+        kv_bytes_per_token=per_token.kv_bytes_per_token,
+        kv_bytes_per_token_per_gpu=per_token.kv_bytes_per_token_per_gpu,
         kv_bytes_per_sequence=sum(line.bytes_per_sequence for line in sequence),
         sequence=sequence,
+        weights_bytes=per_token.weights_bytes,
+        weights_bytes_per_gpu=per_token.weights_bytes_per_gpu,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PerTokenFacts:
+    """The facts of `ModelFacts` that no max_model_len changes."""
+
+    kv_element_bytes: int
+    kv_bytes_per_token: int
+    kv_bytes_per_token_per_gpu: int
+    weights_bytes: int
+    weights_bytes_per_gpu: int
+
+
+# Memoised without the context: dashboards ask one model and layout at many max_model_len.
+@lru_cache(maxsize=4096)
+def _per_token_facts(
+    arch: ModelArchitecture,
+    stages: tuple[ModelArchitecture, ...],
+    kv_cache_dtype: str,
+    parallel: Parallelism,
+    *,
+    weights_needed: bool,
+    weight_format: str | None,
+) -> _PerTokenFacts:
+    tp = parallel.tensor_parallel_size
+    weights = _weights_if_needed(arch, weights_needed=weights_needed, weight_format=weight_format)
+    return _PerTokenFacts(
+        kv_element_bytes=kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype),
+        kv_bytes_per_token=kv_bytes_per_token(arch, kv_cache_dtype),
+        kv_bytes_per_token_per_gpu=max(
+            kv_bytes_per_token(stage, kv_cache_dtype, tp) for stage in stages
+        ),
         weights_bytes=weights,
         # Weights shard across TP ranks and PP stages.
         weights_bytes_per_gpu=weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size),

@@ -431,11 +431,15 @@ def _weights_read(arch: ModelArchitecture, weight_format: str | None, tokens: in
     all sharded over the TP ranks. Bytes per parameter are the checkpoint's average, or the
     asked-for format's (weights.weight_bytes_total re-prices the same way)."""
     split = parameter_split(arch)
+    return round(split.read(tokens) * _bytes_per_parameter(arch, weight_format) / tp)
+
+
+# Memoised: a constant of the model and its format, asked by every decode and prefill step.
+@lru_cache(maxsize=512)
+def _bytes_per_parameter(arch: ModelArchitecture, weight_format: str | None) -> float:
     if weight_format is None or normalize_weight_format(weight_format) == arch.weight_format:
-        bytes_per_parameter = weight_bytes_total(arch) / split.total
-    else:
-        bytes_per_parameter = float(weight_format_bits(weight_format)) / 8
-    return round(split.read(tokens) * bytes_per_parameter / tp)
+        return weight_bytes_total(arch) / parameter_split(arch).total
+    return float(weight_format_bits(weight_format)) / 8
 
 
 def _attention_flops_per_pair(layer: TokenLayer | StateLayer, heads: int) -> int:

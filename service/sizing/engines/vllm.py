@@ -917,6 +917,9 @@ def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
     return release.cudagraph_in_budget and not options.enforce_eager
 
 
+# Memoised: the budget is the same at every max_model_len of a layout (the V1 scheduler's
+# defaults do not read it), and dashboards ask one layout at many.
+@lru_cache(maxsize=4096)
 def vllm_budget(
     arch: ModelArchitecture,
     *,
