@@ -23,7 +23,7 @@ _INT_BOUNDS: dict[str, int] = {
     "weight_bytes": MAX_WEIGHT_BYTES,
     "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
 }
-_ARCH_STR_FIELDS = ("dtype", "state_dtype", "weight_format")
+_ARCH_STR_FIELDS = ("dtype", "state_dtype", "weight_format", "checkpoint_kv_cache")
 _ARCH_INT_FIELDS = (
     "num_attention_heads",
     "hidden_size",

@@ -14,7 +14,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import ClassVar, TypeAlias
 
-from .dtypes import normalize_model_dtype, normalize_weight_format
+from .dtypes import normalize_checkpoint_kv_cache, normalize_model_dtype, normalize_weight_format
 from .errors import SizingError, UnknownLayerKind
 
 
@@ -214,6 +214,9 @@ class ModelArchitecture:
     weight_format: str = "bfloat16"
     max_position_embeddings: int | None = None
     moe: MixtureOfExperts | None = None
+    # The KV cache the checkpoint's quantization config declares (dtypes.CHECKPOINT_KV_CACHES),
+    # which an engine may take for --kv-cache-dtype auto (engines/vllm.py vllm_kv_cache_dtype).
+    checkpoint_kv_cache: str | None = None
     name: str = field(default="", compare=False)
     # When the weights were to come from a config.json and could not: the (field, reason) of
     # the SizingError that stopped the count, for the answer that needs the weights to name.
@@ -234,6 +237,8 @@ class ModelArchitecture:
                 self, "state_dtype", normalize_model_dtype(self.state_dtype, "state_dtype")
             )
         object.__setattr__(self, "weight_format", normalize_weight_format(self.weight_format))
+        if self.checkpoint_kv_cache is not None:
+            normalize_checkpoint_kv_cache(self.checkpoint_kv_cache)
         if not any(not isinstance(layer, NoCache) for layer in self.layers):
             raise SizingError("layer_schedule", "no layer keeps any per-sequence state")
         for name in (
@@ -265,6 +270,7 @@ class ModelArchitecture:
                     self.weight_format,
                     self.max_position_embeddings,
                     self.moe,
+                    self.checkpoint_kv_cache,
                 )
             ),
         )
@@ -346,6 +352,7 @@ class ModelArchitecture:
             weight_format=self.weight_format,
             max_position_embeddings=self.max_position_embeddings,
             moe=self.moe,
+            checkpoint_kv_cache=self.checkpoint_kv_cache,
             name=self.name,
             weights_unknown=self.weights_unknown,
         )

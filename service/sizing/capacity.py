@@ -31,6 +31,7 @@ from .engines.common import (
 from .engines.sglang import sglang_capacity
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
+from .engines.vllm_kv_dtype import vllm_workload
 from .errors import InvalidDtype, InvalidParallelism, SizingError
 from .kv import kv_bytes_per_token, packed_mla, sequence_breakdown
 from .parallel import check_tensor_parallel, pipeline_stages
@@ -59,6 +60,11 @@ def compute_capacity(
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
     warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
+    if engine.engine is Engine.VLLM:
+        # the engine's first step: auto becomes the KV cache the checkpoint declares
+        workload, dtype_note = vllm_workload(arch, workload, engine)
+        if dtype_note is not None:
+            warnings.append(dtype_note)
     stages = _check_parallelism(arch, gpu, parallel)
     warnings.extend(_check_workload(arch, workload, engine))
     note = weights_note(arch, engine)

@@ -49,6 +49,15 @@ _KV_DTYPE_ALIASES: Final[dict[str, str]] = {
     "float8_e5m2": "fp8_e5m2",
 }
 
+# The KV cache a checkpoint declares in its quantization config, as kvplan names it: the
+# quantizer and the cache dtype (weight_format.declared_kv_cache reads it from a config.json).
+# What an engine does with it is the engine's rule (engines/vllm.py vllm_kv_cache_dtype).
+CHECKPOINT_KV_CACHES: Final[tuple[str, ...]] = (
+    "modelopt_fp8",  # modelopt kv_cache_quant_algo FP8 / kv_cache_scheme {8-bit float, static}
+    "modelopt_nvfp4",  # modelopt kv_cache_quant_algo NVFP4 / kv_cache_scheme {4-bit float}
+    "compressed_tensors_fp8",  # compressed-tensors kv_cache_scheme {8-bit float}
+)
+
 ACCEPTED_KV_CACHE_DTYPES: Final[tuple[str, ...]] = tuple(KV_CACHE_DTYPE_BYTES) + tuple(
     _KV_DTYPE_ALIASES
 )
@@ -62,6 +71,15 @@ def normalize_model_dtype(name: str, field: str = "dtype") -> str:
         accepted = ", ".join(sorted(MODEL_DTYPE_BYTES) + sorted(_MODEL_DTYPE_ALIASES))
         raise InvalidDtype(field, f"unknown dtype {name!r}; accepted: {accepted}")
     return key
+
+
+def normalize_checkpoint_kv_cache(name: str, field: str = "checkpoint_kv_cache") -> str:
+    if name not in CHECKPOINT_KV_CACHES:
+        raise InvalidDtype(
+            field,
+            f"unknown checkpoint KV cache {name!r}; accepted: {', '.join(CHECKPOINT_KV_CACHES)}",
+        )
+    return name
 
 
 def model_dtype_bytes(name: str, field: str = "dtype") -> int:

@@ -37,7 +37,13 @@ from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
 from .param_count import ParameterCount, count_parameters
-from .weight_format import CheckpointSize, checkpoint_size, detect_weight_format, model_dtype
+from .weight_format import (
+    CheckpointSize,
+    checkpoint_size,
+    declared_kv_cache,
+    detect_weight_format,
+    model_dtype,
+)
 
 _FULL = "full_attention"
 _SLIDING = "sliding_attention"
@@ -169,6 +175,7 @@ def architecture_from_hf_config(
         weight_format=detect_weight_format(config),
         max_position_embeddings=cfg.opt_int("max_position_embeddings"),
         moe=_moe(cfg),
+        checkpoint_kv_cache=declared_kv_cache(config),
         name=name,
         weights_unknown=unknown,
     )

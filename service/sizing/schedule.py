@@ -41,6 +41,7 @@ _ARCH_FIELDS = (
     "weight_bytes",
     "weight_format",
     "max_position_embeddings",
+    "checkpoint_kv_cache",
 )
 
 
@@ -212,6 +213,9 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
         names[layer] = name
         specs[name] = layer_to_dict(layer, name)
     out: dict[str, Any] = {k: getattr(arch, k) for k in _ARCH_FIELDS}
+    if arch.checkpoint_kv_cache is None:
+        # said only by the checkpoints that declare one: every other model's record stays as it was
+        del out["checkpoint_kv_cache"]
     out["moe"] = dataclasses.asdict(arch.moe) if arch.moe else None
     out["layer_specs"] = specs
     out["layer_schedule"] = compress_schedule(

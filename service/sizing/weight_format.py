@@ -68,6 +68,71 @@ def detect_weight_format(config: Mapping[str, Any]) -> str:
     return model_dtype(cfg)
 
 
+def declared_kv_cache(config: Mapping[str, Any]) -> str | None:
+    """The KV cache the checkpoint's quantization config declares (dtypes.CHECKPOINT_KV_CACHES).
+
+    Read as vLLM reads it: modelopt from `kv_cache_scheme` or `kv_cache_quant_algo`, at the top
+    of the section or inside its `quantization` object (hf_quant_config.json), the first found
+    (vllm/utils/torch_utils.py `get_kv_cache_quant_algo_string`, v0.14.0+; a section with no
+    `quant_method` but a modelopt `producer` is modelopt,
+    vllm/transformers_utils/model_arch_config_convertor.py `_normalize_quantization_config`);
+    compressed-tensors from `kv_cache_scheme`, which vLLM accepts only as 8-bit float
+    (compressed_tensors.py `CompressedTensorsKVCacheMethod.validate_kv_cache_scheme`). A
+    declaration vLLM does not recognise is none: vLLM warns and keeps `auto`.
+    """
+    found = quantization_section(HFConfig(config))
+    if found is None:
+        return None
+    where, section = found
+    if where == "quantization":
+        # a bare hf_quant_config.json body, as quantization_section reads it: modelopt's own
+        section = {"quant_method": "modelopt", "quantization": section}
+    inner = section.get("quantization")
+    inner = inner if isinstance(inner, Mapping) else section
+    method = section.get("quant_method")
+    producer = section.get("producer")
+    if method is None and isinstance(producer, Mapping) and producer.get("name") == "modelopt":
+        method = "modelopt"
+    if not isinstance(method, str):
+        return None
+    method = method.lower().replace("_", "-")
+    if method.startswith("modelopt"):
+        declared = (
+            inner.get("kv_cache_scheme")
+            or section.get("kv_cache_scheme")
+            or inner.get("kv_cache_quant_algo")
+            or section.get("kv_cache_quant_algo")
+        )
+        return _modelopt_kv_cache(declared)
+    scheme = section.get("kv_cache_scheme")
+    if (
+        method == "compressed-tensors"
+        and isinstance(scheme, Mapping)
+        and scheme.get("type") == "float"
+        and scheme.get("num_bits") == 8
+    ):
+        return "compressed_tensors_fp8"
+    return None
+
+
+def _modelopt_kv_cache(declared: Any) -> str | None:
+    # get_kv_cache_quant_algo_string: a static 8-bit float scheme is fp8, a 4-bit float one
+    # nvfp4 (v0.20.0+); a name is looked up case-blind in MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP.
+    if isinstance(declared, Mapping):
+        if (
+            declared.get("dynamic") is False
+            and declared.get("num_bits") == 8
+            and declared.get("type") == "float"
+        ):
+            return "modelopt_fp8"
+        if declared.get("num_bits") == 4 and declared.get("type") == "float":
+            return "modelopt_nvfp4"
+        return None
+    if isinstance(declared, str) and declared.lower() in ("fp8", "nvfp4"):
+        return f"modelopt_{declared.lower()}"
+    return None
+
+
 def quantization_section(cfg: HFConfig) -> tuple[str, Mapping[str, Any]] | None:
     # config.json `quantization_config`; compressed-tensors before 0.7 `compression_config`;
     # modelopt hf_quant_config.json `{"producer": ..., "quantization": {...}}`.

@@ -361,11 +361,6 @@ def test_a_seed_example_config_on_the_command_line(
     assert body[field] == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kvplan sizes kv_cache_dtype auto at the model dtype even when the checkpoint's "
-    "quantization_config declares an FP8 KV cache; vLLM resolves it to fp8",
-)
 def test_example_15_nvfp4_checkpoint_declares_its_fp8_kv_cache_under_auto(
     client: TestClient,
 ) -> None:
@@ -373,7 +368,7 @@ def test_example_15_nvfp4_checkpoint_declares_its_fp8_kv_cache_under_auto(
     # {dynamic false, num_bits 8, type float}. vLLM's resolve_kv_cache_dtype_string
     # (vllm/utils/torch_utils.py, via get_kv_cache_quant_algo_string) turns --kv-cache-dtype
     # auto into fp8_e4m3 for it, so the example's FP8 figure, 2 x 16 x 4 x 256 x 1 B = 32 KiB,
-    # is what vLLM allocates with no flag at all. The release that added the rule is not
-    # established here.
+    # is what vLLM allocates with no flag at all (0.14.0 on:
+    # docs/engines/vllm.md#kv-cache-dtype-auto).
     body = _ask(client, QWEN36_27B, max_model_len=131_072, kv_pool_bytes=POOL_43_GIB)
     assert body["kv_bytes_per_token"] == 32_768

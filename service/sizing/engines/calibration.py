@@ -41,6 +41,16 @@ VLLM_WHOLE_MODEL_GROUPS: Final[Version] = (0, 11, 0)  # groups on the whole mode
 VLLM_REQUEST_CEIL: Final[Version] = (0, 14, 0)  # requested = ceil(total x util), worker/utils.py
 VLLM_PAD_ATTENTION_PAGES: Final[Version] = (0, 29, 0)  # non-dividing attention pages padded
 VLLM_FIT_CHECK_RESERVES_NULL_BLOCK: Final[Version] = (0, 29, 0)  # fit check on blocks - 1
+# --kv-cache-dtype auto takes the KV cache the checkpoint declares
+# (docs/engines/vllm.md#kv-cache-dtype-auto):
+# modelopt through resolve_kv_cache_dtype_string (vllm/utils/torch_utils.py, called by
+# EngineArgs.create_engine_config), fp8 from 0.14.0, nvfp4 from 0.20.0; compressed-tensors in
+# Attention.__init__ (vllm/attention/layer.py, later model_executor/layers/attention/attention.py),
+# fp8 over any flag from 0.15.0, only over auto from 0.22.0.
+VLLM_MODELOPT_KV_AUTO: Final[Version] = (0, 14, 0)
+VLLM_MODELOPT_NVFP4_KV: Final[Version] = (0, 20, 0)
+VLLM_COMPRESSED_TENSORS_KV_FP8: Final[Version] = (0, 15, 0)
+VLLM_COMPRESSED_TENSORS_KV_AUTO_ONLY: Final[Version] = (0, 22, 0)
 LATEST_VLLM_VERSION: Final = "0.33.0"  # the newest release whose arithmetic kvplan models
 
 VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9

@@ -1,0 +1,115 @@
+"""vLLM's cache dtype step: what --kv-cache-dtype becomes for a checkpoint that declares one.
+
+Before any page is sized, vLLM turns `auto` into the KV cache the checkpoint's quantization
+config declares, so an fp8-KV checkpoint gets a 1-byte cache with no flag. Two rules, by release
+(read in the released wheels; docs/engines/vllm.md#kv-cache-dtype-auto):
+
+* modelopt (`kv_cache_quant_algo` / `kv_cache_scheme`): `resolve_kv_cache_dtype_string`
+  (vllm/utils/torch_utils.py, called by `EngineArgs.create_engine_config`), first in 0.14.0:
+  `auto` becomes fp8_e4m3; from 0.20.0 an NVFP4 declaration becomes nvfp4 (before it vLLM warns
+  and keeps `auto`). An explicit flag is kept.
+* compressed-tensors (`kv_cache_scheme`): `Attention.__init__` (vllm/attention/layer.py in 0.15,
+  vllm/model_executor/layers/attention/attention.py later), first in 0.15.0, sets fp8 whatever
+  the flag; from 0.22.0 only when the flag is `auto`. MLA layers (`MLAAttention`) have no such
+  step, so an MLA model keeps its flag.
+
+Before 0.14.0 (modelopt) and 0.15.0 (compressed-tensors) `auto` is the model dtype: the
+checkpoint's KV scales are loaded and left unused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..architecture import ModelArchitecture
+from . import calibration as cal
+from .common import EngineOptions, Workload
+from .vllm import VllmRelease, parse_vllm_version, vllm_release
+
+_FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedKvDtype:
+    """The cache dtype vLLM sizes, and what the answer says about how it came to be."""
+
+    kv_cache_dtype: str
+    note: str | None = None
+
+
+def vllm_kv_cache_dtype(
+    requested: str, checkpoint_kv_cache: str | None, release: VllmRelease, mla: bool
+) -> ResolvedKvDtype:
+    """The cache dtype vLLM `release` allocates for `--kv-cache-dtype requested`."""
+    version, label = release.version, release.label
+    if checkpoint_kv_cache is None:
+        return ResolvedKvDtype(requested)
+    if checkpoint_kv_cache.startswith("modelopt_"):
+        return _modelopt(requested, checkpoint_kv_cache, version, label)
+    if mla:
+        return ResolvedKvDtype(requested)
+    return _compressed_tensors(requested, version, label)
+
+
+def _modelopt(
+    requested: str, declared: str, version: tuple[int, int, int], label: str
+) -> ResolvedKvDtype:
+    if requested != "auto":
+        return ResolvedKvDtype(requested)
+    if version < cal.VLLM_MODELOPT_KV_AUTO:
+        return ResolvedKvDtype(
+            requested,
+            f"the checkpoint declares an fp8 KV cache (modelopt), but vLLM {label} keeps "
+            "kv_cache_dtype auto at the model dtype; from 0.14.0 auto resolves to fp8_e4m3",
+        )
+    if declared == "modelopt_nvfp4":
+        if version < cal.VLLM_MODELOPT_NVFP4_KV:
+            return ResolvedKvDtype(requested)
+        return ResolvedKvDtype(
+            requested,
+            f"the checkpoint declares an NVFP4 KV cache (modelopt) and vLLM {label} resolves "
+            "kv_cache_dtype auto to nvfp4; kvplan does not size nvfp4 pages, so this answer "
+            "sizes the model dtype (a larger cache than vLLM allocates)",
+        )
+    return ResolvedKvDtype(
+        "fp8_e4m3",
+        f"kv_cache_dtype auto resolved to fp8_e4m3: the checkpoint's quantization_config "
+        f"declares an FP8 KV cache (modelopt), which vLLM {label} takes for auto "
+        "(resolve_kv_cache_dtype_string); pass kv_cache_dtype bfloat16 to keep the model dtype",
+    )
+
+
+def _compressed_tensors(
+    requested: str, version: tuple[int, int, int], label: str
+) -> ResolvedKvDtype:
+    if version < cal.VLLM_COMPRESSED_TENSORS_KV_FP8 or requested in _FP8_KV_DTYPES:
+        return ResolvedKvDtype(requested)
+    if requested == "auto":
+        return ResolvedKvDtype(
+            "fp8",
+            f"kv_cache_dtype auto resolved to fp8: the checkpoint's quantization_config "
+            f"declares an FP8 KV cache (compressed-tensors kv_cache_scheme), which vLLM {label} "
+            "takes for auto (Attention.__init__)",
+        )
+    if version < cal.VLLM_COMPRESSED_TENSORS_KV_AUTO_ONLY:
+        return ResolvedKvDtype(
+            "fp8",
+            f"kv_cache_dtype {requested} replaced by fp8: vLLM {label} sets the cache of a "
+            "checkpoint that declares a compressed-tensors kv_cache_scheme to fp8 whatever the "
+            "flag (Attention.__init__); from 0.22.0 an explicit flag wins",
+        )
+    return ResolvedKvDtype(requested)
+
+
+def vllm_workload(
+    arch: ModelArchitecture, workload: Workload, engine: EngineOptions
+) -> tuple[Workload, str | None]:
+    """The question's workload with the cache dtype the asked vLLM release allocates."""
+    asked = engine.engine_version or cal.LATEST_VLLM_VERSION
+    release = vllm_release(parse_vllm_version(asked))
+    resolved = vllm_kv_cache_dtype(
+        workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
+    )
+    if resolved.kv_cache_dtype == workload.kv_cache_dtype:
+        return workload, resolved.note
+    return Workload(workload.max_model_len, resolved.kv_cache_dtype), resolved.note
