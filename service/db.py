@@ -25,17 +25,16 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg.abc import PQGen
-from psycopg.errors import ConnectionTimeout
-from psycopg.errors import _WaitTimeout as WaitTimeout
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from psycopg.abc import PQGen
 
 log = logging.getLogger("kvplan.db")
 
@@ -110,6 +109,9 @@ class DatabaseHealth:
 
 def _connection_class(answer_timeout: float | None, health: DatabaseHealth) -> type[Any]:
     """psycopg's Connection with a deadline on every wait for the server (query, commit, ...)."""
+    # psycopg is imported with the first PostgreSQL engine: a replica on SQLite never needs it.
+    import psycopg  # noqa: PLC0415
+    from psycopg.errors import _WaitTimeout as WaitTimeout  # noqa: PLC0415
 
     class DeadlineConnection(psycopg.Connection[Any]):
         def wait(
@@ -166,6 +168,9 @@ def create_db_engine(settings: Settings, health: DatabaseHealth | None = None) -
             cursor.close()
 
         return engine
+    import psycopg  # noqa: PLC0415 (see _connection_class)
+    from psycopg.errors import ConnectionTimeout  # noqa: PLC0415
+
     health = health or DatabaseHealth()
     answer_timeout = settings.db_answer_timeout_seconds or None
     connection_class = _connection_class(answer_timeout, health)

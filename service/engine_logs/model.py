@@ -22,6 +22,12 @@ ENGINES: tuple[EngineName, ...] = ("vllm", "sglang", "trtllm")
 ValueKind = Literal["bytes", "count", "number", "text", "flag"]
 Value = int | float | str | bool
 
+# Lines of one pattern echoed in the answer beyond the ones that gave a figure (a pasted log
+# can repeat a line thousands of times; the answer stays small, the figures use every line).
+# Here rather than in the parser so that the answer's schema can say it without compiling
+# the patterns (the parser is imported with the first log read, not with the app).
+LINES_PER_PATTERN = 10
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -192,7 +198,7 @@ class ParsedLog:
     `figures` keeps every value read, in log order, with its printed decimal, unit, rank and
     line; `settings` and `reported` are what they reduce to. `recognised_lines` says which
     lines matched which patterns, for the explanation an answer gives: of each pattern the
-    first lines (`parser.LINES_PER_PATTERN`) and the last, and every line a kept figure came
+    first lines (`LINES_PER_PATTERN`) and the last, and every line a kept figure came
     from; `recognised_lines_omitted` counts the recognised lines left out.
     """
 

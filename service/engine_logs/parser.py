@@ -24,6 +24,7 @@ from ..sizing.errors import SizingError
 from .clean import CleanLine, clean_plain, plain_text
 from .model import (
     ENGINES,
+    LINES_PER_PATTERN,
     REPORTED_FIELDS,
     SETTINGS_FIELDS,
     EngineName,
@@ -478,11 +479,6 @@ def _settings(figures: tuple[Figure, ...]) -> Settings:
         if figure.target == "settings" and figure.field in SETTINGS_FIELDS:
             values[figure.field] = figure.value
     return replace(Settings(), **values)  # type: ignore[arg-type]
-
-
-# Lines of one pattern echoed in the answer beyond the ones that gave a figure (a pasted log
-# can repeat a line thousands of times; the answer stays small, the figures use every line).
-LINES_PER_PATTERN = 10
 
 
 def _recognised_lines(

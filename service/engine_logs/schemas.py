@@ -14,8 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..planning.schemas import QUERY_CONFIG, CapacityDetail, EngineName
-from .model import Reported, Settings
-from .parser import LINES_PER_PATTERN
+from .model import LINES_PER_PATTERN, Reported, Settings
 
 # Larger than any start-up log (the 18 whole DEBUG logs of the calibration set are under
 # 200 KiB each); a longer paste is a whole day of serving, not a start-up.

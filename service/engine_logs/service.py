@@ -25,7 +25,6 @@ from ..planning.schemas import CapacityDetail, CapacityFields, GpuRef, HfConfigM
 from ..planning.service import CapacityQuestion
 from ..sizing import SizingError, normalize_weight_format
 from .model import ParsedLog, Reported, Settings
-from .parser import LogNotRecognised, parse_engine_log
 from .schemas import (
     MAX_LOG_BYTES,
     MAX_LOG_MIB,
@@ -80,6 +79,9 @@ def parse(question: LogQuestion) -> ParsedLog:
             "(up to the first request served)",
             field="log",
         )
+    # The parser compiles its patterns on import: with the first log read, not with the app.
+    from .parser import LogNotRecognised, parse_engine_log  # noqa: PLC0415
+
     try:
         return parse_engine_log(question.log, question.engine, question.engine_version)
     except LogNotRecognised as exc:

@@ -30,7 +30,6 @@ from ..planning.service import CapacityQuestion
 from ..security import READ, READ_OPENAPI
 from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
-from .png import render_png
 from .scene import Scene
 from .speed import speed_scene
 from .svg import render_svg
@@ -136,7 +135,13 @@ def _picture(
     request: Request, scene: Scene, fmt: PictureFormat, token: str, max_age: int | None
 ) -> Response:
     """The rendered picture; a GET (`max_age` given) is cacheable and answers 304 on its ETag."""
-    body = render_svg(scene) if fmt == "svg" else render_png(scene)
+    if fmt == "svg":
+        body = render_svg(scene)
+    else:
+        # Pillow is imported with the first PNG asked for, not with the app
+        from .png import render_png  # noqa: PLC0415
+
+        body = render_png(scene)
     if max_age is None:
         return Response(body, media_type=MEDIA[fmt], headers={"Cache-Control": "no-store"})
     etag = etag_for(token, body)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, MetaData, Table, create_engine, inspect, select
 from sqlmodel import SQLModel
@@ -26,6 +27,7 @@ from service.catalog.snapshot import calibration_entry
 from service.db import Database
 from service.engine_logs.models import CalibrationRow
 from service.migrate import (
+    alembic_config,
     context_options,
     current_revision,
     downgrade,
@@ -122,6 +124,28 @@ def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: En
     assert tables(fresh_engine) == (CATALOG_TABLES - {"catalog_tombstone"}) | {"alembic_version"}
     upgrade(empty_database)
     assert current_revision(fresh_engine) == HEAD
+
+
+def alembic_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def test_the_revisions_read_without_alembic_are_alembics_own(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    # /readyz reads both without importing Alembic (service/migrate.py); at every step of the
+    # schema's history they must be what Alembic itself reads
+    assert (
+        head_revision()
+        == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    )
+    assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
+    for revision in ("0001", "0002", "0003", "0004", "0005", "0006"):
+        upgrade(empty_database, revision)
+        assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
+    downgrade(empty_database, "base")  # the version table stays, empty
+    assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
 
 
 def test_the_migrated_schema_matches_the_models(empty_database: str, fresh_engine: Engine) -> None:
