@@ -33,12 +33,13 @@ LAZY = (
 # from its folder, service/docs.py.)
 NEVER = ("pytest", "hypothesis", "schemathesis")
 
-# A replica as `kvplan serve` starts it (service/server.py: the app factory, then its
-# lifespan, which loads the catalog), asked whether it is ready and one capacity question,
-# then the modules it holds.
+# A replica as `kvplan serve` starts it (service/cli.py, then service/server.py: the app
+# factory and its lifespan, which loads the catalog), asked whether it is ready and one
+# capacity question, then the modules it holds.
 START_AND_ANSWER = """
 import json, sys
 from fastapi.testclient import TestClient
+import service.cli
 from service.app import create_app
 
 with TestClient(create_app()) as client:

@@ -113,6 +113,7 @@ def _postgres(options: Options, notes: list[str]) -> Iterator[str | None]:
 
 
 def _servers(stack: ExitStack, options: Options, workdir: Path, notes: list[str]) -> Bench:
+    servers.compile_package()
     baseline_cmd = [sys.executable, "-m", "service.bench_http.baseline"]
     baseline = servers.start("baseline", baseline_cmd, _env(options), workdir)
     stack.callback(baseline.stop)

@@ -7,6 +7,7 @@ baseline as `python -m service.bench_http.baseline`; both from this venv, on fre
 
 from __future__ import annotations
 
+import compileall
 import os
 import socket
 import subprocess
@@ -128,6 +129,18 @@ def start(name: str, command: list[str], env: dict[str, str], workdir: Path) -> 
         cwd=workdir,
     )
     return Served(name, port, process, log, started)
+
+
+def compile_package() -> None:
+    """kvplan's modules compiled to bytecode, as a deployed replica has them.
+
+    pip writes the bytecode of every module when the image installs the wheel, so a replica
+    starts from it. An editable checkout run with PYTHONDONTWRITEBYTECODE=1 (the image's
+    setting, and common in CI) would instead compile each module from its source at every
+    start, a cost no deployed replica pays (about 0.15 s of the start-up on a busy 2-core
+    machine). Done before any server starts, the baseline too (its modules are kvplan's).
+    """
+    compileall.compile_dir(Path(__file__).parents[1], quiet=1)
 
 
 def prepare_kvplan(database_url: str, workdir: Path) -> dict[str, str]:
