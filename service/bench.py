@@ -72,6 +72,8 @@ _CACHES: tuple[Any, ...] = (
     capacity._per_token_facts,
     vllm.vllm_budget,
     performance._bytes_per_parameter,
+    performance._attention_terms,
+    performance._cache_reads,
     planning_service._interned_options,
 )
 

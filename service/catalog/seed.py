@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from . import repository
 from .models import GpuRow, ModelRow, utcnow
 from .records import copy_gpu_record, copy_model_record, gpu_row_from_record, model_row_from_record
-from .snapshot import CatalogSnapshot, gpu_entry, model_entry
+from .snapshot import CatalogSnapshot, gpu_entry, model_entry, shared_layers
 
 
 def load_seed(name: str) -> list[dict[str, Any]]:
@@ -31,9 +31,9 @@ def load_seed(name: str) -> list[dict[str, Any]]:
 
 def offline_snapshot() -> CatalogSnapshot:
     """The shipped catalog as a snapshot, without a database (`kvplan --offline`, the bench)."""
-    models = {
-        r["slug"]: model_entry(model_row_from_record(r, "seed")) for r in load_seed("models.json")
-    }
+    models = shared_layers(
+        {r["slug"]: model_entry(model_row_from_record(r, "seed")) for r in load_seed("models.json")}
+    )
     gpus = {r["slug"]: gpu_entry(gpu_row_from_record(r, "seed")) for r in load_seed("gpus.json")}
     return CatalogSnapshot(version=0, changed_at=utcnow(), models=models, gpus=gpus)
 

@@ -30,7 +30,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -43,6 +43,7 @@ from ..engine_logs import repository as calibration_repository
 from ..engine_logs.models import CalibrationRow
 from ..errors import NotFound, ServiceUnavailable
 from ..sizing import LINK_GB_S, Gpu, ModelArchitecture, SizingError, architecture_from_dict
+from ..sizing.architecture import Layer, MixtureOfExperts
 from . import answers, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
@@ -250,6 +251,33 @@ def model_entry(row: ModelRow) -> ModelEntry:
         revision=row.revision,
         architecture=architecture_from_dict({**row.architecture, "name": row.slug}),
     )
+
+
+def shared_layers(models: Mapping[str, ModelEntry]) -> dict[str, ModelEntry]:
+    """The entries with equal layers made one object across the catalog.
+
+    Models that differ only in name (a base and its instruct tune, R1 and V3) have equal
+    architectures, and the sizing core's memos, keyed by architecture, answer one from the
+    other's entry after comparing them: layer by layer (80-odd dataclass comparisons) where each
+    model holds its own layer objects, one tuple comparison that stops at identity where they
+    share them. Built once per catalog load; the entries are otherwise as loaded.
+    """
+    layers: dict[Layer, Layer] = {}
+    schedules: dict[tuple[Layer, ...], tuple[Layer, ...]] = {}
+    moes: dict[MixtureOfExperts, MixtureOfExperts] = {}
+    out: dict[str, ModelEntry] = {}
+    for slug, entry in models.items():
+        arch = entry.architecture
+        schedule = schedules.get(arch.layers)
+        if schedule is None:
+            schedule = tuple(layers.setdefault(layer, layer) for layer in arch.layers)
+            schedules[schedule] = schedule
+        moe = arch.moe if arch.moe is None else moes.setdefault(arch.moe, arch.moe)
+        if schedule is arch.layers and moe is arch.moe:
+            out[slug] = entry
+        else:
+            out[slug] = replace(entry, architecture=replace(arch, layers=schedule, moe=moe))
+    return out
 
 
 def gpu_entry(row: GpuRow) -> GpuEntry:
@@ -500,7 +528,7 @@ class CatalogCache:
         return CatalogSnapshot(
             version=version,
             changed_at=changed_at,
-            models=models,
+            models=shared_layers(models),
             gpus={row.slug: gpu_entry(row) for row in gpu_rows},
             model_reads={row.slug: answers.model_read(row) for row in model_rows},
             gpu_reads={row.slug: answers.gpu_read(row) for row in gpu_rows},

@@ -521,21 +521,13 @@ def decode_cost(
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
     fmt = _weight_format(arch, weight_format)
-    conv_bytes, ssm_bytes = state_dtype_bytes(arch)
-    kv = 0
-    attention_flops = 0
-    for layer, count in arch.cache_layer_counts:
-        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-            state = state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
-            kv += count * batch * 2 * state
-            attention_flops += count * _state_flops_per_token(layer)
-            continue
-        attended = _attended(layer, context_tokens)
-        per_token = _kv_bytes_per_token_layer(arch, layer, kv_cache_dtype, tp)
-        kv += count * batch * attended * per_token
-        attention_flops += (
-            count * attended * _attention_flops_per_pair(layer, arch.num_attention_heads)
-        )
+    reads = _cache_reads(arch, kv_cache_dtype, tp)
+    terms = _attention_terms(arch)
+    # Integers throughout: the per-layer sums, grouped once per model, are the same numbers.
+    kv = batch * (reads.state + context_tokens * reads.full)
+    kv += sum(batch * _attended(layer, context_tokens) * b for layer, b in reads.windowed)
+    attention_flops = terms.state + context_tokens * terms.full
+    attention_flops += sum(_attended(layer, context_tokens) * f for layer, f in terms.windowed)
     split = parameter_split(arch)
     flops = (2 * split.active + attention_flops) * batch // tp
     return StepCost(
@@ -571,15 +563,10 @@ def prefill_cost(
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
     fmt = _weight_format(arch, weight_format)
-    attention_flops = 0
-    for layer, count in arch.cache_layer_counts:
-        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
-            attention_flops += count * prompt_tokens * _state_flops_per_token(layer)
-            continue
-        pairs = causal_pairs(layer, prompt_tokens)
-        attention_flops += (
-            count * pairs * _attention_flops_per_pair(layer, arch.num_attention_heads)
-        )
+    terms = _attention_terms(arch)
+    p = prompt_tokens
+    attention_flops = p * terms.state + p * (p + 1) // 2 * terms.full
+    attention_flops += sum(causal_pairs(layer, p) * f for layer, f in terms.windowed)
     split = parameter_split(arch)
     tokens = prompts * prompt_tokens
     flops = prompts * (2 * split.active * prompt_tokens + attention_flops) // tp
@@ -596,6 +583,58 @@ def prefill_cost(
         allreduce_bytes=tokens * _hidden(arch, tp) * MODEL_DTYPE_BYTES[arch.dtype],
         link_bytes_per_s=_link(gpu, tp),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _LayerSums:
+    """A model's per-layer constants summed over its layers (each layer's count times it):
+    `state` for the recurrent layers, `full` for the layers that attend to every cached token
+    (full attention, MLA), and one entry per sliding or chunked layer, whose tokens attended
+    depend on the context (`_attended`, `causal_pairs`)."""
+
+    state: int
+    full: int
+    windowed: tuple[tuple[TokenLayer, int], ...]
+
+
+# Memoised per model: decode_cost and prefill_cost sum these over the layers for every step.
+@lru_cache(maxsize=512)
+def _attention_terms(arch: ModelArchitecture) -> _LayerSums:
+    """FLOPs per (query, cached token) pair of the attention layers; per token of the
+    recurrent ones (`_attention_flops_per_pair`, `_state_flops_per_token`)."""
+    state = full = 0
+    windowed: list[tuple[TokenLayer, int]] = []
+    for layer, count in arch.cache_layer_counts:
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            state += count * _state_flops_per_token(layer)
+            continue
+        flops = count * _attention_flops_per_pair(layer, arch.num_attention_heads)
+        if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
+            windowed.append((layer, flops))
+        else:
+            full += flops
+    return _LayerSums(state, full, tuple(windowed))
+
+
+# Memoised per model, cache dtype and TP size, for the same reason as `_attention_terms`.
+@lru_cache(maxsize=1024)
+def _cache_reads(arch: ModelArchitecture, kv_cache_dtype: str, tp: int) -> _LayerSums:
+    """Cache bytes one decode step reads per sequence: per cached token attended for the
+    attention layers (`_kv_bytes_per_token_layer`); a recurrent layer's whole state, read and
+    written back (`state_bytes_per_sequence`, twice)."""
+    conv_bytes, ssm_bytes = state_dtype_bytes(arch)
+    state = full = 0
+    windowed: list[tuple[TokenLayer, int]] = []
+    for layer, count in arch.cache_layer_counts:
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
+            state += count * 2 * state_bytes_per_sequence(layer, conv_bytes, ssm_bytes, tp)
+            continue
+        per_token = count * _kv_bytes_per_token_layer(arch, layer, kv_cache_dtype, tp)
+        if isinstance(layer, SlidingWindowAttention | ChunkedLocalAttention):
+            windowed.append((layer, per_token))
+        else:
+            full += per_token
+    return _LayerSums(state, full, tuple(windowed))
 
 
 def _hidden(arch: ModelArchitecture, tp: int) -> int:
