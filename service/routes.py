@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import Header
+from fastapi import Header, Request, Response
+
+from .security import READ_KEY_PARAMETER
 
 Responses = dict[int | str, dict[str, Any]]
 
@@ -29,6 +32,24 @@ IfNoneMatch = Annotated[
         description="An `ETag` you hold; if it is still current the answer is 304, no body.",
     ),
 ]
+
+
+LINK_HEADER = {
+    "description": 'The next page, as `<url>; rel="next"` (absent on the last page).',
+    "schema": {"type": "string"},
+}
+
+
+def next_page_url(request: Request, response: Response, next_cursor: str | None) -> str | None:
+    """The relative URL of a list's next page, with the same filters; also sent as a `Link`
+    header. A read key never travels in a link: the client adds its own again."""
+    if next_cursor is None:
+        return None
+    dropped = {"cursor", READ_KEY_PARAMETER}
+    params = [(k, v) for k, v in request.query_params.multi_items() if k not in dropped]
+    url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
+    response.headers["Link"] = f'<{url}>; rel="next"'
+    return url
 
 
 def etag_header(what: str) -> dict[str, Any]:

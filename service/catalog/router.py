@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import AfterValidator
@@ -18,8 +17,16 @@ from .. import conditional
 from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..formats import MEDIA_TYPES, negotiate, render_table, single_value
-from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
-from ..security import READ, READ_KEY_PARAMETER, READ_OPENAPI, AdminRoute, bearer_scheme
+from ..routes import (
+    LINK_HEADER,
+    IfMatch,
+    IfNoneMatch,
+    Responses,
+    etag_header,
+    next_page_url,
+    problem_responses,
+)
+from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing import LayerKind
 from . import answers, reads, service
 from .reads import STALE_HEADER, STALE_HEADER_DOC
@@ -71,10 +78,6 @@ _PROBLEMS: dict[int, str] = {
 }
 _ETAG_HEADER = etag_header("entry")
 _LOCATION_HEADER = {"description": "Where the new entry lives.", "schema": {"type": "string"}}
-_LINK_HEADER = {
-    "description": 'The next page, as `<url>; rel="next"` (absent on the last page).',
-    "schema": {"type": "string"},
-}
 
 
 def _responses(*problems: int, ok: Responses | None = None) -> Responses:
@@ -104,7 +107,7 @@ def _listed(what: str) -> Responses:
             "description": f"One page of {what} (JSON); with `format=csv` or `tsv` (or `Accept: "
             "text/csv`, `text/tab-separated-values`) every match as one table, not paged; with "
             f"`format=text` how many {what} match.",
-            "headers": {"Link": _LINK_HEADER, STALE_HEADER: STALE_HEADER_DOC},
+            "headers": {"Link": LINK_HEADER, STALE_HEADER: STALE_HEADER_DOC},
             "content": {
                 "text/csv": _TEXT,
                 "text/tab-separated-values": _TEXT,
@@ -159,18 +162,6 @@ def _entity_headers(response: Response, revision: int, location: str | None = No
 
 def _location(request: Request, prefix: str, slug: str) -> str:
     return f"{request.scope.get('root_path', '')}{prefix}/{slug}"
-
-
-def _next_url(request: Request, response: Response, next_cursor: str | None) -> str | None:
-    """The relative URL of the next page, with the same filters; also sent as a Link header."""
-    if next_cursor is None:
-        return None
-    # A read key never travels in a link: the client adds its own again.
-    dropped = {"cursor", READ_KEY_PARAMETER}
-    params = [(k, v) for k, v in request.query_params.multi_items() if k not in dropped]
-    url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
-    response.headers["Link"] = f'<{url}>; rel="next"'
-    return url
 
 
 def _stale(response: Response, stale: bool) -> None:
@@ -287,7 +278,7 @@ def list_gpus(
             to_row=answers.gpu_csv_row,
             headers=dict(response.headers),
         )
-    next_url = _next_url(request, response, page.next_cursor)
+    next_url = next_page_url(request, response, page.next_cursor)
     return GpuPage(items=page.items, limit=limit, next_cursor=page.next_cursor, next=next_url)
 
 
@@ -473,7 +464,7 @@ def list_models(
         items=page.items,
         limit=limit,
         next_cursor=page.next_cursor,
-        next=_next_url(request, response, page.next_cursor),
+        next=next_page_url(request, response, page.next_cursor),
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -30,7 +29,15 @@ from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
 from ..planning.cache import AnswerCache
 from ..planning.exposition import capacity_exposition
 from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
-from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
+from ..routes import (
+    LINK_HEADER,
+    IfMatch,
+    IfNoneMatch,
+    Responses,
+    etag_header,
+    next_page_url,
+    problem_responses,
+)
 from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 from . import service
@@ -112,13 +119,7 @@ def _entity(response: Response, row: DeploymentRow) -> DeploymentRead:
         ok={
             200: {
                 "description": "One page.",
-                "headers": {
-                    "Link": {
-                        "description": 'The next page, as `<url>; rel="next"` (absent on the '
-                        "last page).",
-                        "schema": {"type": "string"},
-                    }
-                },
+                "headers": {"Link": LINK_HEADER},
             }
         },
     ),
@@ -148,16 +149,11 @@ def list_deployments(
     rows, next_cursor = service.list_profiles(
         session, limit=limit, cursor=cursor, model=model, gpu=gpu, namespace=namespace
     )
-    next_url = None
-    if next_cursor is not None:
-        params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
-        next_url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
-        response.headers["Link"] = f'<{next_url}>; rel="next"'
     return DeploymentPage(
         items=[service.read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
-        next=next_url,
+        next=next_page_url(request, response, next_cursor),
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.routing import APIRoute
@@ -23,10 +22,17 @@ from .. import conditional
 from ..deps import CatalogDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
 from ..errors import InvalidRequest
 from ..planning.schemas import EngineName
-from ..routes import IfMatch, IfNoneMatch, Responses, etag_header, problem_responses
+from ..routes import (
+    LINK_HEADER,
+    IfMatch,
+    IfNoneMatch,
+    Responses,
+    etag_header,
+    next_page_url,
+    problem_responses,
+)
 from ..security import (
     READ,
-    READ_KEY_PARAMETER,
     READ_OPENAPI,
     WRITE_METHODS,
     AdminRoute,
@@ -290,12 +296,7 @@ calibrations_router.add_api_route(
         ok={
             200: {
                 "description": "One page, oldest first.",
-                "headers": {
-                    "Link": {
-                        "description": 'The next page, as `<url>; rel="next"`.',
-                        "schema": {"type": "string"},
-                    }
-                },
+                "headers": {"Link": LINK_HEADER},
             }
         },
     ),
@@ -323,17 +324,11 @@ def list_calibrations(
     rows, next_cursor = calibrations.list_page(
         session, limit=limit, cursor=cursor, model=model, gpu=gpu, engine=engine
     )
-    next_url = None
-    if next_cursor is not None:
-        dropped = {"cursor", READ_KEY_PARAMETER}
-        params = [(k, v) for k, v in request.query_params.multi_items() if k not in dropped]
-        next_url = f"{request.url.path}?{urlencode([*params, ('cursor', next_cursor)])}"
-        response.headers["Link"] = f'<{next_url}>; rel="next"'
     return CalibrationPage(
         items=[calibrations.read(row) for row in rows],
         limit=limit,
         next_cursor=next_cursor,
-        next=next_url,
+        next=next_page_url(request, response, next_cursor),
     )
 
 

@@ -133,6 +133,18 @@ def test_a_key_never_travels_in_a_next_link(keyed: TestClient) -> None:
     assert "api_key" not in body["next"]
 
 
+def test_a_key_never_travels_in_a_deployment_pages_next_link(keyed: TestClient) -> None:
+    # the deployment list builds its link with the catalog's routes.next_page_url (it kept the
+    # key before)
+    for name in ("profile-a", "profile-b"):
+        body = {"name": name, "model": "llama-3.1-8b", "gpu": "l4", "max_model_len": 4096}
+        assert keyed.post("/v1/deployments", json=body, headers=ADMIN).status_code == 201
+    answer = keyed.get("/v1/deployments", params={"limit": 1, "api_key": READ_KEY})
+    assert answer.json()["next"] is not None
+    assert "api_key" not in answer.json()["next"]
+    assert READ_KEY not in answer.headers["Link"]
+
+
 def test_keys_never_reach_a_log(keyed: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("DEBUG")
     wrong = "wrong-read-key-5e8f"
