@@ -33,6 +33,7 @@ from .sizing import (
     performance,
     plan,
     planner,
+    speed,
 )
 from .sizing.capacity import model_facts
 from .sizing.engines import activation, vllm
@@ -74,6 +75,8 @@ _CACHES: tuple[Any, ...] = (
     performance._bytes_per_parameter,
     performance._attention_terms,
     performance._cache_reads,
+    performance._pass_constants,
+    speed.gpu_performance,
     planning_service._interned_options,
 )
 

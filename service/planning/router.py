@@ -91,8 +91,15 @@ _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
-    """The CapacityAnswer fields of a detail: GET's body and every CSV row."""
+    """The CapacityAnswer fields of a detail: every CSV row, the text and Prometheus answers."""
     return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
+
+
+def _answer_json(detail: CapacityDetail) -> bytes:
+    """GET's JSON body: the CapacityAnswer fields serialised by pydantic straight from the
+    detail, the bytes `_JSON.encode(_answer_row(detail))` writes for every answer kvplan
+    computes (ASCII text, finite numbers), without building the row in between."""
+    return detail.model_dump_json(include=_ANSWER_FIELDS).encode()
 
 
 def _cache_control(settings: Settings) -> str:
@@ -105,6 +112,7 @@ def _encode(
     *,
     fmt: str,
     json_body: dict[str, Any],
+    json_bytes: bytes | None = None,  # the JSON answer already serialised (`_answer_json`)
     table: list[dict[str, Any]],
     columns: list[str] | None = None,
     value: Any,
@@ -117,6 +125,8 @@ def _encode(
         body = single_value(value).encode()
     elif fmt == "prometheus":
         body = capacity_exposition(json_body)
+    elif json_bytes is not None:
+        body = json_bytes
     else:
         body = _JSON.encode(json_body).encode()
     media = exposition.CONTENT_TYPE if fmt == "prometheus" else MEDIA_TYPES[fmt]
@@ -195,11 +205,13 @@ def capacity_answer(
         detail = service.capacity(CapacityQuestion.from_query(query), catalog)
         answers.put((catalog.token, key.query), detail)
     service.require_fit(detail)
-    data = _answer_row(detail)
+    # Only the form asked for is built: a row (for a table, a text value or Prometheus) is not
+    # free, and the JSON answer needs none.
+    data = {} if key.fmt == "json" else _answer_row(detail)
     answer = _encode(
         fmt=key.fmt,
         json_body=data,
-        # Only the form asked for is built: a table row is not free.
+        json_bytes=_answer_json(detail) if key.fmt == "json" else None,
         table=[gib_twins(table_row(data), _CAPACITY_GIB)] if key.fmt in TABLE_FORMATS else [],
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,

@@ -426,14 +426,6 @@ def _weight_format(arch: ModelArchitecture, weight_format: str | None) -> str:
     return normalize_weight_format(weight_format or arch.weight_format)
 
 
-def _weights_read(arch: ModelArchitecture, weight_format: str | None, tokens: int, tp: int) -> int:
-    """Weights a pass reads per GPU: every dense weight, and the experts the tokens touch;
-    all sharded over the TP ranks. Bytes per parameter are the checkpoint's average, or the
-    asked-for format's (weights.weight_bytes_total re-prices the same way)."""
-    split = parameter_split(arch)
-    return round(split.read(tokens) * _bytes_per_parameter(arch, weight_format) / tp)
-
-
 # Memoised: a constant of the model and its format, asked by every decode and prefill step.
 @lru_cache(maxsize=512)
 def _bytes_per_parameter(arch: ModelArchitecture, weight_format: str | None) -> float:
@@ -520,28 +512,27 @@ def decode_cost(
     _positive_int("context_tokens", context_tokens)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    fmt = _weight_format(arch, weight_format)
+    step = _pass_constants(arch, gpu, tp, weight_format)
     reads = _cache_reads(arch, kv_cache_dtype, tp)
-    terms = _attention_terms(arch)
+    terms = step.attention
     # Integers throughout: the per-layer sums, grouped once per model, are the same numbers.
     kv = batch * (reads.state + context_tokens * reads.full)
     kv += sum(batch * _attended(layer, context_tokens) * b for layer, b in reads.windowed)
     attention_flops = terms.state + context_tokens * terms.full
     attention_flops += sum(_attended(layer, context_tokens) * f for layer, f in terms.windowed)
-    split = parameter_split(arch)
-    flops = (2 * split.active + attention_flops) * batch // tp
+    flops = (2 * step.split.active + attention_flops) * batch // tp
     return StepCost(
         tokens=batch,
-        weight_bytes=_weights_read(arch, weight_format, batch, tp),
+        weight_bytes=step.weights_read(batch),
         kv_bytes=kv,
         flops=flops,
         attention_flops=attention_flops * batch // tp,
-        bandwidth_bytes_per_s=gpu.memory_bandwidth_tb_s * TB,
-        peak_flops_per_s=peak_flops_per_s(gpu, fmt),
+        bandwidth_bytes_per_s=step.bandwidth_bytes_per_s,
+        peak_flops_per_s=step.peak_flops_per_s,
         tensor_parallel_size=tp,
-        allreduces=allreduces_per_pass(arch),
-        allreduce_bytes=batch * _hidden(arch, tp) * MODEL_DTYPE_BYTES[arch.dtype],
-        link_bytes_per_s=_link(gpu, tp),
+        allreduces=step.allreduces,
+        allreduce_bytes=batch * step.allreduce_bytes_per_token,
+        link_bytes_per_s=step.link_bytes_per_s,
     )
 
 
@@ -562,25 +553,72 @@ def prefill_cost(
     _positive_int("prompts", prompts)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    fmt = _weight_format(arch, weight_format)
-    terms = _attention_terms(arch)
+    step = _pass_constants(arch, gpu, tp, weight_format)
+    terms = step.attention
     p = prompt_tokens
     attention_flops = p * terms.state + p * (p + 1) // 2 * terms.full
     attention_flops += sum(causal_pairs(layer, p) * f for layer, f in terms.windowed)
-    split = parameter_split(arch)
     tokens = prompts * prompt_tokens
-    flops = prompts * (2 * split.active * prompt_tokens + attention_flops) // tp
+    flops = prompts * (2 * step.split.active * prompt_tokens + attention_flops) // tp
     return StepCost(
         tokens=tokens,
-        weight_bytes=_weights_read(arch, weight_format, tokens, tp),
+        weight_bytes=step.weights_read(tokens),
         kv_bytes=0,
         flops=flops,
         attention_flops=prompts * attention_flops // tp,
+        bandwidth_bytes_per_s=step.bandwidth_bytes_per_s,
+        peak_flops_per_s=step.peak_flops_per_s,
+        tensor_parallel_size=tp,
+        allreduces=step.allreduces,
+        allreduce_bytes=tokens * step.allreduce_bytes_per_token,
+        link_bytes_per_s=step.link_bytes_per_s,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PassConstants:
+    """What every pass of one model on one TP group of one GPU shares, whatever its batch,
+    context or prompt: the parameters and their bytes, the attention's per-layer sums, the
+    GPU's peaks at the weights' precision, the all-reduces and the link."""
+
+    split: ParameterSplit
+    bytes_per_parameter: float
+    tensor_parallel_size: int
+    attention: _LayerSums
+    bandwidth_bytes_per_s: float
+    peak_flops_per_s: float
+    allreduces: int
+    allreduce_bytes_per_token: int  # one token's hidden state in the model's dtype
+    link_bytes_per_s: float | None
+
+    def weights_read(self, tokens: int) -> int:
+        """Weights a pass over `tokens` tokens reads per GPU: every dense weight, and the
+        experts the tokens touch; all sharded over the TP ranks. Bytes per parameter are the
+        checkpoint's average, or the asked-for format's (weights.weight_bytes_total re-prices
+        the same way)."""
+        return round(
+            self.split.read(tokens) * self.bytes_per_parameter / self.tensor_parallel_size
+        )
+
+
+# Memoised per model, GPU, TP size and weights' format: a capacity answer times three passes
+# and a plan dozens, each of which would otherwise look up every constant on its own.
+@lru_cache(maxsize=4096)
+def _pass_constants(
+    arch: ModelArchitecture, gpu: GpuPerformance, tp: int, weight_format: str | None
+) -> _PassConstants:
+    fmt = _weight_format(arch, weight_format)
+    terms = _attention_terms(arch)
+    split = parameter_split(arch)
+    return _PassConstants(
+        split=split,
+        bytes_per_parameter=_bytes_per_parameter(arch, weight_format),
+        tensor_parallel_size=tp,
+        attention=terms,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tb_s * TB,
         peak_flops_per_s=peak_flops_per_s(gpu, fmt),
-        tensor_parallel_size=tp,
         allreduces=allreduces_per_pass(arch),
-        allreduce_bytes=tokens * _hidden(arch, tp) * MODEL_DTYPE_BYTES[arch.dtype],
+        allreduce_bytes_per_token=_hidden(arch, tp) * MODEL_DTYPE_BYTES[arch.dtype],
         link_bytes_per_s=_link(gpu, tp),
     )
 
@@ -766,17 +804,18 @@ def estimate_performance(
         efficiency,
     )
     wait: float | None = 0.0
+    decode_ms, prefill_ms = decode.ms, prefill.ms
     if arrivals_per_second is not None:
         if not arrivals_per_second >= 0:
             raise SizingError("arrivals_per_second", "must be zero or a positive number")
-        wait = queue_wait_ms(prefill.ms, arrivals_per_second)
+        wait = queue_wait_ms(prefill_ms, arrivals_per_second)
     return PerformanceEstimate(
-        decode_ms_per_token=decode.ms,
+        decode_ms_per_token=decode_ms,
         decode_ms_per_token_at_peak=None if peak is None else peak.ms,
-        output_tokens_per_second=batch * 1e3 / decode.ms,
-        output_tokens_per_second_per_user=1e3 / decode.ms,
-        prefill_ms=prefill.ms,
-        ttft_ms=None if wait is None else prefill.ms + wait,
+        output_tokens_per_second=batch * 1e3 / decode_ms,
+        output_tokens_per_second_per_user=1e3 / decode_ms,
+        prefill_ms=prefill_ms,
+        ttft_ms=None if wait is None else prefill_ms + wait,
         queue_wait_ms=0.0 if wait is None else wait,
         performance_bound=decode.bound,
         error_band=error_band,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .architecture import ModelArchitecture
 from .engines.common import Capacity, Gpu
@@ -59,6 +60,9 @@ class NoEstimate:
 Speed = PerformanceEstimate | NoEstimate
 
 
+# Memoised per GPU and TP size: one object per GPU, so the estimate's own memos (keyed by it)
+# stop at identity, and its checks run once per catalog GPU rather than once per answer.
+@lru_cache(maxsize=1024)
 def gpu_performance(gpu: Gpu, tensor_parallel_size: int) -> GpuPerformance | NoEstimate:
     """The GPU's figures as the model takes them, or which of them the GPU lacks."""
     missing = [] if gpu.memory_bandwidth_tb_s is not None else ["memory_bandwidth_tb_s"]
