@@ -596,9 +596,7 @@ class _PassConstants:
         experts the tokens touch; all sharded over the TP ranks. Bytes per parameter are the
         checkpoint's average, or the asked-for format's (weights.weight_bytes_total re-prices
         the same way)."""
-        return round(
-            self.split.read(tokens) * self.bytes_per_parameter / self.tensor_parallel_size
-        )
+        return round(self.split.read(tokens) * self.bytes_per_parameter / self.tensor_parallel_size)
 
 
 # Memoised per model, GPU, TP size and weights' format: a capacity answer times three passes
