@@ -35,7 +35,6 @@ from .sizing import (
     planner,
     speed,
 )
-from .sizing.capacity import model_facts
 from .sizing.engines import activation, vllm
 from .sizing.performance import ERROR_BAND, FITTED
 
@@ -59,8 +58,6 @@ def seed_catalog() -> tuple[dict[str, ModelArchitecture], dict[str, Gpu]]:
 # stay warm, as the catalog's parsed architectures do.
 _CACHES: tuple[Any, ...] = (
     kv.kv_bytes_per_token,
-    kv.sequence_breakdown,
-    vllm.vllm_layout,
     vllm._vllm_groups,
     vllm.profile_peak,
     vllm.model_memory_usage,
@@ -69,7 +66,6 @@ _CACHES: tuple[Any, ...] = (
     parallel.check_tensor_parallel,
     planner.tensor_parallel_problem,
     planner.candidate_capacity,
-    model_facts,
     capacity._per_token_facts,
     vllm.vllm_budget,
     performance._bytes_per_parameter,

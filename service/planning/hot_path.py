@@ -73,6 +73,23 @@ DECLARED: frozenset[str] = frozenset(name for name, _ in FIELDS)
 _SEQUENCES: frozenset[str] = frozenset(name for name, sequence in FIELDS if sequence)
 
 
+def query_pairs(query: str) -> list[tuple[str, str]]:
+    """`parse_qsl(query, keep_blank_values=True)`, the pairs Starlette's `QueryParams` holds.
+
+    A query with no escape (`%`) and no `+` decodes to itself: its pairs are its `&`-separated
+    parts split at the first `=` (a part without one is a name with a blank value, an empty
+    part is skipped), which is what parse_qsl does before unquoting (urllib/parse.py). Others
+    go to parse_qsl itself."""
+    if "%" in query or "+" in query:
+        return parse_qsl(query, keep_blank_values=True)
+    pairs = []
+    for part in query.split("&"):
+        if part:
+            name, _, value = part.partition("=")
+            pairs.append((name, value))
+    return pairs
+
+
 def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, CapacityQuery] | None:
     """The canonical question of a query string, and the query validated, or None where FastAPI
     would refuse it (a misspelt parameter name, an invalid value, an Accept it cannot answer):
@@ -85,7 +102,7 @@ def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, Cap
     left to its `extra="ignore"`.
     """
     values: dict[str, Any] = {}
-    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+    for name, value in query_pairs(query_string.decode("latin-1")):
         if name in _SEQUENCES:
             values.setdefault(name, []).append(value)
         elif name in DECLARED:

@@ -161,8 +161,8 @@ def weights_note(arch: ModelArchitecture, engine: EngineOptions) -> str | None:
     )
 
 
-# Memoised like the layouts: a plan asks it of every GPU, and it depends on the layout, not the GPU.
-@lru_cache(maxsize=4096)
+# Not memoised: the per-token facts are (`_per_token_facts`); the sequence is keyed by
+# max_model_len, which a new question changes, and a memo of it costs more than it saves.
 def model_facts(
     arch: ModelArchitecture,
     stages: tuple[ModelArchitecture, ...],

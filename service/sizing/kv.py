@@ -238,7 +238,6 @@ def packed_mla(arch: ModelArchitecture, kv_cache_dtype: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=4096)
 def sequence_breakdown(
     arch: ModelArchitecture,
     kv_cache_dtype: str,

@@ -11,12 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
@@ -374,3 +377,18 @@ def _capacity_counts(client: TestClient) -> list[str]:
         for line in client.get("/metrics").text.splitlines()
         if line.startswith("kvplan_capacity_requests_total{")
     ]
+
+
+# Query strings as clients write them and as they mangle them: separators doubled or trailing,
+# names without `=`, escapes (whole, cut short, of UTF-8 bytes), `+` for a space, `;`, non-ASCII.
+_QUERY_PIECES = st.sampled_from(
+    ["model", "gpu", "=", "&", "&&", "%20", "%2", "%e2%80%99", "+", ";", "_", "8192", "é", "a=b"]
+)
+
+
+@given(st.lists(_QUERY_PIECES, max_size=12).map("".join))
+def test_the_hot_paths_query_pairs_are_starlettes(query: str) -> None:
+    # canonical() reads the query with query_pairs; FastAPI reads it through Starlette's
+    # QueryParams, which is parse_qsl(..., keep_blank_values=True): a difference would answer
+    # another question than the route would.
+    assert hot_path.query_pairs(query) == parse_qsl(query, keep_blank_values=True)

@@ -10,7 +10,7 @@ block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and 
 from __future__ import annotations
 
 from service.sizing.architecture import FullAttention, ModelArchitecture
-from service.sizing.capacity import Gpu, Workload, compute_capacity, model_facts
+from service.sizing.capacity import Gpu, Workload, compute_capacity
 from service.sizing.engines.common import EngineOptions
 from service.sizing.planner import (
     PlanRequest,
@@ -74,5 +74,4 @@ def test_a_plan_from_remembered_capacities_equals_one_computed_afresh() -> None:
     warm = plan(LLAMA_31_8B, gpus, other_peak)
     assert candidate_capacity.cache_info().hits > 0
     candidate_capacity.cache_clear()
-    model_facts.cache_clear()
     assert plan(LLAMA_31_8B, gpus, other_peak) == warm

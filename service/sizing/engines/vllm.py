@@ -317,7 +317,8 @@ def _stage_bounds(num_layers: int, stage_sizes: tuple[int, ...]) -> list[tuple[i
     return bounds
 
 
-@lru_cache(maxsize=4096)
+# Not memoised: keyed by max_model_len, a memo misses for every new question (dashboards,
+# spreadsheets) and its upkeep costs more than the groups' `.at()`; the groups are memoised.
 def vllm_layout(
     arch: ModelArchitecture,
     *,
