@@ -150,8 +150,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
-    # Recent GET /v1/capacity answers, keyed by catalog token: one cache per app, computed
-    # answers (shared with the deployment profiles) and the bytes sent.
+    # Recent capacity answers, keyed by catalog token, one cache of each per app: the deployment
+    # profiles' computed answers, and the bytes GET /v1/capacity sent.
     app.state.capacity_answers = AnswerCache()
     app.state.capacity_encoded = EncodedAnswers()
     metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))

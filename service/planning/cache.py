@@ -2,14 +2,15 @@
 
 Two caches, both keyed by the catalog token, so that a catalog change is a miss:
 
-- `AnswerCache`: the computed `CapacityDetail` of a question (GET /v1/capacity and the
-  deployment profiles' capacity share it);
+- `AnswerCache`: the computed `CapacityDetail` of a deployment profile's question (its
+  capacity endpoint and its gauges on /metrics share it);
 - `EncodedAnswers`: the bytes GET /v1/capacity sent for a question in one format, with their
   ETag and headers, which `hot_path.CapacityHotPath` sends again before FastAPI is reached.
 
-A question's key is canonical (`CapacityKey`): the validated query without `format` and
-`field` (the order of parameters, defaults spelt out, `api_key`, `_=123` and unknown parameters
-leave it alone), plus the format it is answered in and the `field` a text answer names.
+A question's key is canonical (`CapacityKey`): the validated query's values without `format`
+and `field` (the order of parameters, defaults spelt out, `api_key`, `_=123` and unknown
+parameters leave it alone), plus the format it is answered in and the `field` a text answer
+names.
 `EncodedAnswers` also remembers which canonical question a raw query string asked, so a
 repeated URL is one dict lookup.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .schemas import CapacityDetail, CapacityQuery
 
@@ -54,7 +55,8 @@ class _Lru(Generic[K, V]):
 
 
 class AnswerCache(_Lru[tuple[str, str], CapacityDetail]):
-    """Recent capacity answers by (catalog token, question), least recently used dropped first."""
+    """Recent deployment-profile capacity answers by (catalog token, question), least recently
+    used dropped first."""
 
     def __init__(self, size: int = 2048) -> None:
         super().__init__(size)
@@ -69,13 +71,21 @@ _EXCLUDED_FROM_KEY = {"format", "field"}
 class CapacityKey:
     """One GET /v1/capacity question, canonical: what is asked, in which format."""
 
-    query: str  # the validated query as JSON, without format and field
+    # The validated query's values in field order, without format and field; a list (the one
+    # list field, max_attention_window) as a tuple. Validation makes each field one type, so
+    # equal values are one question.
+    query: tuple[Any, ...]
     fmt: str  # json, csv, tsv, text or prometheus
     field: str | None
 
     @classmethod
     def of(cls, query: CapacityQuery, fmt: str) -> CapacityKey:
-        return cls(query.model_dump_json(exclude=_EXCLUDED_FROM_KEY), fmt, query.field)
+        values = tuple(
+            tuple(value) if isinstance(value, list) else value
+            for name, value in query.__dict__.items()
+            if name not in _EXCLUDED_FROM_KEY
+        )
+        return cls(values, fmt, query.field)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from ..formats import (
 from ..security import READ, READ_OPENAPI, check_read_key
 from ..settings import Settings
 from . import service
-from .cache import AnswerCache, CapacityKey, EncodedAnswer, EncodedAnswers
+from .cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from .exposition import capacity_exposition
 from .schemas import (
     CAPACITY_HEADLINE,
@@ -198,13 +198,12 @@ def capacity_answer(
 ) -> EncodedAnswer:
     """GET /v1/capacity's answer to a valid question, encoded and kept for the next time it is
     asked; raises the question's problem (an unknown slug, a layout that does not fit). The
-    route and `hot_path.CapacityHotPath` both answer with it."""
-    answers: AnswerCache = state.capacity_answers
-    detail = answers.get((catalog.token, key.query))
-    if detail is None:
-        detail = service.capacity(CapacityQuestion.from_query(query), catalog)
-        answers.put((catalog.token, key.query), detail)
-    service.require_fit(detail)
+    route and `hot_path.CapacityHotPath` both answer with it.
+
+    Only the encoded answer is kept (`EncodedAnswers`), not the detail it came from: a question
+    asked again in the same format never gets here, and one asked in another format is
+    computed again (tens of microseconds), which costs less than keeping every detail."""
+    detail = service.require_fit(service.capacity(CapacityQuestion.from_query(query), catalog))
     # Only the form asked for is built: a row (for a table, a text value or Prometheus) is not
     # free, and the JSON answer needs none.
     data = {} if key.fmt == "json" else _answer_row(detail)
