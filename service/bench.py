@@ -72,6 +72,7 @@ _CACHES: tuple[Any, ...] = (
     performance._attention_terms,
     performance._cache_reads,
     performance._pass_constants,
+    kv._per_layer_bytes,
     speed.gpu_performance,
     planning_service._interned_options,
 )

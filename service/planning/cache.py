@@ -80,12 +80,13 @@ class CapacityKey:
 
     @classmethod
     def of(cls, query: CapacityQuery, fmt: str) -> CapacityKey:
-        values = tuple(
-            tuple(value) if isinstance(value, list) else value
-            for name, value in query.__dict__.items()
-            if name not in _EXCLUDED_FROM_KEY
-        )
-        return cls(values, fmt, query.field)
+        values = dict(query.__dict__)  # the fields, in order (extra parameters are ignored)
+        for name in _EXCLUDED_FROM_KEY:
+            del values[name]
+        window = values["max_attention_window"]
+        if window is not None:
+            values["max_attention_window"] = tuple(window)
+        return cls(tuple(values.values()), fmt, query.field)
 
 
 @dataclass(frozen=True, slots=True)

@@ -245,7 +245,44 @@ def sequence_breakdown(
     tensor_parallel_size: int = 1,
     ssm_cache_dtype: str | None = None,
 ) -> tuple[LayerBytes, ...]:
-    """What one sequence of `context_tokens` holds, per layer geometry."""
+    """What one sequence of `context_tokens` holds, per layer geometry: each geometry's bytes
+    per token (`_per_layer_bytes`) times the tokens it holds, or its fixed state."""
+    lines: list[LayerBytes] = []
+    for line in _per_layer_bytes(arch, kv_cache_dtype, tensor_parallel_size, ssm_cache_dtype):
+        layer, count, per_token = line.layer, line.layers, line.bytes_per_token_per_layer
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):  # the same state at any context
+            lines.append(line)
+            continue
+        held = tokens_held(layer, context_tokens)
+        lines.append(
+            LayerBytes(
+                line.kind,
+                count,
+                per_token,
+                held,
+                0,
+                count * per_token * held,
+                layer,
+                line.kv_bytes,
+                line.conv_bytes,
+                line.ssm_bytes,
+                line.tensor_parallel_size,
+                line.packed_mla,
+            )
+        )
+    return tuple(lines)
+
+
+# Memoised without the context: every new max_model_len of one model and layout reuses it.
+@lru_cache(maxsize=4096)
+def _per_layer_bytes(
+    arch: ModelArchitecture,
+    kv_cache_dtype: str,
+    tensor_parallel_size: int,
+    ssm_cache_dtype: str | None,
+) -> tuple[LayerBytes, ...]:
+    """Each layer geometry's bytes per token, or its state per sequence; the token lines hold
+    0 tokens until `sequence_breakdown` places a sequence in them."""
     kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
     packed = packed_mla(arch, kv_cache_dtype)
     conv_b, ssm_b = state_dtype_bytes(arch, ssm_cache_dtype)
@@ -260,12 +297,7 @@ def sequence_breakdown(
             )
             continue
         per_token = token_bytes_per_layer(layer, kv_bytes, tp, packed)
-        held = tokens_held(layer, context_tokens)
-        lines.append(
-            LayerBytes(
-                layer.kind.value, count, per_token, held, 0, count * per_token * held, *factors
-            )
-        )
+        lines.append(LayerBytes(layer.kind.value, count, per_token, 0, 0, 0, *factors))
     return tuple(lines)
 
 

@@ -27,9 +27,10 @@ from service.app import create_app
 from service.db import Database
 from service.deps import _query_names
 from service.planning import hot_path
-from service.planning.cache import EncodedAnswer, EncodedAnswers
+from service.planning.cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from service.planning.hot_path import DECLARED, PATH, CapacityHotPath
 from service.planning.router import router as planning_router
+from service.planning.schemas import CapacityQuery
 from tests.catalog.test_stale_reads import cut
 from tests.conftest import ADMIN, make_settings
 from tests.helpers import problem
@@ -67,6 +68,32 @@ def test_two_spellings_of_one_question_share_one_cache_entry(client: TestClient)
     same_answer(first, again)
     assert len(encoded(client)) == 1  # one entry, whichever spelling asked
     assert encoded(client).hits == 1  # and the second spelling was answered from it
+
+
+def test_every_query_field_can_be_part_of_the_key() -> None:
+    # CapacityKey is the validated values themselves; one that could not be hashed (a list
+    # field other than max_attention_window, which it turns into a tuple) would fail every
+    # question that sets it. Each field set here, each to a value validation accepts.
+    every = {
+        "engine": "vllm", "engine_version": "0.10.1.1", "gpu_memory_utilization": "0.9",
+        "mem_fraction_static": "0.8", "free_gpu_memory_fraction": "0.9",
+        "max_num_batched_tokens": "8192", "max_num_seqs": "256", "block_size": "16",
+        "enable_prefix_caching": "true", "enforce_eager": "true",
+        "cudagraph_memory_bytes": "1", "kv_pool_bytes": "1", "num_gpu_blocks_override": "1",
+        "mamba_ssm_cache_dtype": "float32", "disable_hybrid_kv_cache_manager": "true",
+        "swa_full_tokens_ratio": "0.5", "mamba_full_memory_ratio": "0.5",
+        "max_mamba_cache_size": "1", "max_attention_window": ["4096", "8192"],
+        "weight_format": "fp8", "model": "llama-3.1-8b", "gpu": "h100-sxm-80gb",
+        "gpu_memory_bytes": "1", "max_model_len": "8192", "kv_cache_dtype": "fp8",
+        "tensor_parallel_size": "2", "pipeline_parallel_size": "2", "data_parallel_size": "2",
+        "peak_concurrency": "9", "avg_prompt_tokens": "9", "format": "csv",
+        "field": "max_num_seqs",
+    }  # fmt: skip
+    query = CapacityQuery.model_validate(every)
+    assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here
+    assert hash(CapacityKey.of(query, "csv")) == hash(CapacityKey.of(query, "csv"))
+    other = CapacityQuery.model_validate({**every, "max_attention_window": ["4096"]})
+    assert CapacityKey.of(other, "csv") != CapacityKey.of(query, "csv")
 
 
 def test_the_format_is_part_of_the_question(client: TestClient) -> None:

@@ -376,17 +376,17 @@ class _GroupedLayout:
 
     def at(self, usage: _RequestUsage) -> CacheLayout:
         """The layout with the blocks one request of `usage` holds in each group's table."""
-        groups = tuple(
-            CacheGroup(
-                g.kind, g.layers, g.block_size, g.page_bytes, usage.blocks(layer, g.block_size)
-            )
-            for g, layer in zip(self.layout.groups, self.layers, strict=True)
-        )
+        groups = []
+        blocks_per_request = 0
+        for g, layer in zip(self.layout.groups, self.layers, strict=True):
+            blocks = usage.blocks(layer, g.block_size)
+            groups.append(CacheGroup(g.kind, g.layers, g.block_size, g.page_bytes, blocks))
+            blocks_per_request += blocks
         lay = self.layout
         return CacheLayout(
-            groups=groups,
+            groups=tuple(groups),
             bytes_per_block=lay.bytes_per_block,
-            blocks_per_request=sum(g.blocks_per_request for g in groups),
+            blocks_per_request=blocks_per_request,
             block_size=lay.block_size,
             padding_layers=lay.padding_layers,
             notes=lay.notes,
