@@ -90,12 +90,12 @@ _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
 _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
-def _answer_row(detail: CapacityDetail) -> dict[str, Any]:
+def _answer_row(detail: CapacityAnswer) -> dict[str, Any]:
     """The CapacityAnswer fields of a detail: every CSV row, the text and Prometheus answers."""
     return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
 
 
-def _answer_json(detail: CapacityDetail) -> bytes:
+def _answer_json(detail: CapacityAnswer) -> bytes:
     """GET's JSON body: the CapacityAnswer fields serialised by pydantic straight from the
     detail, the bytes `_JSON.encode(_answer_row(detail))` writes for every answer kvplan
     computes (ASCII text, finite numbers), without building the row in between."""
@@ -203,7 +203,8 @@ def capacity_answer(
     Only the encoded answer is kept (`EncodedAnswers`), not the detail it came from: a question
     asked again in the same format never gets here, and one asked in another format is
     computed again (tens of microseconds), which costs less than keeping every detail."""
-    detail = service.require_fit(service.capacity(CapacityQuestion.from_query(query), catalog))
+    question = CapacityQuestion.from_query(query)
+    detail = service.require_fit(service.capacity_answer(question, catalog))
     # Only the form asked for is built: a row (for a table, a text value or Prometheus) is not
     # free, and the JSON answer needs none.
     data = {} if key.fmt == "json" else _answer_row(detail)

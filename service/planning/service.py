@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -58,6 +58,8 @@ from .schemas import (
     MAX_SCENARIOS,
     SCENARIO_FACTS,
     SCENARIO_LABEL,
+    CalibratedFrom,
+    CapacityAnswer,
     CapacityDetail,
     CapacityFields,
     CapacityQuery,
@@ -120,8 +122,25 @@ class PlanQuestion:
         return cls(body.model, body.gpus, body, explain=body.explain)
 
 
-def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDetail:
-    """One model on one GPU type with one layout: the pool, the blocks and max_num_seqs."""
+AnswerT = TypeVar("AnswerT", bound=CapacityAnswer)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sized:
+    """A capacity question worked out: what its detail and GET's leaner answer are made of."""
+
+    result: Capacity
+    model: str  # the model's label in the answer
+    gpu: Gpu
+    speed: Speed
+    peak_concurrency: int | None
+    calibrated_from: CalibratedFrom | None
+    # For a GPU given by bytes alone: the catalog slug it is (or None) and the note saying so.
+    recognised: tuple[str | None, str] | None
+
+
+def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
+    """One model on one GPU type with one layout: the pool, the blocks, max_num_seqs, speed."""
     label, arch = _resolve_model(question.model, catalog)
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
@@ -154,23 +173,38 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
         peak_concurrency=fields.peak_concurrency,
         prompt_tokens=fields.avg_prompt_tokens,
     )
-    detail = _capacity_detail(
+    return _Sized(
         result,
         label,
         gpu,
-        catalog.version,
-        with_explanation=question.explain,
-        peak_concurrency=fields.peak_concurrency,
-        speed=speed,
+        speed,
+        fields.peak_concurrency,
+        hook.calibrated_from(result, gpu),
+        recognised,
     )
-    used = hook.calibrated_from(result, gpu)
-    if used is not None:
-        detail = detail.model_copy(update={"calibrated_from": used})
-    if recognised is None:
+
+
+def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDetail:
+    """One model on one GPU type with one layout, with the warnings, the engine's settings and
+    log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
+    sized = _size(question, catalog)
+    detail = _capacity_detail(sized, catalog.version, with_explanation=question.explain)
+    if sized.recognised is None:
         return detail
-    slug, note = recognised
+    slug, note = sized.recognised
     return detail.model_copy(
         update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
+    )
+
+
+def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
+    """GET /v1/capacity's answer: the numbers of `capacity`, without the warnings, settings,
+    log lines and explanation its answer leaves out (an autoscaler asks this many times a
+    minute; a question not asked before is built in full every time)."""
+    sized = _size(question, catalog)
+    return CapacityAnswer(
+        **_answer_fields(sized, catalog.version),
+        gpu_recognised_as=None if sized.recognised is None else sized.recognised[0],
     )
 
 
@@ -223,7 +257,7 @@ def weight_format(question: CapacityQuestion, catalog: CatalogSnapshot) -> str:
     return calibrated.weight_format_of(question.fields.weight_format, arch)
 
 
-def require_fit(detail: CapacityDetail) -> CapacityDetail:
+def require_fit(detail: AnswerT) -> AnswerT:
     """The answer if the layout holds a sequence; else the 422 an autoscaler can tell apart.
 
     A caller that acts on one number (an autoscaler, a sheet) must never read the 0 a layout
@@ -365,54 +399,57 @@ def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
 
 
 def _capacity_detail(
-    capacity: Capacity,
-    model: str,
-    gpu: Gpu,
-    catalog_version: int,
-    *,
-    with_explanation: bool,
-    peak_concurrency: int | None = None,
-    speed: Speed | None = None,
+    sized: _Sized, catalog_version: int, *, with_explanation: bool
 ) -> CapacityDetail:
-    estimate = speed if isinstance(speed, PerformanceEstimate) else None
+    capacity, speed = sized.result, sized.speed
     explanation = None
     if with_explanation:
         steps = None
-        if estimate is not None:
-            steps = performance_steps(estimate, context_tokens=capacity.max_model_len)
+        if isinstance(speed, PerformanceEstimate):
+            steps = performance_steps(speed, context_tokens=capacity.max_model_len)
         explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
-        model=model,
-        gpu=gpu.slug,
-        gpu_memory_bytes=gpu.memory_bytes,
-        engine=capacity.engine.value,
-        engine_version=capacity.engine_version,
-        max_model_len=capacity.max_model_len,
-        kv_cache_dtype=capacity.kv_cache_dtype,
-        tensor_parallel_size=capacity.parallel.tensor_parallel_size,
-        pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
-        data_parallel_size=capacity.parallel.data_parallel_size,
-        kv_bytes_per_token=capacity.kv_bytes_per_token,
-        kv_bytes_per_sequence=capacity.kv_bytes_per_sequence,
-        kv_pool_bytes=capacity.kv_pool_bytes,
-        num_gpu_blocks=capacity.num_gpu_blocks,
-        kv_cache_tokens=capacity.kv_cache_tokens,
-        max_concurrency=capacity.max_concurrency,
-        max_num_seqs=capacity.max_num_seqs,
-        total_max_num_seqs=capacity.total_max_num_seqs,
-        peak_concurrency=peak_concurrency,
-        replicas_for_peak_concurrency=(
-            None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
-        ),
-        **speed_fields(estimate),
-        fits=capacity.fits,
-        reason=capacity.reason,
-        catalog_version=catalog_version,
+        **_answer_fields(sized, catalog_version),
         warnings=[*capacity.warnings, *_speed_warnings(capacity, speed)],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=explanation,
     )
+
+
+def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
+    """The CapacityAnswer fields both answers share (all but gpu_recognised_as)."""
+    capacity, gpu, peak_concurrency = sized.result, sized.gpu, sized.peak_concurrency
+    estimate = sized.speed if isinstance(sized.speed, PerformanceEstimate) else None
+    return {
+        "model": sized.model,
+        "gpu": gpu.slug,
+        "gpu_memory_bytes": gpu.memory_bytes,
+        "engine": capacity.engine.value,
+        "engine_version": capacity.engine_version,
+        "max_model_len": capacity.max_model_len,
+        "kv_cache_dtype": capacity.kv_cache_dtype,
+        "tensor_parallel_size": capacity.parallel.tensor_parallel_size,
+        "pipeline_parallel_size": capacity.parallel.pipeline_parallel_size,
+        "data_parallel_size": capacity.parallel.data_parallel_size,
+        "kv_bytes_per_token": capacity.kv_bytes_per_token,
+        "kv_bytes_per_sequence": capacity.kv_bytes_per_sequence,
+        "kv_pool_bytes": capacity.kv_pool_bytes,
+        "num_gpu_blocks": capacity.num_gpu_blocks,
+        "kv_cache_tokens": capacity.kv_cache_tokens,
+        "max_concurrency": capacity.max_concurrency,
+        "max_num_seqs": capacity.max_num_seqs,
+        "total_max_num_seqs": capacity.total_max_num_seqs,
+        "peak_concurrency": peak_concurrency,
+        "replicas_for_peak_concurrency": (
+            None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
+        ),
+        **speed_fields(estimate),
+        "fits": capacity.fits,
+        "reason": capacity.reason,
+        "catalog_version": catalog_version,
+        "calibrated_from": sized.calibrated_from,
+    }
 
 
 def speed_fields(estimate: PerformanceEstimate | None) -> dict[str, Any]:
