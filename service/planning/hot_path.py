@@ -8,10 +8,10 @@ untouched:
 
 1. the read key, where `KVPLAN_READ_KEYS` is set (a request without one goes on to FastAPI,
    which answers 401: an answer never reaches a caller without a key);
-2. the question: the raw query string and Accept header, or, the first time they are seen,
-   the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid value or
-   an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406), validated with
-   the endpoint's own model and made canonical (`cache.CapacityKey`);
+2. the question: the raw query string and Accept header of a question answered before, or
+   else the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid
+   value or an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406),
+   validated with the endpoint's own model and made canonical (`cache.CapacityKey`);
 3. the catalog snapshot the request reads (its token is part of the key: a catalog change is a
    miss), then the answer, if this replica sent it for this catalog (`EncodedAnswers`);
 4. otherwise the endpoint's own answer, `router.capacity_answer`, from the query validated in
@@ -151,12 +151,15 @@ class CapacityHotPath:
             if asked is None:
                 return None
             key, query = asked
-            answers.remember(raw, key)
         snapshot = await _snapshot(self.state.catalog)
         if snapshot is None:
             return None
         answer = answers.get(snapshot.token, key)
         if answer is not None:
+            if query is not None:
+                # A spelling is remembered once its question is asked again: most questions
+                # never asked twice are not worth an entry, and a poller asks a third time.
+                answers.remember(raw, key)
             return key, answer
         if query is None:  # asked before in these words, its answer since forgotten
             asked = canonical(scope["query_string"], accept)

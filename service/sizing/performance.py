@@ -517,9 +517,10 @@ def decode_cost(
     terms = step.attention
     # Integers throughout: the per-layer sums, grouped once per model, are the same numbers.
     kv = batch * (reads.state + context_tokens * reads.full)
-    kv += sum(batch * _attended(layer, context_tokens) * b for layer, b in reads.windowed)
     attention_flops = terms.state + context_tokens * terms.full
-    attention_flops += sum(_attended(layer, context_tokens) * f for layer, f in terms.windowed)
+    if reads.windowed:  # sliding or chunked layers (most models have none)
+        kv += sum(batch * _attended(layer, context_tokens) * b for layer, b in reads.windowed)
+        attention_flops += sum(_attended(layer, context_tokens) * f for layer, f in terms.windowed)
     flops = (2 * step.split.active + attention_flops) * batch // tp
     return StepCost(
         tokens=batch,
@@ -557,7 +558,8 @@ def prefill_cost(
     terms = step.attention
     p = prompt_tokens
     attention_flops = p * terms.state + p * (p + 1) // 2 * terms.full
-    attention_flops += sum(causal_pairs(layer, p) * f for layer, f in terms.windowed)
+    if terms.windowed:
+        attention_flops += sum(causal_pairs(layer, p) * f for layer, f in terms.windowed)
     tokens = prompts * prompt_tokens
     flops = prompts * (2 * step.split.active * prompt_tokens + attention_flops) // tp
     return StepCost(

@@ -70,6 +70,26 @@ def test_two_spellings_of_one_question_share_one_cache_entry(client: TestClient)
     assert encoded(client).hits == 1  # and the second spelling was answered from it
 
 
+def test_a_poller_is_answered_from_its_own_words_from_the_third_ask_on(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spelling is remembered when its question is asked again (most questions are asked
+    # once); from then on the raw query string finds the answer without being parsed.
+    parsed: list[bytes] = []
+    real = hot_path.canonical
+
+    def counting(query_string: bytes, accept: str | None) -> Any:
+        parsed.append(query_string)
+        return real(query_string, accept)
+
+    monkeypatch.setattr(hot_path, "canonical", counting)
+    answers = [client.get(f"{PATH}?{RESPELT}") for _ in range(4)]
+    assert {a.status_code for a in answers} == {200}
+    assert len({a.content for a in answers}) == 1
+    assert len(parsed) == 2  # the first ask (computed) and the second (found, remembered)
+    assert encoded(client).hits == 3
+
+
 def test_every_query_field_can_be_part_of_the_key() -> None:
     # CapacityKey is the validated values themselves; one that could not be hashed (a list
     # field other than max_attention_window, which it turns into a tuple) would fail every

@@ -1094,8 +1094,7 @@ def vllm_report(
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
-    release = vllm_release(parse_vllm_version(asked))
-    note = sizing_note("vLLM", parse_engine_version(asked), release.label, cal.LATEST_VLLM_VERSION)
+    release, note = release_sizing(asked)
     _check_release_runs(inputs.arch, release)
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
@@ -1137,6 +1136,15 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len_that_fits=longest,
         per_stage_blocks=blocks.per_stage,
     )
+
+
+# Memoised per version string: answers name a handful of releases, each parsed once.
+@lru_cache(maxsize=256)
+def release_sizing(asked: str) -> tuple[VllmRelease, str | None]:
+    """The release that sizes the version asked, and the note saying so where it is another."""
+    release = vllm_release(parse_vllm_version(asked))
+    note = sizing_note("vLLM", parse_engine_version(asked), release.label, cal.LATEST_VLLM_VERSION)
+    return release, note
 
 
 def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
