@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Literal, cast
 
 from fastapi import Request
@@ -74,6 +75,9 @@ def negotiate(request: Request, explicit: str | None, field: str | None) -> Form
     return negotiate_accept(request.headers.get("accept"), explicit, field)
 
 
+# Memoised: clients send a handful of Accept headers, each parsed once (a refused one, the
+# NotAcceptable, is not kept).
+@lru_cache(maxsize=256)
 def negotiate_accept(accept_header: str | None, explicit: str | None, field: str | None) -> Format:
     """`negotiate`, given the Accept header itself (None when the request has none)."""
     if explicit is not None:
