@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..sizing.frozen import frozen
 from .schemas import CapacityDetail, CapacityQuery
 
 K = TypeVar("K")
@@ -67,7 +67,7 @@ class AnswerCache(_Lru[tuple[str, str], CapacityDetail]):
 _EXCLUDED_FROM_KEY = {"format", "field"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CapacityKey:
     """One GET /v1/capacity question, canonical: what is asked, in which format."""
 
@@ -89,7 +89,7 @@ class CapacityKey:
         return cls(tuple(values.values()), fmt, query.field)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EncodedAnswer:
     """A 200 answer as sent: body and headers, ready to send again (or a 304 of it)."""
 

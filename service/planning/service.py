@@ -40,6 +40,7 @@ from ..sizing import (
 )
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
+from ..sizing.frozen import frozen
 from ..sizing.hf_config import architecture_from_hf_config
 from ..sizing.planner import Plan, PlanOption, PlanRequest, with_given_pool
 from ..sizing.planner import plan as search_plans
@@ -79,7 +80,7 @@ from .schemas import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CapacityQuestion:
     """One deployment to size, however it was asked (GET or POST /v1/capacity, the CLI)."""
 
@@ -125,7 +126,7 @@ class PlanQuestion:
 AnswerT = TypeVar("AnswerT", bound=CapacityAnswer)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Sized:
     """A capacity question worked out: what its detail and GET's leaner answer are made of."""
 

@@ -13,7 +13,7 @@ and SSM states.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
 from .architecture import (
@@ -34,6 +34,7 @@ from .dtypes import (
     normalize_kv_cache_dtype,
 )
 from .errors import InvalidDtype
+from .frozen import frozen
 
 
 def kv_heads_per_gpu(num_kv_heads: int, tensor_parallel_size: int) -> int:
@@ -102,7 +103,7 @@ def tokens_held(layer: TokenLayer, context_tokens: int) -> int:
     return context_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StateShape:
     """Elements of the two state tensors of a recurrent layer, per sequence, per GPU."""
 
@@ -160,7 +161,7 @@ def state_dtype_bytes(
     return conv, MODEL_DTYPE_BYTES[ssm_name]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LayerBytes:
     """One line of the per-token / per-sequence breakdown."""
 

@@ -50,6 +50,7 @@ from .dtypes import (
     weight_format_bits,
 )
 from .errors import SizingError
+from .frozen import frozen
 from .kv import state_bytes_per_sequence, state_dtype_bytes, state_shape, token_bytes_per_layer
 from .weights import weight_bytes_total
 
@@ -287,7 +288,7 @@ def _parameters(arch: ModelArchitecture) -> int:
 # --- costs -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StepCost:
     """What one forward pass asks of each GPU of the TP group, before any efficiency."""
 
@@ -319,7 +320,7 @@ class StepCost:
         return self.allreduces * per_call
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StepTime:
     """A pass's time in milliseconds, term by term, and which term bounds it."""
 
@@ -691,7 +692,7 @@ def _positive_int(field_name: str, value: int) -> None:
 # --- the estimate the answers carry ----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PerformanceEstimate:
     """Decode and prefill speed of one replica; the names are the answers' field names."""
 

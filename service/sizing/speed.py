@@ -27,6 +27,7 @@ from functools import lru_cache
 from .architecture import ModelArchitecture
 from .engines.common import Capacity, Gpu
 from .errors import SizingError
+from .frozen import frozen
 from .performance import (
     FITTED,
     GpuPerformance,
@@ -86,7 +87,7 @@ def gpu_performance(gpu: Gpu, tensor_parallel_size: int) -> GpuPerformance | NoE
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SpeedQuestion:
     """Where one replica's speed is asked: its layout, batch, context and prompt."""
 

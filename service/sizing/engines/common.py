@@ -16,6 +16,7 @@ from enum import StrEnum
 from ..architecture import ModelArchitecture
 from ..dtypes import normalize_kv_cache_dtype
 from ..errors import SizingError
+from ..frozen import frozen
 from ..kv import LayerBytes
 from ..units import cdiv
 
@@ -122,7 +123,7 @@ def given_pool_budget(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CacheGroup:
     """Layers that share one block table (vLLM KV-cache group) on one GPU."""
 
@@ -133,7 +134,7 @@ class CacheGroup:
     blocks_per_request: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CacheLayout:
     """How a GPU's pool is cut: what one block costs and how many a request needs."""
 
@@ -148,7 +149,7 @@ class CacheLayout:
     stage_bytes_per_block: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PoolReport:
     """What the engine logs once the pool is cut, and the whole sequences that fit."""
 
@@ -218,7 +219,7 @@ SPEED_FIGURES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Workload:
     max_model_len: int
     kv_cache_dtype: str = "auto"
@@ -229,7 +230,7 @@ class Workload:
         object.__setattr__(self, "kv_cache_dtype", normalize_kv_cache_dtype(self.kv_cache_dtype))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Parallelism:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -247,7 +248,7 @@ class Parallelism:
 # --- what the model holds, and what an engine is handed ------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ModelFacts:
     """The model's own bytes under one question, before any engine cuts them into blocks."""
 
@@ -263,7 +264,7 @@ class ModelFacts:
     weights_bytes_per_gpu: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SizingInputs:
     """Everything one engine pipeline needs, checked: the question and the model's facts."""
 
@@ -284,7 +285,7 @@ SettingValue = str | int | float | bool | list[int] | dict[str, int] | None
 EngineSettings = dict[str, SettingValue]
 
 
-@dataclass(frozen=True)
+@frozen
 class Capacity:
     """Everything one capacity computation found, per GPU unless the name says otherwise."""
 

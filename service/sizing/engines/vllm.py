@@ -35,6 +35,7 @@ from ..architecture import (
 )
 from ..dtypes import MODEL_DTYPE_BYTES
 from ..errors import SizingError
+from ..frozen import frozen
 from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
@@ -198,7 +199,7 @@ def mla_block_size(release: VllmRelease, gpu_name: str, sparse: bool = False) ->
     return 64 if family == "hopper" else 16
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BatchDefaults:
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -259,7 +260,7 @@ class _Spec:
         return len(self.positions)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _RequestUsage:
     """What one request of max_model_len keeps in each kind of layer (max_memory_usage_bytes
     of each spec in kv_cache_interface.py)."""
@@ -1163,7 +1164,7 @@ def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class VllmFlags:
     """The scheduler and cache flags one instance runs with: given, or the release's default."""
 
@@ -1244,7 +1245,7 @@ def worker_layouts(
     return stages, sizes, layout_at
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class VllmBlocks:
     """The pool cut into blocks on every worker, and the worker whose layout is reported."""
 

@@ -19,9 +19,8 @@ checkpoint's KV scales are loaded and left unused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..architecture import ModelArchitecture
+from ..frozen import frozen
 from . import calibration as cal
 from .common import EngineOptions, Workload
 from .vllm import VllmRelease, parse_vllm_version, vllm_release
@@ -29,7 +28,7 @@ from .vllm import VllmRelease, parse_vllm_version, vllm_release
 _FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResolvedKvDtype:
     """The cache dtype vLLM sizes, and what the answer says about how it came to be."""
 
