@@ -11,6 +11,7 @@ from ..settings import Settings
 from .stats import Summary, summarize
 
 if TYPE_CHECKING:
+    from .in_process import InProcess
     from .run import Bench, Target
 
 MiB = 1 << 20
@@ -56,7 +57,7 @@ def loadgen_name(kind: str) -> str:
     return f"{version or 'wrk'} (one thread)"
 
 
-def print_report(bench: Bench) -> None:
+def print_report(bench: Bench, misses: InProcess) -> None:
     o = bench.options
     settings = server.options(Settings(), workers=o.workers)
     print("## HTTP: kvplan beside a bare FastAPI route (issue 9's targets, never asserted)\n")
@@ -94,10 +95,20 @@ def print_report(bench: Bench) -> None:
                     target=_target(workload.name, s, ratio),
                 )
             )
+    _print_in_process(misses)
     _print_memory_and_start(bench)
     for note in bench.notes:
         print(f"- {note}")
     print()
+
+
+def _print_in_process(misses: InProcess) -> None:
+    rounds = ", ".join(f"{us:.1f}" for us in misses.rounds_us)
+    print(
+        f"\nIn process, the same {misses.questions:,} new questions read and answered as the hot "
+        "path does for a miss (`hot_path.canonical`, `router.capacity_answer`), no server: "
+        f"median {misses.median_us:.1f} us per question (rounds: {rounds} us)."
+    )
 
 
 def _rss_row(target: Target) -> str:

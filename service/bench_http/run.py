@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psycopg
 
-from . import report, servers
+from . import in_process, report, servers
 from .loadgen import Load, Request, drive, pick
 from .servers import Served
 from .stats import Run
@@ -162,4 +162,4 @@ def run(options: Options) -> None:
         for target in bench.targets:
             target.rss_rounds = target.served.rss_bytes()
             _soak(bench, target)
-        report.print_report(bench)
+        report.print_report(bench, in_process.new_questions(bench.workloads[1].requests))
