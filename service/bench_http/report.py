@@ -125,7 +125,7 @@ def _rss_row(target: Target) -> str:
 def _print_memory_and_start(bench: Bench) -> None:
     print(
         "\nMemory: RSS of the server process (and its workers) after the warm-up; after the "
-        "rounds, by when the answer caches are full (they hold 2048 questions); and after a "
+        "rounds, by when the answer cache is full (it holds 2048 questions); and after a "
         "soak of the repeated question, new questions and a plan in every 65 requests. Flat: "
         "the soak's change.\n"
     )

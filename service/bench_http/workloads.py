@@ -42,7 +42,7 @@ PLAN = Request(
     ).encode(),
     "application/json",
 )
-# More questions than GET /v1/capacity's answer caches hold (2048 each, least recently used
+# More questions than GET /v1/capacity's answer cache holds (2048, least recently used
 # dropped first): asked in turn, each one has been forgotten by the time it comes round again.
 VARIED_COUNT = 6000
 _LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)

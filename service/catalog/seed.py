@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -29,6 +30,9 @@ def load_seed(name: str) -> list[dict[str, Any]]:
     return records
 
 
+# Loaded once per process: the shipped catalog does not change while it runs, and one set of
+# architecture objects keeps the sizing core's memos (keyed by them) at identity comparisons.
+@lru_cache(maxsize=1)
 def offline_snapshot() -> CatalogSnapshot:
     """The shipped catalog as a snapshot, without a database (`kvplan --offline`, the bench)."""
     models = shared_layers(
