@@ -1216,31 +1216,25 @@ def worker_layouts(
         stages = (inputs.arch,)
         sizes = tuple(stage.num_layers for stage in inputs.stages)
     conv, ssm = state_dtype_bytes(inputs.arch, inputs.engine.mamba_ssm_cache_dtype)
-    # vllm_layout's two steps: each worker's groups found once (memoised), then the blocks a
-    # request of each context asked holds in them.
-    grouped = {
-        stage: _vllm_groups(
-            stage,
-            release=release,
-            kv_element_bytes=inputs.facts.kv_element_bytes,
-            conv_element_bytes=conv,
-            ssm_element_bytes=ssm,
-            tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-            block_size=flags.block_size,
-            block_size_given=inputs.engine.block_size is not None,
-            hybrid_manager=flags.hybrid_manager,
-            stage_sizes=sizes,
-            packed_mla=packed_mla(inputs.arch, inputs.workload.kv_cache_dtype),
-        )
-        for stage in stages
-    }
-    in_flight = release.in_flight_tokens(
-        flags.max_num_batched_tokens, inputs.parallel.pipeline_parallel_size
+    layout_of = partial(
+        vllm_layout,
+        release=release,
+        kv_element_bytes=inputs.facts.kv_element_bytes,
+        conv_element_bytes=conv,
+        ssm_element_bytes=ssm,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        block_size=flags.block_size,
+        block_size_given=inputs.engine.block_size is not None,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        prefix_caching=flags.prefix_caching,
+        hybrid_manager=flags.hybrid_manager,
+        stage_sizes=sizes,
+        packed_mla=packed_mla(inputs.arch, inputs.workload.kv_cache_dtype),
     )
-    mamba_blocks = release.mamba_blocks(flags.prefix_caching)
 
     def layout_at(stage: ModelArchitecture, context: int) -> CacheLayout:
-        return grouped[stage].at(_RequestUsage(context, in_flight, mamba_blocks))
+        return layout_of(stage, max_model_len=context)
 
     return stages, sizes, layout_at
 
