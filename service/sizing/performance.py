@@ -523,19 +523,7 @@ def decode_cost(
         kv += sum(batch * _attended(layer, context_tokens) * b for layer, b in reads.windowed)
         attention_flops += sum(_attended(layer, context_tokens) * f for layer, f in terms.windowed)
     flops = (2 * step.split.active + attention_flops) * batch // tp
-    return StepCost(
-        tokens=batch,
-        weight_bytes=step.weights_read(batch),
-        kv_bytes=kv,
-        flops=flops,
-        attention_flops=attention_flops * batch // tp,
-        bandwidth_bytes_per_s=step.bandwidth_bytes_per_s,
-        peak_flops_per_s=step.peak_flops_per_s,
-        tensor_parallel_size=tp,
-        allreduces=step.allreduces,
-        allreduce_bytes=batch * step.allreduce_bytes_per_token,
-        link_bytes_per_s=step.link_bytes_per_s,
-    )
+    return step.cost(batch, kv_bytes=kv, flops=flops, attention_flops=attention_flops * batch // tp)
 
 
 def prefill_cost(
@@ -563,18 +551,8 @@ def prefill_cost(
         attention_flops += sum(causal_pairs(layer, p) * f for layer, f in terms.windowed)
     tokens = prompts * prompt_tokens
     flops = prompts * (2 * step.split.active * prompt_tokens + attention_flops) // tp
-    return StepCost(
-        tokens=tokens,
-        weight_bytes=step.weights_read(tokens),
-        kv_bytes=0,
-        flops=flops,
-        attention_flops=prompts * attention_flops // tp,
-        bandwidth_bytes_per_s=step.bandwidth_bytes_per_s,
-        peak_flops_per_s=step.peak_flops_per_s,
-        tensor_parallel_size=tp,
-        allreduces=step.allreduces,
-        allreduce_bytes=tokens * step.allreduce_bytes_per_token,
-        link_bytes_per_s=step.link_bytes_per_s,
+    return step.cost(
+        tokens, kv_bytes=0, flops=flops, attention_flops=prompts * attention_flops // tp
     )
 
 
@@ -600,6 +578,23 @@ class _PassConstants:
         checkpoint's average, or the asked-for format's (weights.weight_bytes_total re-prices
         the same way)."""
         return round(self.split.read(tokens) * self.bytes_per_parameter / self.tensor_parallel_size)
+
+    def cost(self, tokens: int, *, kv_bytes: int, flops: int, attention_flops: int) -> StepCost:
+        """A pass over `tokens` tokens that reads `kv_bytes` of cache and does `flops` (of
+        which `attention_flops` score and read the cache), per GPU."""
+        return StepCost(
+            tokens=tokens,
+            weight_bytes=self.weights_read(tokens),
+            kv_bytes=kv_bytes,
+            flops=flops,
+            attention_flops=attention_flops,
+            bandwidth_bytes_per_s=self.bandwidth_bytes_per_s,
+            peak_flops_per_s=self.peak_flops_per_s,
+            tensor_parallel_size=self.tensor_parallel_size,
+            allreduces=self.allreduces,
+            allreduce_bytes=tokens * self.allreduce_bytes_per_token,
+            link_bytes_per_s=self.link_bytes_per_s,
+        )
 
 
 # Memoised per model, GPU, TP size and weights' format: a capacity answer times three passes
