@@ -294,6 +294,17 @@ def shared_layers(
     return out
 
 
+def kept_gpus(
+    gpus: Mapping[str, GpuEntry], previous: Mapping[str, GpuEntry] | None
+) -> dict[str, GpuEntry]:
+    """The entries, each unchanged one the previous load's object: the sizing memos keyed by a
+    `Gpu` then stop at identity, as for the architectures (`shared_layers`)."""
+    before = previous or {}
+    return {
+        slug: entry if before.get(slug) != entry else before[slug] for slug, entry in gpus.items()
+    }
+
+
 def _unchanged(before: ModelArchitecture, now: ModelArchitecture) -> bool:
     """The same architecture, down to the fields equality leaves out (name, weights_unknown)."""
     return (before.name, before.weights_unknown) == (now.name, now.weights_unknown) and (
@@ -555,7 +566,10 @@ class CatalogCache:
             version=version,
             changed_at=changed_at,
             models=shared_layers(models, None if previous is None else previous.models),
-            gpus={row.slug: gpu_entry(row) for row in gpu_rows},
+            gpus=kept_gpus(
+                {row.slug: gpu_entry(row) for row in gpu_rows},
+                None if previous is None else previous.gpus,
+            ),
             model_reads={row.slug: answers.model_read(row) for row in model_rows},
             gpu_reads={row.slug: answers.gpu_read(row) for row in gpu_rows},
             calibrations=calibrations,

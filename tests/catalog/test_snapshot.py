@@ -70,7 +70,8 @@ def test_a_catalog_write_keeps_the_architectures_the_replica_sized_with(
 ) -> None:
     # Through the API: a GPU's price changes the catalog's version, the replica reloads it, and
     # every model (none changed) is the object it was.
-    before = client.app.state.catalog.get().models  # type: ignore[attr-defined]
+    snapshot = client.app.state.catalog.get()  # type: ignore[attr-defined]
+    before, before_gpus = snapshot.models, snapshot.gpus
     response = client.patch(
         "/v1/gpus/h100-sxm-80gb",
         json={"price_usd_per_hour": 2.19},
@@ -81,3 +82,6 @@ def test_a_catalog_write_keeps_the_architectures_the_replica_sized_with(
     assert after.gpus["h100-sxm-80gb"].gpu.price_usd_per_hour == 2.19
     assert set(after.models) == set(before)
     assert all(after.models[s].architecture is before[s].architecture for s in before)
+    # and every GPU but the one written is the object it was, the one written is new
+    assert all(after.gpus[s] is before_gpus[s] for s in before_gpus if s != "h100-sxm-80gb")
+    assert after.gpus["h100-sxm-80gb"] is not before_gpus["h100-sxm-80gb"]
