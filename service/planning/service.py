@@ -165,7 +165,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
             result = with_given_pool(
                 result, pool, arch=arch, gpu=gpu, workload=workload, options=options
             )
-    # Once per answer: GET's answer cache keeps the estimate with the rest of it.
+    # Once per answer: GET keeps the encoded answer, estimate included.
     speed = capacity_speed(
         arch,
         gpu,
@@ -189,24 +189,14 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout, with the warnings, the engine's settings and
     log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
     sized = _size(question, catalog)
-    detail = _capacity_detail(sized, catalog.version, with_explanation=question.explain)
-    if sized.recognised is None:
-        return detail
-    slug, note = sized.recognised
-    return detail.model_copy(
-        update={"gpu_recognised_as": slug, "warnings": [note, *detail.warnings]}
-    )
+    return _capacity_detail(sized, catalog.version, with_explanation=question.explain)
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
     """GET /v1/capacity's answer: the numbers of `capacity`, without the warnings, settings,
     log lines and explanation its answer leaves out (an autoscaler asks this many times a
     minute; a question not asked before is built in full every time)."""
-    sized = _size(question, catalog)
-    return CapacityAnswer(
-        **_answer_fields(sized, catalog.version),
-        gpu_recognised_as=None if sized.recognised is None else sized.recognised[0],
-    )
+    return CapacityAnswer(**_answer_fields(_size(question, catalog), catalog.version))
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +401,11 @@ def _capacity_detail(
         explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
-        warnings=[*capacity.warnings, *_speed_warnings(capacity, speed)],
+        warnings=[
+            *([] if sized.recognised is None else [sized.recognised[1]]),
+            *capacity.warnings,
+            *_speed_warnings(capacity, speed),
+        ],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=explanation,
@@ -419,13 +413,14 @@ def _capacity_detail(
 
 
 def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
-    """The CapacityAnswer fields both answers share (all but gpu_recognised_as)."""
+    """The CapacityAnswer fields, which the detail shares."""
     capacity, gpu, peak_concurrency = sized.result, sized.gpu, sized.peak_concurrency
     estimate = sized.speed if isinstance(sized.speed, PerformanceEstimate) else None
     return {
         "model": sized.model,
         "gpu": gpu.slug,
         "gpu_memory_bytes": gpu.memory_bytes,
+        "gpu_recognised_as": None if sized.recognised is None else sized.recognised[0],
         "engine": capacity.engine.value,
         "engine_version": capacity.engine_version,
         "max_model_len": capacity.max_model_len,
