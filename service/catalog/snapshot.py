@@ -301,7 +301,7 @@ def kept_gpus(
     `Gpu` then stop at identity, as for the architectures (`shared_layers`)."""
     before = previous or {}
     return {
-        slug: entry if before.get(slug) != entry else before[slug] for slug, entry in gpus.items()
+        slug: before[slug] if before.get(slug) == entry else entry for slug, entry in gpus.items()
     }
 
 
