@@ -98,8 +98,18 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 # ---- security headers --------------------------------------------------------------------------
 
+# Each route's Content-Security-Policy is chosen here, by `policy_for`, and nowhere else.
+#
 # An API answer is data: nothing in it may run, load or be framed.
 API_POLICY = "default-src 'none'; frame-ancestors 'none'"
+# The page at / (service/web): its own script, style and icon from this host, the pictures as
+# <img> from this host (or inline SVG, which loads nothing), its API calls to this host, and
+# nothing inline. Its form is answered by the script (fetch), never submitted: form-action
+# 'none' keeps its fields, the read key among them, out of any URL even where the script fails.
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
 # /docs and /redoc run the bundled Swagger UI and ReDoc (service/docs.py): their own scripts
 # and styles, one inline start-up script each, ReDoc's blob: worker, and requests to this host.
 DOCS_POLICY = (
@@ -108,11 +118,21 @@ DOCS_POLICY = (
     "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 )
 _DOCS_PATHS = ("/docs", "/redoc")
+_PAGE_PATHS = ("/",)  # and everything under /web/ (service/web/router.py)
 _COMMON = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
 )
+
+
+def policy_for(path: str) -> str:
+    """The Content-Security-Policy of the answer at `path`: the page's, the docs', or the API's."""
+    if path in _PAGE_PATHS or path.startswith("/web/"):
+        return PAGE_POLICY
+    if path in _DOCS_PATHS or path.startswith("/docs/"):
+        return DOCS_POLICY
+    return API_POLICY
 
 
 class SecurityHeaders:
@@ -125,9 +145,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        docs = path in _DOCS_PATHS or path.startswith("/docs/")
-        policy = (DOCS_POLICY if docs else API_POLICY).encode()
+        policy = policy_for(scope.get("path", "")).encode()
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
