@@ -1,5 +1,7 @@
 // kvplan's self-service page: fill the form, ask POST v1/plans, show the plan, the pictures
-// (v1/pictures/...) and the explanation. Plain browser JavaScript, no build step, no library.
+// (v1/pictures/...), the explanation, a link to the question and the plan as CSV. Plain
+// browser JavaScript, no build step, no library. The form is never submitted (the fields, the
+// read key among them, never reach a URL): its submit event asks the API with fetch.
 // Every URL is relative (the page may sit behind a path prefix), and every figure and text
 // from the API goes into the page as text, never as markup.
 "use strict";
@@ -316,6 +318,100 @@ function showProblem(problem) {
   box.hidden = false;
 }
 
+// ---- the question as a link ---------------------------------------------------------------
+// The link holds the question's fields under the API's names, in the fragment (#...): a
+// browser never sends a fragment to a server (no access log holds it), and the read key is
+// never one of them. Opening the link fills the form and asks.
+const LINK_FIELDS = [
+  "model",
+  "hf_config",
+  "num_parameters",
+  "gpus",
+  "engine",
+  "max_model_len",
+  "peak_concurrency",
+  "kv_cache_dtype",
+];
+
+function shareLink(body) {
+  const fields = new URLSearchParams();
+  if (typeof body.model === "string") {
+    fields.set("model", body.model);
+  } else {
+    fields.set("hf_config", JSON.stringify(body.model.hf_config));
+    if (body.model.num_parameters) fields.set("num_parameters", String(body.model.num_parameters));
+  }
+  if (body.gpus) fields.set("gpus", body.gpus.join(","));
+  for (const name of ["engine", "max_model_len", "peak_concurrency", "kv_cache_dtype"]) {
+    fields.set(name, String(body[name]));
+  }
+  return `${location.origin}${location.pathname}#${fields}`;
+}
+
+// A select set to the link's value, or a problem naming the field when it holds no such choice.
+function choose(id, value, field) {
+  const select = $(id);
+  select.value = value;
+  if (select.value !== value) {
+    throw new Problem(
+      { detail: `the link's ${JSON.stringify(value)} is not one of this page's choices`, field },
+      0,
+    );
+  }
+}
+
+// The form filled from the link's fields; false where the page was opened without any.
+function fillFromLink(fields) {
+  const unknown = [...fields.keys()].filter((name) => !LINK_FIELDS.includes(name));
+  if (unknown.length) {
+    throw new Problem(
+      { detail: `the link names fields the page does not know: ${unknown.join(", ")}`, field: unknown[0] },
+      0,
+    );
+  }
+  const pasted = fields.has("hf_config");
+  document.querySelector(`input[name="model-source"][value="${pasted ? "config" : "catalog"}"]`).checked = true;
+  showSource();
+  if (pasted) {
+    $("hf-config").value = fields.get("hf_config");
+    $("num-parameters").value = fields.get("num_parameters") || "";
+  } else {
+    choose("model", fields.get("model") || "", "model");
+  }
+  choose("gpu", fields.get("gpus") || "", "gpus");
+  if (fields.has("engine")) choose("engine", fields.get("engine"), "engine");
+  if (fields.has("kv_cache_dtype")) choose("kv-cache-dtype", fields.get("kv_cache_dtype"), "kv_cache_dtype");
+  if (fields.has("max_model_len")) $("max-model-len").value = fields.get("max_model_len");
+  if (fields.has("peak_concurrency")) $("peak-concurrency").value = fields.get("peak_concurrency");
+}
+
+// The link the page was opened with (or moved to), asked once the catalog is in the lists.
+let linkAsked = "";
+
+function askTheLink() {
+  const fields = new URLSearchParams(location.hash.slice(1));
+  if (location.hash === linkAsked || ![...fields.keys()].length) return;
+  linkAsked = location.hash;
+  fillFromLink(fields);
+  $("question").requestSubmit();
+}
+
+function openPage() {
+  loadCatalog().then(askTheLink).catch(showProblem);
+}
+
+// The same plan as the API's CSV (one row per option, as POST v1/plans answers
+// `Accept: text/csv`), as a file to download.
+async function csvLink(body) {
+  const response = await fetch("v1/plans", {
+    method: "POST",
+    headers: keyed({ Accept: "text/csv", "Content-Type": "application/json" }),
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Problem(await response.json(), response.status);
+  return `data:text/csv;charset=utf-8,${encodeURIComponent(await response.text())}`;
+}
+
 async function plan(event) {
   event.preventDefault();
   $("problem").hidden = true;
@@ -345,6 +441,8 @@ async function plan(event) {
     );
     showAlternatives(answer);
     showExplanation(answer.explanation);
+    $("share-link").href = shareLink(body);
+    $("csv-link").href = await csvLink(body);
     if (best) {
       showBest(best);
       await showPictures(body, best);
@@ -365,6 +463,7 @@ document.addEventListener("DOMContentLoaded", () => {
     radio.addEventListener("change", showSource);
   }
   $("question").addEventListener("submit", plan);
-  $("api-key").addEventListener("change", () => loadCatalog().catch(showProblem));
-  loadCatalog().catch(showProblem);
+  $("api-key").addEventListener("change", openPage);
+  window.addEventListener("hashchange", openPage);
+  openPage();
 });
