@@ -2,8 +2,10 @@
 
 The files ship inside the package (`service/web/static`), so the page needs no build step, no
 CDN and no network beyond kvplan itself. All script and style live in those files (nothing
-inline), so a strict Content-Security-Policy (`default-src 'self'`) allows the page. Every
-URL the page uses is relative, so it also works behind a path prefix (a Backstage proxy route).
+inline), so the page and its files are served under `middleware.PAGE_POLICY` (its own script,
+style, images and API calls, nothing inline; `middleware.policy_for` picks it for `/` and
+`/web/...`). Every URL the page uses is relative, so it also works behind a path prefix (a
+Backstage proxy route).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from service.middleware import API_POLICY, PAGE_POLICY
 from service.web.router import MEDIA
 from tests.helpers import problem
 
@@ -79,3 +80,51 @@ def test_the_files_ship_in_the_wheel() -> None:
     for name in MEDIA:
         assert static.joinpath(name).is_file(), name
         assert any(fnmatch(f"static/{name}", pattern) for pattern in globs), name
+
+
+def _directives(policy: str) -> dict[str, list[str]]:
+    """A Content-Security-Policy as {directive: sources} (CSP Level 3, section 2.2.1)."""
+    parsed: dict[str, list[str]] = {}
+    for directive in policy.split(";"):
+        name, *sources = directive.split()
+        parsed[name] = sources
+    return parsed
+
+
+def test_the_page_and_its_files_bear_the_page_policy_and_the_api_its_own(
+    client: TestClient,
+) -> None:
+    # One policy for the page and each of its files; the API's answers keep theirs (nothing
+    # in them runs), the pictures the page shows among them.
+    for name in MEDIA:
+        path = "/" if name == "index.html" else f"/web/{name}"
+        assert client.get(path).headers["content-security-policy"] == PAGE_POLICY, path
+    assert client.get("/web/nope.js").headers["content-security-policy"] == PAGE_POLICY
+    for path in ("/v1/gpus", "/v1/pictures/memory-budget?model=llama-3.1-8b&gpu=h100-sxm-80gb"):
+        assert client.get(path).headers["content-security-policy"] == API_POLICY, path
+    # what the page's policy allows: its own script, style, images and API calls, nothing
+    # inline or from elsewhere, no framing, and no form submission at all
+    page = _directives(PAGE_POLICY)
+    assert page == {
+        "default-src": ["'none'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'none'"],
+    }
+
+
+def test_the_form_cannot_put_its_fields_in_a_url(client: TestClient) -> None:
+    # Where the script is not running, a submitted form would GET `/?field=...`: the form is
+    # POST (and the policy's form-action 'none' stops even that), and the read key's field has
+    # no name, so no submission of any kind carries it.
+    parser = Tags()
+    parser.feed(client.get("/").text)
+    forms = [attrs for tag, attrs in parser.tags if tag == "form"]
+    assert forms == [{"id": "question", "method": "post", "novalidate": None}]
+    key = next(attrs for tag, attrs in parser.tags if attrs.get("id") == "api-key")
+    assert key["type"] == "password"
+    assert "name" not in key

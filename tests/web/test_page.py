@@ -168,7 +168,10 @@ def _only_the_refusals(errors: list[dict[str, Any]], status: int) -> None:
 
 
 def _options(driver: WebDriver, element_id: str) -> list[str]:
-    return [o.get_attribute("value") or "" for o in Select(driver.find_element(By.ID, element_id)).options]
+    return [
+        o.get_attribute("value") or ""
+        for o in Select(driver.find_element(By.ID, element_id)).options
+    ]
 
 
 def _catalog(base_url: str, kind: str) -> list[str]:
