@@ -18,7 +18,7 @@ class Problem extends Error {
 }
 
 // The read key a person typed, where kvplan asks for one (KVPLAN_READ_KEYS): sent as the
-// X-API-KEY header, and as `api_key` in the pictures' URLs (an <img> sends no header).
+// X-API-KEY header only, never in a URL (with a key, the pictures are fetched, not <img>s).
 function readKey() {
   return $("api-key").value.trim();
 }
@@ -185,7 +185,6 @@ function pictureQuestion(body, best) {
 function pictureImage(kind, capacity, alt) {
   const image = document.createElement("img");
   const query = new URLSearchParams({ ...capacity, format: "svg" });
-  if (readKey()) query.set("api_key", readKey());
   image.src = `v1/pictures/${kind}?${query}`;
   image.alt = alt;
   image.width = 760;
@@ -193,7 +192,8 @@ function pictureImage(kind, capacity, alt) {
   return image;
 }
 
-// A model pasted as config.json cannot go in a URL: POST the question, place the SVG inline.
+// A model pasted as config.json cannot go in a URL, nor a read key (an <img> sends no header):
+// POST the question, place the SVG inline.
 async function pictureInline(kind, capacity) {
   const response = await fetch(`v1/pictures/${kind}`, {
     method: "POST",
@@ -215,7 +215,7 @@ async function showPictures(body, best) {
   ];
   for (const [kind, id, alt] of pictures) {
     const holder = $(id);
-    if (typeof capacity.model === "string") {
+    if (typeof capacity.model === "string" && !readKey()) {
       holder.replaceChildren(pictureImage(kind, capacity, alt));
     } else {
       holder.replaceChildren(await pictureInline(kind, capacity));
@@ -360,7 +360,7 @@ function choose(id, value, field) {
   }
 }
 
-// The form filled from the link's fields; false where the page was opened without any.
+// The form filled from the link's fields, or a problem naming the first field it cannot take.
 function fillFromLink(fields) {
   const unknown = [...fields.keys()].filter((name) => !LINK_FIELDS.includes(name));
   if (unknown.length) {
