@@ -32,6 +32,7 @@ from .architecture import (
     NoCache,
     SlidingWindowAttention,
 )
+from .config_guard import IRRELEVANT, check_cache_keys, moot, plain_reading_note, unread_keys
 from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
@@ -96,6 +97,9 @@ _KNOWN_TYPES: Final = (
         "step3p7",
     }
 )
+# model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
+# plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
+_READ_TYPES: Final = _KNOWN_TYPES | {"qwen"}
 _ATTENTION_KEYS: Final = (
     "num_attention_heads",
     "n_head",
@@ -143,12 +147,40 @@ def architecture_from_hf_config(
     `weight_bytes` wins. A config the count cannot read still sizes the cache: the reason is
     kept in `weights_unknown` for the answers that need the weights.
     """
+    return _architecture(
+        _Cfg(config), config, name=name, num_parameters=num_parameters, weight_bytes=weight_bytes
+    )
+
+
+def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The language model's keys kvplan neither reads (for the cache or the weights) nor
+    declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
+    published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
+    _architecture(cfg, config, name="", num_parameters=None, weight_bytes=None)
+    return tuple(
+        cfg.where(key)
+        for key in unread_keys(cfg, cfg.keys_read)
+        if key not in IRRELEVANT and moot(cfg, key) is None
+    )
+
+
+def _architecture(
+    cfg: _Cfg,
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    num_parameters: int | None,
+    weight_bytes: int | None,
+) -> ModelArchitecture:
     _reject_unsupported(cfg)
     heads = _num_attention_heads(cfg)
     mixers = _mixers(cfg, heads)
     layers = _share_kv(cfg, mixers)
     dtype = model_dtype(cfg)
+    state_dtype = _state_dtype(cfg)
+    read = cfg.keys_read  # the cache's keys: before the weights' count reads its own
+    check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
     if num_parameters is None or weight_bytes is None:
         try:
@@ -166,7 +198,7 @@ def architecture_from_hf_config(
         layers=tuple(layers),
         num_attention_heads=heads,
         dtype=dtype,
-        state_dtype=_state_dtype(cfg),
+        state_dtype=state_dtype,
         hidden_size=_hidden_size(cfg),
         intermediate_size=cfg.opt_int("intermediate_size"),
         vocab_size=cfg.opt_int("vocab_size"),
@@ -178,6 +210,7 @@ def architecture_from_hf_config(
         checkpoint_kv_cache=declared_kv_cache(config),
         name=name,
         weights_unknown=unknown,
+        config_note=plain_reading_note(cfg, read, _READ_TYPES),
     )
 
 
@@ -814,4 +847,5 @@ __all__ = [
     "architecture_from_hf_config",
     "checkpoint_weights",
     "detect_weight_format",
+    "unexplained_keys",
 ]
