@@ -65,6 +65,9 @@ CACHE_KEYS: Final[Mapping[str, str]] = {
     "qk_nope_head_dim": "the MLA head size",
     "use_mla": "whether attention is MLA",
     "conv_L_cache": "the short-convolution state",
+    # tencent Hunyuan-A13B config.json (use_cla false there): cross-layer attention.
+    "use_cla": "cross-layer attention: layers share K/V",
+    "cla_share_factor": "cross-layer attention: how many layers share one K/V",
 }
 CACHE_KEY_PREFIXES: Final = (
     "swa_",
@@ -323,6 +326,9 @@ _MOOT: Final[Mapping[str, _Moot]] = {
         "mamba_expand x hidden_size equals mamba_n_heads x mamba_d_head, which are read",
         _expand_agrees,
     ),
+    # Hunyuan-A13B's remote code shares K/V across layers only when use_cla is true.
+    "cla_share_factor": ("use_cla is false", lambda cfg: _off(cfg, "use_cla")),
+    "use_cla": ("false: every layer keeps its own K/V", lambda cfg: _off(cfg, "use_cla")),
     # vLLM FalconAttention: new_decoder_architecture -> num_kv_heads, multi_query unused.
     "multi_query": (
         "new_decoder_architecture is true",

@@ -200,7 +200,7 @@ def _architecture(
         dtype=dtype,
         state_dtype=state_dtype,
         hidden_size=_hidden_size(cfg),
-        intermediate_size=cfg.opt_int("intermediate_size"),
+        intermediate_size=_widest(cfg, ("intermediate_size",)),
         vocab_size=cfg.opt_int("vocab_size"),
         num_parameters=num_parameters,
         weight_bytes=weight_bytes,
@@ -795,6 +795,29 @@ def _granite_hybrid_layers(cfg: _Cfg, heads: int) -> list[Layer]:
 # mixture of experts
 
 
+def _widest(cfg: _Cfg, keys: tuple[str, ...]) -> int | None:
+    """The first of `keys` the config has, where a per-layer list (Gemma-3n's
+    `intermediate_size`, Hunyuan-A13B's `moe_topk`) reads as its largest entry: these fields
+    price weights and the activation peak (the widest layer), never the cache, so a list
+    must not refuse the config (issue 19 item 3; the parameter count, which needs each
+    layer's width, reports its own `weights_unknown`)."""
+    for key in keys:
+        if not cfg.has(key):
+            continue
+        if isinstance(cfg.raw(key), list):
+            widths = cfg.int_list(key, minimum=1) or []
+            if not widths:
+                raise SizingError(cfg.where(key), "is an empty list")
+            return max(widths)
+        return cfg.get_int(key)
+    return None
+
+
+def _widest_required(cfg: _Cfg, keys: tuple[str, ...]) -> int:
+    found = _widest(cfg, keys)
+    return cfg.first_int(keys) if found is None else found  # first_int raises, naming keys[0]
+
+
 def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     experts_key = next(
         (k for k in ("num_experts", "num_local_experts", "n_routed_experts") if cfg.has(k)), None
@@ -805,17 +828,18 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     if experts <= 1:
         return None  # dense configs that carry the key as 0 (Granite 4.0-H micro) or 1
     # gpt-oss spells both num_experts_per_tok and experts_per_token; Gemma 4 top_k_experts.
-    per_token = cfg.first_int(
+    per_token = _widest_required(
+        cfg,
         (
             "num_experts_per_tok",
             "num_experts_per_token",
             "experts_per_token",
             "moe_topk",
             "top_k_experts",
-        )
+        ),
     )
     # Mixtral, gpt-oss, Jamba and Llama 4 size experts with intermediate_size.
-    expert_size = cfg.first_int(("moe_intermediate_size", "intermediate_size"))
+    expert_size = _widest_required(cfg, ("moe_intermediate_size", "intermediate_size"))
     shared = 0
     for key in (
         "shared_expert_intermediate_size",

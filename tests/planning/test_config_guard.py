@@ -78,3 +78,28 @@ def test_a_model_type_with_a_reader_carries_no_such_warning(client: TestClient) 
     answer = _ask(client, _config("meta-llama--Meta-Llama-3.1-8B.json"))
     assert answer.status_code == 200, answer.text
     assert not [w for w in answer.json()["warnings"] if "no reader of its own" in w]
+
+
+def test_a_per_layer_mlp_width_never_blocks_the_cache(client: TestClient) -> None:
+    # Issue 19 item 3: Gemma-3n writes intermediate_size per layer, a list. Llama-3.1-8B's
+    # config with its 14,336 written the same way (32 entries) still sizes the cache:
+    # 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token, as with the integer.
+    config = _config("meta-llama--Meta-Llama-3.1-8B.json")
+    config["intermediate_size"] = [config["intermediate_size"]] * config["num_hidden_layers"]
+    answer = _ask(client, config)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+    # the weights, which need each layer's width, are what the answer says it cannot count
+    assert any("intermediate_size" in w for w in body["warnings"]), body["warnings"]
+
+
+def test_a_per_layer_expert_count_never_blocks_the_cache(client: TestClient) -> None:
+    # Hunyuan-A13B writes moe_topk per layer. Qwen3-30B-A3B's config with its
+    # num_experts_per_tok (8) written per layer (48 entries) sizes as before:
+    # 2 x 48 layers x 4 KV heads x 128 x 2 B = 98,304 B per token.
+    config = _config("Qwen--Qwen3-30B-A3B.json")
+    config["num_experts_per_tok"] = [config["num_experts_per_tok"]] * config["num_hidden_layers"]
+    answer = _ask(client, config)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["kv_bytes_per_token"] == 2 * 48 * 4 * 128 * 2
