@@ -13,7 +13,8 @@ rightly leaves alone is either declared in `IRRELEVANT` (with the reason) or moo
 A `model_type` kvplan has no reader for is read as a plain decoder (the transformers keys every
 decoder shares) only when no unread cache key is left, and the answer says which keys were read
 (`plain_reading_note`). `tests/sizing/test_config_keys.py` runs every committed fixture and fails
-on any key neither read nor declared irrelevant here.
+on any key neither read nor declared irrelevant here. What vLLM does with the architectures this
+refuses: docs/engines/vllm.md#architectures-refused-by-name.
 """
 
 from __future__ import annotations

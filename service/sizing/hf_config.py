@@ -335,6 +335,14 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
 
 
 def _num_layers(cfg: _Cfg) -> int:
+    if cfg.has("num_layers") and not cfg.has("num_hidden_layers"):
+        # meituan-longcat LongCat-Flash: vLLM longcat_flash.py FlashDecoderLayer holds two MLA
+        # blocks per layer (docs/engines/vllm.md#architectures-refused-by-name).
+        raise UnknownLayerKind(
+            cfg.where("num_layers"),
+            "a layer count under num_layers (LongCat-Flash: two attention blocks per layer) is "
+            "not one kvplan has a reader for",
+        )
     # transformers FalconConfig/GPT-2 attribute_map: n_layer is num_hidden_layers.
     key = (
         "n_layer"

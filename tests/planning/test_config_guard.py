@@ -46,6 +46,8 @@ def _ask(client: TestClient, config: dict[str, Any]) -> Any:
         ("layer_group_size", 5),
         # XiaomiMiMo MiMo-V2-Flash config.json: the sliding layers' own KV heads.
         ("swa_num_key_value_heads", 8),
+        # tiiuae Falcon-H1-7B config.json: the Mamba-2 mixer beside attention in every layer.
+        ("mamba_d_ssm", 3072),
     ],
 )
 def test_a_cache_key_no_reader_uses_is_refused_by_name(
@@ -57,6 +59,16 @@ def test_a_cache_key_no_reader_uses_is_refused_by_name(
     body = problem(_ask(client, config), 422)
     assert body["type"] == "/problems/unknown-layer-kind"
     assert body["field"] == f"model.hf_config.{key}"
+
+
+def test_a_layer_count_under_num_layers_is_refused_by_name(client: TestClient) -> None:
+    # meituan-longcat LongCat-Flash spells the layer count num_layers (each layer two MLA
+    # blocks, vLLM longcat_flash.py): the Llama config with its count spelled so is refused.
+    config = _config("meta-llama--Meta-Llama-3.1-8B.json")
+    config["num_layers"] = config.pop("num_hidden_layers")
+    body = problem(_ask(client, config), 422)
+    assert body["type"] == "/problems/unknown-layer-kind"
+    assert body["field"] == "model.hf_config.num_layers"
 
 
 def test_a_model_type_without_a_reader_is_answered_with_the_keys_it_was_read_from(
