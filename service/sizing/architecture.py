@@ -221,6 +221,9 @@ class ModelArchitecture:
     # When the weights were to come from a config.json and could not: the (field, reason) of
     # the SizingError that stopped the count, for the answer that needs the weights to name.
     weights_unknown: tuple[str, str] | None = field(default=None, compare=False)
+    # What the answer must say about how the config was read (a model_type with no reader of
+    # its own, read as a plain decoder: config_guard.plain_reading_note).
+    config_note: str | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -271,6 +274,7 @@ class ModelArchitecture:
                     self.max_position_embeddings,
                     self.moe,
                     self.checkpoint_kv_cache,
+                    self.config_note,
                 )
             ),
         )
@@ -355,4 +359,5 @@ class ModelArchitecture:
             checkpoint_kv_cache=self.checkpoint_kv_cache,
             name=self.name,
             weights_unknown=self.weights_unknown,
+            config_note=self.config_note,
         )

@@ -60,6 +60,8 @@ def compute_capacity(
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
     warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
+    if arch.config_note is not None:
+        warnings.append(arch.config_note)
     if engine.engine is Engine.VLLM:
         # the engine's first step: auto becomes the KV cache the checkpoint declares
         workload, dtype_note = vllm_workload(arch, workload, engine)

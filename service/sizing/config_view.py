@@ -9,7 +9,7 @@ any other object inside it (a `vision_config`). Every read that fails raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .errors import SizingError, UnknownLayerKind
@@ -136,6 +136,44 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+class RecordedKeys(Mapping[str, Any]):
+    """A config object that remembers which keys were looked up (`read`).
+
+    Every lookup (`get`, `[]`, `in`) counts as a read, whatever the answer; iterating does not.
+    `config_guard` uses it to refuse a config whose cache-changing keys no reader looked at.
+    """
+
+    __slots__ = ("_data", "read")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    @property
+    def unrecorded(self) -> Mapping[str, Any]:
+        """The object itself, for looking at keys without counting them as read."""
+        return self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 class ConfigView:
     """One JSON object of a config, with the dotted path it sits at."""
 
@@ -257,8 +295,10 @@ class HFConfig(ConfigView):
     def __init__(self, config: Mapping[str, Any]) -> None:
         if not isinstance(config, Mapping):
             raise SizingError("config", "must be a JSON object (the parsed config.json)")
-        super().__init__(config)
-        self.top: Mapping[str, Any] = config
+        recorded = RecordedKeys(config)
+        super().__init__(recorded)
+        self.top: Mapping[str, Any] = recorded
+        self.recorded = recorded
         for key in NESTED_LM_KEYS:
             sub = config.get(key)
             if sub is None:
@@ -266,7 +306,9 @@ class HFConfig(ConfigView):
             if not isinstance(sub, Mapping):
                 raise SizingError(key, "must be an object")
             defaults = NESTED_LM_DEFAULTS.get(str(sub.get("model_type")), {})
-            self.lm, self.prefix = {**defaults, **sub}, f"{key}."
+            self.recorded = RecordedKeys({**defaults, **sub})
+            self.lm, self.prefix = self.recorded, f"{key}."
+            self.top = config
             break
         model_type = self.lm.get("model_type") or config.get("model_type") or ""
         if not isinstance(model_type, str):
@@ -283,6 +325,11 @@ class HFConfig(ConfigView):
             return key, self.top[key]
         return None
 
+    @property
+    def keys_read(self) -> frozenset[str]:
+        """The language model's keys looked up so far (present in the config or not)."""
+        return frozenset(self.recorded.read)
+
     def top_view(self) -> ConfigView:
         return ConfigView(self.top)
 
@@ -298,5 +345,6 @@ __all__ = [
     "NESTED_LM_KEYS",
     "ConfigView",
     "HFConfig",
+    "RecordedKeys",
     "bound",
 ]

@@ -32,6 +32,7 @@ from .architecture import (
     NoCache,
     SlidingWindowAttention,
 )
+from .config_guard import IRRELEVANT, check_cache_keys, moot, plain_reading_note, unread_keys
 from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
@@ -96,6 +97,9 @@ _KNOWN_TYPES: Final = (
         "step3p7",
     }
 )
+# model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
+# plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
+_READ_TYPES: Final = _KNOWN_TYPES | {"qwen"}
 _ATTENTION_KEYS: Final = (
     "num_attention_heads",
     "n_head",
@@ -143,12 +147,40 @@ def architecture_from_hf_config(
     `weight_bytes` wins. A config the count cannot read still sizes the cache: the reason is
     kept in `weights_unknown` for the answers that need the weights.
     """
+    return _architecture(
+        _Cfg(config), config, name=name, num_parameters=num_parameters, weight_bytes=weight_bytes
+    )
+
+
+def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The language model's keys kvplan neither reads (for the cache or the weights) nor
+    declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
+    published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
+    _architecture(cfg, config, name="", num_parameters=None, weight_bytes=None)
+    return tuple(
+        cfg.where(key)
+        for key in unread_keys(cfg, cfg.keys_read)
+        if key not in IRRELEVANT and moot(cfg, key) is None
+    )
+
+
+def _architecture(
+    cfg: _Cfg,
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    num_parameters: int | None,
+    weight_bytes: int | None,
+) -> ModelArchitecture:
     _reject_unsupported(cfg)
     heads = _num_attention_heads(cfg)
     mixers = _mixers(cfg, heads)
     layers = _share_kv(cfg, mixers)
     dtype = model_dtype(cfg)
+    state_dtype = _state_dtype(cfg)
+    read = cfg.keys_read  # the cache's keys: before the weights' count reads its own
+    check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
     if num_parameters is None or weight_bytes is None:
         try:
@@ -166,9 +198,9 @@ def architecture_from_hf_config(
         layers=tuple(layers),
         num_attention_heads=heads,
         dtype=dtype,
-        state_dtype=_state_dtype(cfg),
+        state_dtype=state_dtype,
         hidden_size=_hidden_size(cfg),
-        intermediate_size=cfg.opt_int("intermediate_size"),
+        intermediate_size=_widest(cfg, ("intermediate_size",)),
         vocab_size=cfg.opt_int("vocab_size"),
         num_parameters=num_parameters,
         weight_bytes=weight_bytes,
@@ -178,6 +210,7 @@ def architecture_from_hf_config(
         checkpoint_kv_cache=declared_kv_cache(config),
         name=name,
         weights_unknown=unknown,
+        config_note=plain_reading_note(cfg, read, _READ_TYPES),
     )
 
 
@@ -302,6 +335,14 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
 
 
 def _num_layers(cfg: _Cfg) -> int:
+    if cfg.has("num_layers") and not cfg.has("num_hidden_layers"):
+        # meituan-longcat LongCat-Flash: vLLM longcat_flash.py FlashDecoderLayer holds two MLA
+        # blocks per layer (docs/engines/vllm.md#architectures-refused-by-name).
+        raise UnknownLayerKind(
+            cfg.where("num_layers"),
+            "a layer count under num_layers (LongCat-Flash: two attention blocks per layer) is "
+            "not one kvplan has a reader for",
+        )
     # transformers FalconConfig/GPT-2 attribute_map: n_layer is num_hidden_layers.
     key = (
         "n_layer"
@@ -762,6 +803,29 @@ def _granite_hybrid_layers(cfg: _Cfg, heads: int) -> list[Layer]:
 # mixture of experts
 
 
+def _widest(cfg: _Cfg, keys: tuple[str, ...]) -> int | None:
+    """The first of `keys` the config has, where a per-layer list (Gemma-3n's
+    `intermediate_size`, Hunyuan-A13B's `moe_topk`) reads as its largest entry: these fields
+    price weights and the activation peak (the widest layer), never the cache, so a list
+    must not refuse the config (issue 19 item 3; the parameter count, which needs each
+    layer's width, reports its own `weights_unknown`)."""
+    for key in keys:
+        if not cfg.has(key):
+            continue
+        if isinstance(cfg.raw(key), list):
+            widths = cfg.int_list(key, minimum=1) or []
+            if not widths:
+                raise SizingError(cfg.where(key), "is an empty list")
+            return max(widths)
+        return cfg.get_int(key)
+    return None
+
+
+def _widest_required(cfg: _Cfg, keys: tuple[str, ...]) -> int:
+    found = _widest(cfg, keys)
+    return cfg.first_int(keys) if found is None else found  # first_int raises, naming keys[0]
+
+
 def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     experts_key = next(
         (k for k in ("num_experts", "num_local_experts", "n_routed_experts") if cfg.has(k)), None
@@ -772,17 +836,18 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
     if experts <= 1:
         return None  # dense configs that carry the key as 0 (Granite 4.0-H micro) or 1
     # gpt-oss spells both num_experts_per_tok and experts_per_token; Gemma 4 top_k_experts.
-    per_token = cfg.first_int(
+    per_token = _widest_required(
+        cfg,
         (
             "num_experts_per_tok",
             "num_experts_per_token",
             "experts_per_token",
             "moe_topk",
             "top_k_experts",
-        )
+        ),
     )
     # Mixtral, gpt-oss, Jamba and Llama 4 size experts with intermediate_size.
-    expert_size = cfg.first_int(("moe_intermediate_size", "intermediate_size"))
+    expert_size = _widest_required(cfg, ("moe_intermediate_size", "intermediate_size"))
     shared = 0
     for key in (
         "shared_expert_intermediate_size",
@@ -814,4 +879,5 @@ __all__ = [
     "architecture_from_hf_config",
     "checkpoint_weights",
     "detect_weight_format",
+    "unexplained_keys",
 ]
