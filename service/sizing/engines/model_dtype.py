@@ -140,12 +140,17 @@ def _vllm_before_091(checkpoint: str, bf16: bool, gpu_label: str, label: str) ->
     return ResolvedDtype(checkpoint)
 
 
-@lru_cache(maxsize=1024)
 def served_architecture(arch: ModelArchitecture, dtype: str) -> ModelArchitecture:
     """The architecture as the engine runs it at `dtype`: its model dtype (which an auto KV
     cache and the recurrent state follow) and, for an unquantized checkpoint, its weights."""
     if dtype == arch.dtype:
         return arch
+    # keyed by the name too: architectures compare without it, and engines read it (SGLang)
+    return _served(arch, arch.name, dtype)
+
+
+@lru_cache(maxsize=1024)
+def _served(arch: ModelArchitecture, name: str, dtype: str) -> ModelArchitecture:
     if arch.weight_format not in _UNQUANTIZED:
         return replace(arch, dtype=dtype)
     weight_bytes = arch.weight_bytes
