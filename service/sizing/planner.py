@@ -24,7 +24,7 @@ from functools import lru_cache
 from .architecture import ModelArchitecture
 from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from .context_limit import check_max_model_len
-from .dtypes import kv_cache_dtype_bytes
+from .dtypes import ModelDtype, kv_cache_dtype_bytes
 from .engines.common import Engine, EngineOptions
 from .errors import InvalidDtype, SizingError
 from .kv import packed_mla
@@ -201,6 +201,9 @@ def engine_flags(
         f"--max-running-requests {max_num_seqs}",
         f"--kv-cache-dtype {_sglang_kv_dtype(dtype)}",
     ]
+    if options.dtype is not ModelDtype.AUTO:  # both engines spell it --dtype
+        vllm.append(f"--dtype {options.dtype.value}")
+        sglang.append(f"--dtype {options.dtype.value}")
     fraction = capacity.engine_settings.get("mem_fraction_static")
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
