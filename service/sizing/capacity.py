@@ -29,9 +29,9 @@ from .engines.common import (
     SizingInputs,
     Workload,
 )
+from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.sglang import sglang_capacity
 from .engines.trtllm import trtllm_capacity
-from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.vllm import vllm_capacity
 from .engines.vllm_kv_dtype import vllm_workload
 from .errors import InvalidDtype, InvalidParallelism, SizingError

@@ -65,8 +65,7 @@ def test_a_float32_checkpoint_runs_as_bfloat16_under_auto_from_vllm_0_9_1(
     assert body["kv_bytes_per_token"] == 327_680  # 163,840 elements x 2 B
     assert body["explanation"]["per_gpu"]["weights_bytes_total"] == 141_107_609_600
     assert any(
-        "float32 checkpoint runs as bfloat16 under dtype=auto" in w
-        and "_resolve_auto_dtype" in w
+        "float32 checkpoint runs as bfloat16 under dtype=auto" in w and "_resolve_auto_dtype" in w
         for w in body["warnings"]
     )
 
@@ -121,7 +120,9 @@ def test_plans_csv_rows_and_profiles_take_dtype(client: TestClient) -> None:
     # the same question as a CSV row answers the same
     header = "model,max_model_len,peak_concurrency,gpus,dtype"
     row = "llama-3.1-8b,8192,10,h100-sxm-80gb,float32"
-    rows = client.post("/v1/plans", content=f"{header}\n{row}\n", headers={"Content-Type": "text/csv"})
+    rows = client.post(
+        "/v1/plans", content=f"{header}\n{row}\n", headers={"Content-Type": "text/csv"}
+    )
     (cells,) = list(csv.DictReader(io.StringIO(rows.text)))
     assert cells["kv_pool_bytes"] == str(best["kv_pool_bytes"])
     assert cells["max_num_seqs"] == str(best["max_num_seqs"])

@@ -84,8 +84,9 @@ def test_tensor_parallelism_stays_inside_one_node_and_data_parallelism_is_positi
     assert [stage.num_layers for stage in stages] == [16, 16]
 
 
-def test_a_context_beyond_the_model_is_refused_unless_allowed_and_a_vllm_only_cache_an_error(
-) -> None:
+def test_a_context_beyond_the_model_is_refused_unless_allowed_and_a_vllm_only_cache_an_error() -> (
+    None
+):
     # vLLM's _get_and_verify_max_len (vllm/config/model.py) refuses a max_model_len above the
     # derived 131,072 (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
     with pytest.raises(SizingError, match="above the 131072 tokens vLLM derives") as refused:

@@ -60,7 +60,9 @@ def test_longer_is_refused_by_vllm_and_sglang_and_allowed_with_the_override() ->
         check_max_model_len(arch, 300_000, sglang)
     allowed = EngineOptions(allow_long_max_model_len=True)
     warning = check_max_model_len(arch, 300_000, allowed)
-    assert warning is not None and "allow_long_max_model_len=true" in warning
+    assert warning is not None
+    assert "allow_long_max_model_len=true" in warning
     # TensorRT-LLM's own check is not modelled: a warning, not a refusal
     trtllm = check_max_model_len(arch, 300_000, EngineOptions(engine=Engine.TRTLLM))
-    assert trtllm is not None and "not modelled" in trtllm
+    assert trtllm is not None
+    assert "not modelled" in trtllm

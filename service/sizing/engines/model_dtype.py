@@ -53,17 +53,15 @@ class ResolvedDtype:
     note: str | None = None
 
 
-def resolve_model_dtype(
-    checkpoint: str, engine: EngineOptions, gpu: Gpu
-) -> ResolvedDtype:
+def resolve_model_dtype(checkpoint: str, engine: EngineOptions, gpu: Gpu) -> ResolvedDtype:
     """The dtype `engine` runs a `checkpoint`-dtype model at on `gpu`."""
     return _resolve(
         checkpoint,
         engine.dtype,
         engine.engine,
         engine.engine_version or cal.LATEST_VLLM_VERSION,
-        gpu.bf16_support,
-        gpu.slug or gpu.name or "this GPU",
+        bf16=gpu.bf16_support,
+        gpu_label=gpu.slug or gpu.name or "this GPU",
     )
 
 
@@ -73,6 +71,7 @@ def _resolve(
     requested: ModelDtype,
     engine: Engine,
     version_text: str,
+    *,
     bf16: bool,
     gpu_label: str,
 ) -> ResolvedDtype:
@@ -159,5 +158,4 @@ def _served(arch: ModelArchitecture, name: str, dtype: str) -> ModelArchitecture
         old = WEIGHT_FORMAT_BITS[arch.weight_format]
         new = WEIGHT_FORMAT_BITS[dtype]
         weight_bytes = cdiv(weight_bytes * int(new), int(old))
-    served = replace(arch, dtype=dtype, weight_format=dtype, weight_bytes=weight_bytes)
-    return served
+    return replace(arch, dtype=dtype, weight_format=dtype, weight_bytes=weight_bytes)
