@@ -184,3 +184,19 @@ def test_a_plan_past_the_limit_is_refused_or_carries_the_override(client: TestCl
     allowed = client.post("/v1/plans", json={**question, "allow_long_max_model_len": True})
     assert allowed.status_code == 200, allowed.text
     assert any("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in w for w in allowed.json()["warnings"])
+
+
+def test_a_catalog_gpu_says_whether_it_has_bfloat16(client: TestClient) -> None:
+    # A V100 entered in the catalog: compute capability 7.0 (https://developer.nvidia.com/
+    # cuda-gpus), so no bfloat16.
+    v100 = {"slug": "v100-sxm2-32gb", "name": "Tesla V100-SXM2-32GB", "bf16_support": False}
+    created = client.post("/v1/gpus", json={**v100, "memory_bytes": 32 * 2**30}, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    assert created.json()["bf16_support"] is False
+    assert client.get("/v1/gpus/h100-sxm-80gb").json()["bf16_support"] is True  # the seed's
+    query = {"model": "llama-3.1-8b", "gpu": "v100-sxm2-32gb", "max_model_len": 4096}
+    older = problem(client.get("/v1/capacity", params={**query, "engine_version": "0.9.0"}), 422)
+    assert older["field"] == "dtype"
+    newer = client.get("/v1/capacity", params={**query, "engine_version": "0.9.1"})
+    assert newer.status_code == 200, newer.text
+    assert newer.json()["kv_bytes_per_token"] == 131_072  # float16: 2 B, as bfloat16
