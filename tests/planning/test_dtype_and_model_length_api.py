@@ -200,3 +200,12 @@ def test_a_catalog_gpu_says_whether_it_has_bfloat16(client: TestClient) -> None:
     newer = client.get("/v1/capacity", params={**query, "engine_version": "0.9.1"})
     assert newer.status_code == 200, newer.text
     assert newer.json()["kv_bytes_per_token"] == 131_072  # float16: 2 B, as bfloat16
+
+
+def test_a_profile_past_the_limit_is_refused_when_written(client: TestClient) -> None:
+    profile = {"name": "llama-long", "model": "llama-3.1-8b", "gpu": "h100-sxm-80gb"}
+    profile |= {"max_model_len": 300_000}
+    refused = problem(client.post("/v1/deployments", json=profile, headers=ADMIN), 422)
+    assert refused["field"] == "max_model_len"
+    allowed = {**profile, "allow_long_max_model_len": True}
+    assert client.post("/v1/deployments", json=allowed, headers=ADMIN).status_code == 201
