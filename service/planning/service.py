@@ -39,6 +39,7 @@ from ..sizing import (
     compute_capacity,
     served_model,
 )
+from ..sizing.context_limit import max_model_len_limit
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.frozen import frozen
@@ -147,7 +148,8 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
-    workload = Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype)
+    max_model_len = _default_context(arch, fields.max_model_len, fields.engine)
+    workload = Workload(max_model_len, fields.kv_cache_dtype)
     parallel = Parallelism(
         fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
@@ -386,11 +388,13 @@ def _interned_options(values: tuple[Any, ...]) -> EngineOptions:
     return EngineOptions(**dict(zip(_ENGINE_OPTIONS, values, strict=True)))
 
 
-def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
+def _default_context(
+    arch: ModelArchitecture, max_model_len: int | None, engine: str = "vllm"
+) -> int:
     if max_model_len is not None:
         return max_model_len
     # the engine's default: the length it derives from the model (sizing/context_limit.py)
-    limit = arch.max_model_len_limit
+    limit = max_model_len_limit(arch, Engine(engine))
     if limit is None:
         raise SizingError("max_model_len", "the model has no max_position_embeddings: give one")
     return limit

@@ -217,6 +217,9 @@ class ModelArchitecture:
     # max_position_embeddings says (rope scaling, other length keys: context_limit.py
     # derived_max_model_len); None = max_position_embeddings is the limit.
     derived_max_model_len: int | None = None
+    # The same for SGLang, which derives its context length its own way
+    # (context_limit.py sglang_context_len); None = max_model_len_limit.
+    sglang_context_len: int | None = None
     moe: MixtureOfExperts | None = None
     # The KV cache the checkpoint's quantization config declares (dtypes.CHECKPOINT_KV_CACHES),
     # which an engine may take for --kv-cache-dtype auto (engines/vllm.py vllm_kv_cache_dtype).
@@ -253,6 +256,7 @@ class ModelArchitecture:
             "weight_bytes",
             "max_position_embeddings",
             "derived_max_model_len",
+            "sglang_context_len",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -275,6 +279,7 @@ class ModelArchitecture:
                     self.weight_format,
                     self.max_position_embeddings,
                     self.derived_max_model_len,
+                    self.sglang_context_len,
                     self.moe,
                     self.checkpoint_kv_cache,
                 )
@@ -365,6 +370,7 @@ class ModelArchitecture:
             weight_format=self.weight_format,
             max_position_embeddings=self.max_position_embeddings,
             derived_max_model_len=self.derived_max_model_len,
+            sglang_context_len=self.sglang_context_len,
             moe=self.moe,
             checkpoint_kv_cache=self.checkpoint_kv_cache,
             name=self.name,

@@ -17,8 +17,8 @@ A longer `--max-model-len` is refused at start-up ("User-specified max_model_len
 greater than the derived max_model_len ...") unless `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`, when it
 only warns. SGLang refuses a longer `--context-length` the same way unless
 `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` (python/sglang/srt/configs/model_config.py
-`ModelConfig.__init__`); kvplan holds it to the same derived limit. TensorRT-LLM's
-`max_seq_len` is not checked here.
+`ModelConfig.__init__`), against the length its own `get_context_length` derives
+(`sglang_context_len`). TensorRT-LLM's `max_seq_len` is not checked here.
 """
 
 from __future__ import annotations
@@ -72,6 +72,40 @@ def derived_max_model_len(cfg: HFConfig) -> int:
     return int(derived)
 
 
+# python/sglang/srt/utils/hf_transformers_utils.py `CONTEXT_LENGTH_KEYS`, in its order.
+_SGLANG_KEYS: Final = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+
+
+def sglang_context_len(cfg: HFConfig) -> int:
+    """The context length SGLang derives (`get_context_length`): the first of its keys found,
+    times rope_scaling's `factor` unless the scaling names `original_max_position_embeddings`
+    or is llama3; 2048 with no key."""
+    factor = 1.0
+    rope = cfg.raw("rope_scaling")
+    if isinstance(rope, dict) and rope:
+        if rope.get("factor") is not None:
+            factor = _number(cfg, "rope_scaling.factor", rope["factor"])
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1.0
+    for key in _SGLANG_KEYS:
+        if cfg.has(key):
+            return int(factor * cfg.get_int(key))
+    return _NO_KEY_DEFAULT
+
+
+def max_model_len_limit(arch: ModelArchitecture, engine: Engine) -> int | None:
+    """The longest max_model_len `engine` starts with for this model (None: unknown)."""
+    if engine is Engine.SGLANG and arch.sglang_context_len is not None:
+        return arch.sglang_context_len
+    return arch.max_model_len_limit
+
+
 def _rope_parameters(cfg: HFConfig) -> list[tuple[str, dict[str, Any]]]:
     """(config key, parameters) of each rope scaling the config declares."""
     for key in ("rope_parameters", "rope_scaling"):
@@ -96,7 +130,7 @@ def check_max_model_len(
 ) -> str | None:
     """Raise where the engine refuses `max_model_len` at start-up; the warning where the caller
     allowed it (allow_long_max_model_len), or None where it is within the model's limit."""
-    limit = arch.max_model_len_limit
+    limit = max_model_len_limit(arch, engine.engine)
     if limit is None or max_model_len <= limit:
         return None
     env = _ENV.get(engine.engine)

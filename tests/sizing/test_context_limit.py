@@ -66,3 +66,26 @@ def test_longer_is_refused_by_vllm_and_sglang_and_allowed_with_the_override() ->
     trtllm = check_max_model_len(arch, 300_000, EngineOptions(engine=Engine.TRTLLM))
     assert trtllm is not None
     assert "not modelled" in trtllm
+
+
+@pytest.mark.parametrize(
+    ("config", "limit"),
+    [
+        # SGLang get_context_length (python/sglang/srt/utils/hf_transformers_utils.py): the
+        # first of max_sequence_length, seq_length, max_seq_len, model_max_length,
+        # max_position_embeddings, times rope_scaling's factor unless the scaling has
+        # original_max_position_embeddings or is llama3.
+        ("meta-llama--Meta-Llama-3.1-8B.json", 131_072),  # llama3: not multiplied
+        ("deepseek-ai--DeepSeek-V3.json", 163_840),  # yarn names its original: 163,840 as is
+        ("stvlynn--Qwen-7B-Chat-Cantonese.json", 8_192),  # seq_length comes first
+        # Gemma 3 is not exempt in SGLang: linear factor 8 x 131,072
+        ("google--medgemma-27b-it.json", 1_048_576),
+    ],
+)
+def test_sglang_derives_its_own_context_length(config: str, limit: int) -> None:
+    arch = architecture_from_hf_config(json.loads((FIXTURES / config).read_text()))
+    assert arch.sglang_context_len == limit
+    sglang = EngineOptions(engine=Engine.SGLANG)
+    assert check_max_model_len(arch, limit, sglang) is None
+    with pytest.raises(SizingError, match=f"above the {limit} tokens SGLang derives"):
+        check_max_model_len(arch, limit + 1, sglang)
