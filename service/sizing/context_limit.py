@@ -139,11 +139,14 @@ def check_max_model_len(
             f"max_model_len {max_model_len} is beyond the model's limit {limit} "
             "(max_position_embeddings and rope scaling); TensorRT-LLM's own check is not modelled"
         )
-    name = "vLLM" if engine.engine is Engine.VLLM else "SGLang"
+    name, rule = (
+        ("vLLM", "docs/engines/vllm.md#max-model-len")
+        if engine.engine is Engine.VLLM
+        else ("SGLang", "docs/engines/sglang.md#context-length")
+    )
     said = (
         f"max_model_len {max_model_len} is above the {limit} tokens {name} derives from the "
-        "model's config (max_position_embeddings and rope scaling; docs/engines/vllm.md"
-        "#max-model-len)"
+        f"model's config (its length keys and rope scaling; {rule})"
     )
     if not engine.allow_long_max_model_len:
         raise SizingError(
