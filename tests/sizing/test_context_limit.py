@@ -89,3 +89,21 @@ def test_sglang_derives_its_own_context_length(config: str, limit: int) -> None:
     assert check_max_model_len(arch, limit, sglang) is None
     with pytest.raises(SizingError, match=f"above the {limit} tokens SGLang derives"):
         check_max_model_len(arch, limit + 1, sglang)
+
+
+def test_the_catalog_limits_are_what_vllm_derives_from_the_published_configs() -> None:
+    # Every catalog model whose config.json is a fixture: its max_position_embeddings (the
+    # catalog's limit) is the length vLLM derives from that config.
+    catalog = json.loads(
+        (FIXTURES.parent.parent.parent / "service" / "catalog" / "data" / "models.json").read_text()
+    )
+    checked = []
+    for entry in catalog:
+        path = FIXTURES / f"{str(entry.get('hf_id')).replace('/', '--')}.json"
+        if entry.get("hf_id") and path.is_file():
+            arch = architecture_from_hf_config(json.loads(path.read_text()))
+            assert entry["architecture"]["max_position_embeddings"] == arch.max_model_len_limit
+            checked.append(entry["slug"])
+    assert "deepseek-v3" in checked  # yarn: 4,096 x 40 = 163,840
+    assert "gpt-oss-20b" in checked  # yarn: 4,096 x 32 = 131,072
+    assert len(checked) >= 10
