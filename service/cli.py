@@ -96,6 +96,8 @@ def _engine_fields(args: argparse.Namespace) -> dict[str, Any]:
         "max_num_seqs": args.max_num_seqs,
         "block_size": args.block_size,
         "kv_pool_bytes": args.kv_pool_bytes,
+        "dtype": args.dtype,
+        "allow_long_max_model_len": args.allow_long_max_model_len or None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -201,6 +203,12 @@ def _sizing_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--block-size", type=int)
     parser.add_argument("--kv-pool-bytes", type=int)
+    parser.add_argument("--dtype", help="vLLM --dtype: auto (default), bfloat16, float16, float32")
+    parser.add_argument(
+        "--allow-long-max-model-len",
+        action="store_true",
+        help="size a max_model_len above the model's limit (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)",
+    )
     parser.add_argument("--no-explain", action="store_true")
     parser.add_argument(
         "--offline", action="store_true", help="use the shipped catalog, not the database"

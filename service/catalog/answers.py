@@ -62,6 +62,7 @@ _GPU_CSV_FIELDS = (
     "dense_bf16_tflops",
     "dense_fp8_tflops",
     "fp8_support",
+    "bf16_support",
     "interconnect",
     "max_gpus_per_node",
     "tdp_w",

@@ -70,6 +70,9 @@ class GpuRow(_Entry, table=True):
     dense_bf16_tflops: float | None = Field(default=None)
     dense_fp8_tflops: float | None = Field(default=None)
     fp8_support: bool | None = Field(default=None)
+    # Whether it computes in bfloat16 (NVIDIA compute capability >= 8.0): vLLM's --dtype auto
+    # (sizing/engines/model_dtype.py); None = not recorded, sized as bfloat16-capable.
+    bf16_support: bool | None = Field(default=None)
     interconnect: str | None = Field(default=None, sa_type=Text)
     max_gpus_per_node: int = Field(default=8, nullable=False)
     tdp_w: int | None = Field(default=None)

@@ -25,6 +25,7 @@ GPU_FIELDS = (
     "dense_bf16_tflops",
     "dense_fp8_tflops",
     "fp8_support",
+    "bf16_support",
     "interconnect",
     "max_gpus_per_node",
     "tdp_w",

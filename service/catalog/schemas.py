@@ -93,6 +93,12 @@ GPU_DOCS: dict[str, tuple[str, list[Any]]] = {
     "dense_bf16_tflops": ("Peak dense BF16 tensor throughput in TFLOPS (no sparsity).", [989]),
     "dense_fp8_tflops": ("Peak dense FP8 tensor throughput in TFLOPS (no sparsity).", [1978]),
     "fp8_support": ("Whether the GPU computes natively in FP8 (Hopper, Ada, Blackwell).", [True]),
+    "bf16_support": (
+        "Whether the GPU computes in bfloat16 (NVIDIA compute capability >= 8.0; not V100, "
+        "T4): decides what vLLM's `--dtype auto` runs a float32 or bfloat16 checkpoint at. "
+        "Null: not recorded, sized as bfloat16-capable.",
+        [True],
+    ),
     "interconnect": ("GPU-to-GPU link within a node.", ["NVLink 4 (900 GB/s bidirectional)"]),
     "max_gpus_per_node": (
         "Most GPUs of this kind in one node: the planner's tensor-parallel ceiling.",
@@ -224,6 +230,7 @@ class GpuReplace(BaseModel):
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops", None, gt=0, le=1_000_000)
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops", None, gt=0, le=1_000_000)
     fp8_support: bool | None = _gpu("fp8_support", None)
+    bf16_support: bool | None = _gpu("bf16_support", None)
     interconnect: LongText | None = _gpu("interconnect", None)
     max_gpus_per_node: int = _gpu("max_gpus_per_node", 8, ge=1, le=64)
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
@@ -274,6 +281,7 @@ class GpuPatch(BaseModel):
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops", None, gt=0, le=1_000_000)
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops", None, gt=0, le=1_000_000)
     fp8_support: bool | None = _gpu("fp8_support", None)
+    bf16_support: bool | None = _gpu("bf16_support", None)
     interconnect: LongText | None = _gpu("interconnect", None)
     max_gpus_per_node: int | None = _gpu("max_gpus_per_node", None, ge=1, le=64)
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
@@ -299,6 +307,7 @@ class GpuRead(BaseModel):
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops")
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops")
     fp8_support: bool | None = _gpu("fp8_support")
+    bf16_support: bool | None = _gpu("bf16_support")
     interconnect: str | None = _gpu("interconnect")
     max_gpus_per_node: int = _gpu("max_gpus_per_node")
     tdp_w: int | None = _gpu("tdp_w")

@@ -330,6 +330,7 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             dense_fp8_tflops=row.dense_fp8_tflops,
             # The catalog names the link; its bandwidth is kvplan's table by slug.
             interconnect_gb_s=LINK_GB_S.get(row.slug),
+            bf16_support=row.bf16_support is not False,
         ),
     )
 

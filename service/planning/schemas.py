@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
+from ..sizing.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
 from ..sizing.planner import MAX_PEAK_CONCURRENCY
 
 EngineName = Literal["vllm", "sglang", "trtllm"]
@@ -25,6 +26,25 @@ KV_CACHE_DTYPE_DOC = (
     "(`bf16`), `float16` (`fp16`), `float32`, `fp8` (= `fp8_e4m3`), `fp8_e5m2`, or `fp8_ds_mla` "
     "(DeepSeek's packed sparse-MLA rows, vLLM only). Recurrent state keeps its own dtype."
 )
+DTYPE_DOC = (
+    "vLLM `--dtype`, the precision weights and activations run at: `auto` (default), "
+    "`bfloat16` (`bf16`), `float16` (`half`, `fp16`) or `float32` (`float`, `fp32`). `auto` is "
+    "resolved as vLLM resolves it, by release and GPU (docs/engines/vllm.md#dtype): a float32 "
+    "checkpoint runs as bfloat16 from 0.9.1 (float16 before, and on a GPU without bfloat16). "
+    "The KV cache's `auto` follows the resolved dtype; an unquantized checkpoint's weights are "
+    "priced at it."
+)
+
+
+def _dtype_name(value: object) -> object:
+    """A --dtype name or alias to its ModelDtype (the one parse, at the door); anything else is
+    left to the enum's own validation, which names the accepted values."""
+    if isinstance(value, str) and value.strip().lower().removeprefix("torch.") in ACCEPTED_DTYPES:
+        return parse_dtype(value)
+    return value
+
+
+DtypeField = Annotated[ModelDtype, BeforeValidator(_dtype_name)]
 ResponseFormat = Literal["json", "csv", "tsv", "text"]
 FORMAT_DOC = (
     "`json` (default), `csv` or `tsv` (a header row, then one flat row per answer), or `text` "
@@ -167,6 +187,14 @@ class EngineFields(BaseModel):
         description="Price the weights in this format (bfloat16, fp8, int8, awq, gptq, nvfp4, "
         "mxfp4) instead of the catalog's.",
     )
+    dtype: DtypeField = Field(ModelDtype.AUTO, description=DTYPE_DOC)
+    allow_long_max_model_len: bool = Field(
+        False,
+        description="vLLM's `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1` (SGLang's "
+        "`SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`): size a max_model_len above the length "
+        "the engine derives from the model's config, with a warning. Without it such a length "
+        "is refused (422), as the engine refuses to start.",
+    )
 
 
 class InlineGpu(BaseModel):
@@ -193,6 +221,12 @@ class InlineGpu(BaseModel):
         le=100_000,
         description="GPU-to-GPU link within a node, GB/s (10^9 B/s) per GPU and direction: "
         "for the all-reduces of tensor_parallel_size > 1.",
+    )
+    bf16_support: bool = Field(
+        True,
+        description="Whether the GPU computes in bfloat16 (NVIDIA compute capability >= 8.0; "
+        "false for V100 and T4): decides what vLLM's `--dtype auto` runs a float32 or bfloat16 "
+        "checkpoint at.",
     )
 
 
@@ -245,7 +279,9 @@ class CapacityFields(EngineFields):
         None,
         ge=1,
         le=MAX_CONTEXT_TOKENS,
-        description="Max context per sequence (default: the model's max_position_embeddings).",
+        description="Max context per sequence (default: the length the engine derives from the "
+        "model's config: max_position_embeddings, rope scaling; above it the engine refuses to "
+        "start unless allow_long_max_model_len).",
     )
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     tensor_parallel_size: int = Field(1, ge=1, le=64)

@@ -37,7 +37,9 @@ from ..sizing import (
     architecture_from_dict,
     capacity_speed,
     compute_capacity,
+    served_model,
 )
+from ..sizing.context_limit import max_model_len_limit
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.frozen import frozen
@@ -146,7 +148,8 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
     gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
-    workload = Workload(_default_context(arch, fields.max_model_len), fields.kv_cache_dtype)
+    max_model_len = _default_context(arch, fields.max_model_len, fields.engine)
+    workload = Workload(max_model_len, fields.kv_cache_dtype)
     parallel = Parallelism(
         fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
@@ -165,9 +168,11 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
             result = with_given_pool(
                 result, pool, arch=arch, gpu=gpu, workload=workload, options=options
             )
-    # Once per answer: GET keeps the encoded answer, estimate included.
+    # Once per answer: GET keeps the encoded answer, estimate included. The weights are read
+    # at the dtype the engine runs (a float32 checkpoint at 16 bits under dtype=auto).
+    served, _ = served_model(arch, gpu, options)
     speed = capacity_speed(
-        arch,
+        served,
         gpu,
         result,
         weight_format=options.weight_format,
@@ -232,6 +237,7 @@ def speed_by_batch(
         kv_cache_dtype=detail.kv_cache_dtype,
         weight_format=question.fields.weight_format,
     )
+    arch, _ = served_model(arch, gpu, engine_options(question.fields))  # weights at --dtype
     points = batch_curve(arch, gpu, speed, batch_sizes(limit))
     if isinstance(points, NoEstimate):
         return SpeedCurve(detail, (), points.reason, max_tpot_ms)
@@ -339,6 +345,7 @@ def _resolve_gpu(
         dense_bf16_tflops=ref.dense_bf16_tflops,
         dense_fp8_tflops=ref.dense_fp8_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
+        bf16_support=ref.bf16_support,
     )
 
 
@@ -381,12 +388,16 @@ def _interned_options(values: tuple[Any, ...]) -> EngineOptions:
     return EngineOptions(**dict(zip(_ENGINE_OPTIONS, values, strict=True)))
 
 
-def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
+def _default_context(
+    arch: ModelArchitecture, max_model_len: int | None, engine: str = "vllm"
+) -> int:
     if max_model_len is not None:
         return max_model_len
-    if arch.max_position_embeddings is None:
+    # the engine's default: the length it derives from the model (sizing/context_limit.py)
+    limit = max_model_len_limit(arch, Engine(engine))
+    if limit is None:
         raise SizingError("max_model_len", "the model has no max_position_embeddings: give one")
-    return arch.max_position_embeddings
+    return limit
 
 
 def _capacity_detail(

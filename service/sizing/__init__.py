@@ -12,8 +12,9 @@ from .capacity import (
     Parallelism,
     Workload,
     compute_capacity,
+    served_model,
 )
-from .dtypes import normalize_weight_format
+from .dtypes import ModelDtype, normalize_weight_format
 from .engines.common import Engine, EngineOptions
 from .errors import SizingError
 from .explain import explain
@@ -38,6 +39,7 @@ __all__ = [
     "LatencyTargets",
     "LayerKind",
     "ModelArchitecture",
+    "ModelDtype",
     "NoEstimate",
     "Parallelism",
     "PerformanceEstimate",
@@ -57,4 +59,5 @@ __all__ = [
     "kv_bytes_per_token",
     "normalize_weight_format",
     "plan",
+    "served_model",
 ]

@@ -213,6 +213,13 @@ class ModelArchitecture:
     weight_bytes: int | None = None
     weight_format: str = "bfloat16"
     max_position_embeddings: int | None = None
+    # The longest max_model_len the engine starts with, where a config.json gave more than
+    # max_position_embeddings says (rope scaling, other length keys: context_limit.py
+    # derived_max_model_len); None = max_position_embeddings is the limit.
+    derived_max_model_len: int | None = None
+    # The same for SGLang, which derives its context length its own way
+    # (context_limit.py sglang_context_len); None = max_model_len_limit.
+    sglang_context_len: int | None = None
     moe: MixtureOfExperts | None = None
     # The KV cache the checkpoint's quantization config declares (dtypes.CHECKPOINT_KV_CACHES),
     # which an engine may take for --kv-cache-dtype auto (engines/vllm.py vllm_kv_cache_dtype).
@@ -251,6 +258,8 @@ class ModelArchitecture:
             "num_parameters",
             "weight_bytes",
             "max_position_embeddings",
+            "derived_max_model_len",
+            "sglang_context_len",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -272,6 +281,8 @@ class ModelArchitecture:
                     self.weight_bytes,
                     self.weight_format,
                     self.max_position_embeddings,
+                    self.derived_max_model_len,
+                    self.sglang_context_len,
                     self.moe,
                     self.checkpoint_kv_cache,
                     self.config_note,
@@ -281,6 +292,13 @@ class ModelArchitecture:
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def max_model_len_limit(self) -> int | None:
+        """The longest max_model_len the engine derives from the model (context_limit.py)."""
+        if self.derived_max_model_len is not None:
+            return self.derived_max_model_len
+        return self.max_position_embeddings
 
     @property
     def num_layers(self) -> int:
@@ -355,6 +373,8 @@ class ModelArchitecture:
             weight_bytes=self.weight_bytes,
             weight_format=self.weight_format,
             max_position_embeddings=self.max_position_embeddings,
+            derived_max_model_len=self.derived_max_model_len,
+            sglang_context_len=self.sglang_context_len,
             moe=self.moe,
             checkpoint_kv_cache=self.checkpoint_kv_cache,
             name=self.name,

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import assert_never
 
 from .architecture import ModelArchitecture
+from .context_limit import check_max_model_len
 from .dtypes import kv_cache_dtype_bytes
 from .engines.common import (
     MAX_CONTEXT_TOKENS,
@@ -28,6 +29,7 @@ from .engines.common import (
     SizingInputs,
     Workload,
 )
+from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.sglang import sglang_capacity
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
@@ -47,6 +49,7 @@ __all__ = [
     "Workload",
     "compute_capacity",
     "model_facts",
+    "served_model",
 ]
 
 
@@ -59,7 +62,8 @@ def compute_capacity(
 ) -> Capacity:
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
-    warnings = list(check_tensor_parallel(arch, parallel.tensor_parallel_size))
+    arch, warnings = served_model(arch, gpu, engine)
+    warnings.extend(check_tensor_parallel(arch, parallel.tensor_parallel_size))
     if arch.config_note is not None:
         warnings.append(arch.config_note)
     if engine.engine is Engine.VLLM:
@@ -93,6 +97,16 @@ def compute_capacity(
             assert_never(engine.engine)
 
 
+def served_model(
+    arch: ModelArchitecture, gpu: Gpu, engine: EngineOptions
+) -> tuple[ModelArchitecture, list[str]]:
+    """The model at the dtype the engine runs it on `gpu` (--dtype, resolved), with the warning
+    saying what was chosen where it is not the checkpoint's (engines/model_dtype.py)."""
+    resolved = resolve_model_dtype(arch.dtype, engine, gpu)
+    served = served_architecture(arch, resolved.dtype)
+    return served, [] if resolved.note is None else [resolved.note]
+
+
 def _check_parallelism(
     arch: ModelArchitecture, gpu: Gpu, parallel: Parallelism
 ) -> tuple[ModelArchitecture, ...]:
@@ -116,12 +130,9 @@ def _check_workload(
 ) -> list[str]:
     """Warnings for a context or cache dtype the model may not take; raise for one it cannot."""
     warnings: list[str] = []
-    max_model_len = workload.max_model_len
-    if arch.max_position_embeddings is not None and max_model_len > arch.max_position_embeddings:
-        warnings.append(
-            f"max_model_len {max_model_len} is beyond the model's max_position_embeddings "
-            f"{arch.max_position_embeddings}; engines refuse it unless rope scaling allows it"
-        )
+    too_long = check_max_model_len(arch, workload.max_model_len, engine)
+    if too_long is not None:
+        warnings.append(too_long)
     kv_element_bytes = kv_cache_dtype_bytes(workload.kv_cache_dtype, arch.dtype)
     packed = packed_mla(arch, workload.kv_cache_dtype)
     if packed and engine.engine is not Engine.VLLM:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from fractions import Fraction
 from functools import lru_cache
 from typing import Final
@@ -71,6 +72,50 @@ def normalize_model_dtype(name: str, field: str = "dtype") -> str:
         accepted = ", ".join(sorted(MODEL_DTYPE_BYTES) + sorted(_MODEL_DTYPE_ALIASES))
         raise InvalidDtype(field, f"unknown dtype {name!r}; accepted: {accepted}")
     return key
+
+
+class ModelDtype(StrEnum):
+    """vLLM's `--dtype` (vllm/config/model.py `ModelDType`): the precision weights and
+    activations run at. `auto` is resolved per engine release and GPU
+    (engines/model_dtype.py `resolve_model_dtype`); the others carry their element size."""
+
+    AUTO = "auto"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+    @property
+    def element_bytes(self) -> int | None:
+        """Bytes per element; None for `auto` (the resolved dtype's)."""
+        return MODEL_DTYPE_BYTES.get(self.value)
+
+
+# vLLM's --dtype choices `half` and `float` (`_STR_DTYPE_TO_TORCH_DTYPE`), and the short names
+# the KV-cache flag already takes.
+_DTYPE_FLAG_ALIASES: Final[dict[str, ModelDtype]] = {
+    "half": ModelDtype.FLOAT16,
+    "fp16": ModelDtype.FLOAT16,
+    "float": ModelDtype.FLOAT32,
+    "fp32": ModelDtype.FLOAT32,
+    "bf16": ModelDtype.BFLOAT16,
+}
+ACCEPTED_DTYPES: Final[tuple[str, ...]] = (*(d.value for d in ModelDtype), *_DTYPE_FLAG_ALIASES)
+
+
+def parse_dtype(name: str | ModelDtype, field: str = "dtype") -> ModelDtype:
+    """A `--dtype` value as vLLM spells it (or an alias) -> its `ModelDtype`; once, at the door."""
+    if isinstance(name, ModelDtype):
+        return name
+    key = name.strip().lower().removeprefix("torch.")
+    found = _DTYPE_FLAG_ALIASES.get(key)
+    if found is not None:
+        return found
+    try:
+        return ModelDtype(key)
+    except ValueError:
+        raise InvalidDtype(
+            field, f"unknown dtype {name!r}; accepted: {', '.join(ACCEPTED_DTYPES)}"
+        ) from None
 
 
 def normalize_checkpoint_kv_cache(name: str, field: str = "checkpoint_kv_cache") -> str:

@@ -35,6 +35,7 @@ from .architecture import (
 from .config_guard import IRRELEVANT, check_cache_keys, moot, plain_reading_note, unread_keys
 from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
+from .context_limit import derived_max_model_len, sglang_context_len
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
 from .param_count import ParameterCount, count_parameters
@@ -206,6 +207,8 @@ def _architecture(
         weight_bytes=weight_bytes,
         weight_format=detect_weight_format(config),
         max_position_embeddings=cfg.opt_int("max_position_embeddings"),
+        derived_max_model_len=derived_max_model_len(cfg),
+        sglang_context_len=sglang_context_len(cfg),
         moe=_moe(cfg),
         checkpoint_kv_cache=declared_kv_cache(config),
         name=name,

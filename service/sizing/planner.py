@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .architecture import ModelArchitecture
-from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
-from .dtypes import kv_cache_dtype_bytes
+from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
+from .context_limit import check_max_model_len
+from .dtypes import ModelDtype, kv_cache_dtype_bytes
 from .engines.common import Engine, EngineOptions
 from .errors import InvalidDtype, SizingError
 from .kv import packed_mla
@@ -200,6 +201,9 @@ def engine_flags(
         f"--max-running-requests {max_num_seqs}",
         f"--kv-cache-dtype {_sglang_kv_dtype(dtype)}",
     ]
+    if options.dtype is not ModelDtype.AUTO:  # both engines spell it --dtype
+        vllm.append(f"--dtype {options.dtype.value}")
+        sglang.append(f"--dtype {options.dtype.value}")
     fraction = capacity.engine_settings.get("mem_fraction_static")
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
@@ -233,7 +237,10 @@ def plan(
         raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
     options: list[PlanOption] = []
     rejected: list[Rejection] = []
-    warnings: list[str] = []
+    # A length the engine refuses is the request's fault, not every candidate's; allowed with
+    # allow_long_max_model_len, it is said once at the top.
+    too_long = check_max_model_len(arch, request.max_model_len, request.engine)
+    warnings: list[str] = [] if too_long is None else [too_long]
     for gpu in gpus:
         node = gpu.max_gpus_per_node
         if request.max_gpus_per_node is not None:
@@ -281,7 +288,8 @@ def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) ->
         kv_cache_dtype=option.capacity.kv_cache_dtype,
         weight_format=request.engine.weight_format,
     )
-    speed = replica_speed(arch, option.gpu, question)
+    served, _ = served_model(arch, option.gpu, request.engine)  # the weights at --dtype
+    speed = replica_speed(served, option.gpu, question)
     warnings = option.warnings
     if isinstance(speed, NoEstimate):
         warnings = (*warnings, speed.warning)

@@ -41,9 +41,9 @@ from tests.helpers import problem
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
-# calibration by its weights' format too
+# calibration by its weights' format too; 0007 records whether a catalog GPU has bfloat16
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0006"
+HEAD = "0007"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -141,7 +141,7 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006"):
+    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007"):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty
@@ -313,6 +313,7 @@ def test_downgrading_0006_refuses_two_calibrations_that_differ_only_in_format(
     with _seeded_client(empty_database, fresh_engine) as client:
         bf16 = _calibrate(client, QWEN_RUNS + "vllm_bf16.log", **hints)
         fp8 = _calibrate(client, QWEN_RUNS + "vllm_fp8.log", **hints)
+    downgrade(empty_database, "0006")  # 0007's downgrade only drops gpu.bf16_support
     with pytest.raises(RuntimeError, match=f"calibrations {bf16}, {fp8} differ only"):
         downgrade(empty_database, "0005")
-    assert current_revision(fresh_engine) == HEAD
+    assert current_revision(fresh_engine) == "0006"

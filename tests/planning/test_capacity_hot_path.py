@@ -107,7 +107,7 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "gpu_memory_bytes": "1", "max_model_len": "8192", "kv_cache_dtype": "fp8",
         "tensor_parallel_size": "2", "pipeline_parallel_size": "2", "data_parallel_size": "2",
         "peak_concurrency": "9", "avg_prompt_tokens": "9", "format": "csv",
-        "field": "max_num_seqs",
+        "field": "max_num_seqs", "dtype": "half", "allow_long_max_model_len": "true",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

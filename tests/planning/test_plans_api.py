@@ -100,8 +100,14 @@ def test_a_sequence_longer_than_the_pool_is_rejected(client: TestClient) -> None
     # A 1,048,576-token sequence needs cdiv(1,048,576, 16) = 65,536 blocks. The given pool is
     # 28,006 x 2 MiB per GPU; a block holds 2 MiB / tp of KV per GPU (8 KV heads split by tp),
     # so the pool is 28,006 x tp blocks: 28,006 (tp 1) and 56,012 (tp 2) are too few,
-    # 112,024 (tp 4) is enough.
-    result = plan(client, max_model_len=1_048_576, peak_concurrency=1, max_gpus_per_node=4)
+    # 112,024 (tp 4) is enough. (Past the model's 131,072: the engine's override is asked for.)
+    result = plan(
+        client,
+        max_model_len=1_048_576,
+        peak_concurrency=1,
+        max_gpus_per_node=4,
+        allow_long_max_model_len=True,
+    )
     codes = {(r["gpu"], r["tensor_parallel_size"]): r["code"] for r in result["rejected"]}
     assert codes[("gpu-b", 1)] == "sequence-does-not-fit"
     assert result["recommendation"]["tensor_parallel_size"] == 4

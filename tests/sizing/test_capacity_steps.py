@@ -84,12 +84,18 @@ def test_tensor_parallelism_stays_inside_one_node_and_data_parallelism_is_positi
     assert [stage.num_layers for stage in stages] == [16, 16]
 
 
-def test_a_context_beyond_the_model_is_a_warning_and_a_vllm_only_cache_an_error() -> None:
-    warnings = _check_workload(LLAMA_31_8B, Workload(262_144), EngineOptions())
-    assert warnings == [
-        "max_model_len 262144 is beyond the model's max_position_embeddings 131072; engines "
-        "refuse it unless rope scaling allows it"
-    ]
+def test_a_context_beyond_the_model_is_refused_unless_allowed_and_a_vllm_only_cache_an_error() -> (
+    None
+):
+    # vLLM's _get_and_verify_max_len (vllm/config/model.py) refuses a max_model_len above the
+    # derived 131,072 (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+    with pytest.raises(SizingError, match="above the 131072 tokens vLLM derives") as refused:
+        _check_workload(LLAMA_31_8B, Workload(262_144), EngineOptions())
+    assert refused.value.field == "max_model_len"
+    allowed = EngineOptions(allow_long_max_model_len=True)
+    (warning,) = _check_workload(LLAMA_31_8B, Workload(262_144), allowed)
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in warning
+    assert _check_workload(LLAMA_31_8B, Workload(131_072), EngineOptions()) == []
     sparse = ModelArchitecture(
         layers=(MultiHeadLatentAttention(512, 64, indexer_head_dim=128),) * 4,
         num_attention_heads=128,

@@ -51,6 +51,11 @@ VLLM_MODELOPT_KV_AUTO: Final[Version] = (0, 14, 0)
 VLLM_MODELOPT_NVFP4_KV: Final[Version] = (0, 20, 0)
 VLLM_COMPRESSED_TENSORS_KV_FP8: Final[Version] = (0, 15, 0)
 VLLM_COMPRESSED_TENSORS_KV_AUTO_ONLY: Final[Version] = (0, 22, 0)
+# --dtype auto: a float32 checkpoint runs as the platform's first supported dtype (bfloat16 on a
+# GPU that has it) instead of float16, and bfloat16 on a GPU without it falls back to float16
+# instead of being refused: vllm-project/vllm#18751 "[Core] Rework dtype resolution" (merged
+# 2025-05-30, after v0.9.0), `_resolve_auto_dtype` (vllm/config.py; docs/engines/vllm.md#dtype).
+VLLM_AUTO_DTYPE_PLATFORM_PREFERRED: Final[Version] = (0, 9, 1)
 LATEST_VLLM_VERSION: Final = "0.33.0"  # the newest release whose arithmetic kvplan models
 
 VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9

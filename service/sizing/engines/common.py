@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..architecture import ModelArchitecture
-from ..dtypes import normalize_kv_cache_dtype
+from ..dtypes import ModelDtype, normalize_kv_cache_dtype
 from ..errors import SizingError
 from ..frozen import frozen
 from ..kv import LayerBytes
@@ -64,6 +64,13 @@ class EngineOptions:
     # TensorRT-LLM KvCacheConfig.max_attention_window: one window per layer, repeated over the
     # layers when shorter (None = max_seq_len for every layer).
     max_attention_window: tuple[int, ...] | None = None
+    # vLLM --dtype: weights and activations; `auto` is resolved by release and GPU
+    # (engines/model_dtype.py resolve_model_dtype), and the KV cache's `auto` follows it.
+    dtype: ModelDtype = ModelDtype.AUTO
+    # vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang's SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN):
+    # a max_model_len above the model's derived limit is sized with a warning, not refused
+    # (context_limit.py check_max_model_len).
+    allow_long_max_model_len: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +207,10 @@ class Gpu:
     dense_bf16_tflops: float | None = None
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
+    # Whether the GPU computes in bfloat16: NVIDIA compute capability >= 8.0 (Ampere and
+    # later; vllm/platforms/cuda.py `CudaPlatformBase.supported_dtypes`), every ROCm GPU vLLM
+    # runs on (Platform.supported_dtypes). False for V100 (7.0), T4 (7.5).
+    bf16_support: bool = True
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 1:

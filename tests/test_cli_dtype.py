@@ -1,0 +1,39 @@
+"""`kvplan capacity --dtype` and `--allow-long-max-model-len`: the shell asks what GET asks.
+
+Llama-3.1-8B (the catalog's llama-3.1-8b): 32 layers x 8 KV heads x 128 x 2 (K, V) = 65,536
+KV elements a token, 262,144 B at float32's 4 bytes; vLLM derives its limit, 131,072, from
+max_position_embeddings (docs/engines/vllm.md#max-model-len).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+
+QUESTION = ["capacity", "--offline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb"]
+
+
+@pytest.fixture(autouse=True)
+def sqlite_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path / 'kvplan.db'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    return url
+
+
+def test_dtype_from_the_shell(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*QUESTION, "--max-model-len", "8192", "--dtype", "float", "--no-explain"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_bytes_per_token"] == 262_144
+
+
+def test_a_length_past_the_limit_needs_the_override(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*QUESTION, "--max-model-len", "300000", "--no-explain"]) == 2
+    problem = json.loads(capsys.readouterr().err)
+    assert problem["field"] == "max_model_len"
+    assert "131072" in problem["detail"]
+    long = [*QUESTION, "--max-model-len", "300000", "--allow-long-max-model-len", "--no-explain"]
+    assert main(long) == 0
+    assert json.loads(capsys.readouterr().out)["max_model_len"] == 300_000
