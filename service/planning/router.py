@@ -55,6 +55,7 @@ from .schemas import (
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    no_plan_reason,
     plan_table_columns,
     table_row,
 )
@@ -280,7 +281,7 @@ def _plan_response(
     request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
 ) -> Response:
     best = answer.recommendation
-    value = getattr(best, field or PLAN_HEADLINE) if best is not None else None
+    value = getattr(best, field or PLAN_HEADLINE) if best is not None else no_plan_reason(answer)
     table = fmt in ("csv", "tsv")
     # Only the form asked for is built: a whole-catalog plan's JSON or rows are not free.
     return _respond(

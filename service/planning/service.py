@@ -38,6 +38,7 @@ from ..sizing import (
     capacity_speed,
     compute_capacity,
 )
+from ..sizing.config_assumptions import config_assumptions
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.frozen import frozen
@@ -67,6 +68,7 @@ from .schemas import (
     CapacityRequest,
     EngineFields,
     GpuRef,
+    HfConfigModel,
     InlineGpu,
     InlineModel,
     ModelRef,
@@ -189,7 +191,14 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout, with the warnings, the engine's settings and
     log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
     sized = _size(question, catalog)
-    return _capacity_detail(sized, catalog.version, with_explanation=question.explain)
+    return _capacity_detail(
+        sized, catalog.version, with_explanation=question.explain, notes=_notes(question.model)
+    )
+
+
+def _notes(ref: ModelRef) -> tuple[str, ...]:
+    """What was assumed for keys a config.json leaves out (a slug or inline model: nothing)."""
+    return config_assumptions(ref.hf_config) if isinstance(ref, HfConfigModel) else ()
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
@@ -287,7 +296,9 @@ def plan(
         raise
     if metrics is not None:
         metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
-    return _plan_answer(result, label, catalog.version, question.explain, hook)
+    answer = _plan_answer(result, label, catalog.version, question.explain, hook)
+    answer.warnings[:0] = _notes(question.model)
+    return answer
 
 
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
@@ -390,7 +401,7 @@ def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
 
 
 def _capacity_detail(
-    sized: _Sized, catalog_version: int, *, with_explanation: bool
+    sized: _Sized, catalog_version: int, *, with_explanation: bool, notes: tuple[str, ...] = ()
 ) -> CapacityDetail:
     capacity, speed = sized.result, sized.speed
     explanation = None
@@ -402,6 +413,7 @@ def _capacity_detail(
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
         warnings=[
+            *notes,
             *([] if sized.recognised is None else [sized.recognised[1]]),
             *capacity.warnings,
             *_speed_warnings(capacity, speed),
