@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -289,6 +289,11 @@ def unsupported_body(request: Request, exc: RequestValidationError) -> Problem |
         field="content-type",
         accepted=accepted,
     )
+
+
+def validation_problem(exc: ValidationError) -> InvalidRequest:
+    """A question pydantic refused outside a request (the CLI's): the problem HTTP answers."""
+    return _validation_problem(RequestValidationError(exc.errors(include_url=False)))
 
 
 def sizing_problem(exc: SizingError) -> Problem:

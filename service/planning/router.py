@@ -451,3 +451,14 @@ def get_plan(
         token=catalog.token,
         cache=_cache_control(settings),
     )
+
+
+# The rows the tables above are made of, for the CLI's `--format csv` (the same bytes as here).
+def capacity_table_row(detail: CapacityAnswer) -> dict[str, Any]:
+    """GET /v1/capacity's CSV row of an answer."""
+    return gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)
+
+
+def plan_table_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
+    """GET /v1/plans' CSV rows: one per option, `rank` 1 the recommendation."""
+    return _plan_rows(answer)
