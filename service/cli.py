@@ -206,12 +206,12 @@ def cmd_gpus(settings: Settings, args: argparse.Namespace) -> int:
     else:
         with _database(settings).session() as session:
             rows, _ = catalog_service.list_gpus(session, limit=MAX_LISTED, cursor=None)
-    rows = sorted(rows, key=lambda row: str(row.slug))
-    items = [answers.gpu_read(row).model_dump(mode="json") for row in rows]
+    # through the answer model, as GET reads them: a shipped `312` is the column's `312.0`
+    reads = [answers.gpu_read(row) for row in sorted(rows, key=lambda row: str(row.slug))]
     sys.stdout.write(
         catalog_output(
-            items,
-            [answers.gpu_csv_row(row) for row in rows],
+            [read.model_dump(mode="json") for read in reads],
+            [answers.gpu_csv_row(read) for read in reads],
             answers.GPU_CSV_COLUMNS,
             _format(args),
             ("slug", "name", "memory_gib", "memory_type", "fp8_support", "price_usd_per_hour"),
