@@ -37,7 +37,8 @@ def test_a_fresh_make_run_installs_the_runtime_alone(venv: Path) -> None:
     planned = _dry_run("run", venv)
     assert RUNTIME_INSTALL in planned
     assert DEV_INSTALL not in planned
-    assert "kvplan migrate" in planned and "kvplan serve" in planned
+    assert "kvplan migrate" in planned
+    assert "kvplan serve" in planned
 
 
 def test_make_test_after_make_run_adds_the_dev_tools(venv: Path) -> None:
