@@ -185,8 +185,12 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
         {"model": _model_ref(args), "explain": args.explain, **fields}
     )
     detail = planning.capacity(CapacityQuestion.from_body(body), _snapshot(settings, args))
-    planning.require_fit(detail)  # a layout that does not fit: GET's problem, exit 1
-    sys.stdout.write(capacity_output(detail, _format(args)))
+    fmt = _format(args)
+    # A layout that does not fit: POST's answer (fits false, the reason) for a person or a JSON
+    # reader, never a bare 0 as a CSV row or a text value; then GET's problem, exit 1.
+    if detail.fits or fmt in ("json", "table"):
+        sys.stdout.write(capacity_output(detail, fmt))
+    planning.require_fit(detail)
     return EXIT_FITS
 
 

@@ -146,13 +146,20 @@ def test_a_layout_that_does_not_fit_exits_1_with_get_capacitys_problem(
     # Llama-3.1-70B's 141 GB of bf16 weights on one A100 40GB: no room for a KV cache
     run = shell.run("capacity", "--model", "llama-3.1-70b", "--gpu", "a100-40gb")
     assert run.code == 1
-    assert run.out == ""
+    answer = json.loads(run.out)  # POST /v1/capacity's answer: fits false, and why
+    assert answer["fits"] is False
+    assert answer["reason"].startswith("no memory left for the KV cache")
     problem = json.loads(run.err)
     http = client.get("/v1/capacity?model=llama-3.1-70b&gpu=a100-40gb")
     assert http.status_code == 422
     assert problem["type"] == "/problems/weights-do-not-fit"
     assert _without(problem, "instance") == _without(http.json(), "instance")
     assert problem["instance"] == "kvplan capacity"
+    # as text or CSV, no 0 to read as an answer: nothing on stdout
+    text = shell.run(
+        "capacity", "--model", "llama-3.1-70b", "--gpu", "a100-40gb", "--format", "text"
+    )
+    assert (text.code, text.out) == (1, "")
     assert shell.left_behind() == []
 
 
