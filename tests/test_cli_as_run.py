@@ -268,6 +268,17 @@ def test_a_configured_database_is_read(shell: Shell, database_url: str) -> None:
     assert json.loads(offline.out)["catalog_version"] == 0
 
 
+def test_an_unreachable_database_exits_3_with_a_503_problem(shell: Shell) -> None:
+    # port 1 on this machine: nothing listens, the connection is refused at once
+    down = "postgresql+psycopg://postgres@127.0.0.1:1/kvplan"
+    for command in (["capacity", *EXAMPLE_A], ["gpus"]):
+        run = shell.run(*command, DATABASE_URL=down)
+        assert (run.code, run.out) == (3, ""), run.err
+        problem = json.loads(run.err)
+        assert (problem["status"], problem["type"]) == (503, "/problems/service-unavailable")
+        assert "unreachable" in problem["detail"]
+
+
 def test_migrate_and_seed_default_to_the_users_data_folder(shell: Shell) -> None:
     assert shell.run("migrate").code == 0
     seeded = shell.run("seed")
