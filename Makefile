@@ -3,7 +3,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two stamps in one virtualenv: RUNTIME (`pip install -e .`, what `make run` needs) and STAMP
+# (`.[dev]`: the tests, linters and type checker). Installing dev also installs the runtime, so
+# it touches both; `make run` after `make test` installs nothing, `make test` after `make run`
+# adds the dev tools to the same .venv.
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
@@ -11,16 +16,23 @@ LINT_PATHS := $(wildcard service tests migrations)
 
 .PHONY: run test faults lint format openapi bench install clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNTIME)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $(RUNTIME) $(STAMP)
 
 install: $(STAMP)
 
-## Serve on the embedded SQLite default: migrate, seed, then serve on $(HOST):$(PORT).
-run: $(STAMP)
+## Serve on the embedded SQLite default (DATABASE_URL, else ~/.local/share/kvplan/kvplan.db):
+## migrate, seed, then serve on $(HOST):$(PORT). Installs the service alone, not the dev tools.
+run: $(RUNTIME)
 	$(BIN)/kvplan migrate
 	$(BIN)/kvplan seed
 	$(BIN)/kvplan serve --host $(HOST) --port $(PORT)

@@ -1,32 +1,66 @@
-"""`kvplan`: serve, migrate, seed, and the sizing engine from the shell (JSON out).
+"""`kvplan`: the sizing answers from the shell, and serve, migrate and seed.
 
-    kvplan migrate
-    kvplan seed
-    kvplan serve --host 0.0.0.0 --port 8000
+    kvplan capacity --model llama-3.1-8b --gpu h100-sxm-80gb --max-model-len 131072
     kvplan plan --model llama-3.1-70b --max-model-len 32768 --peak-concurrency 64 \\
                 --kv-cache-dtype fp8
-    kvplan capacity --model llama-3.1-8b --gpu h100-sxm-80gb --max-model-len 131072
-    kubectl logs deploy/vllm | kvplan explain-log - --json
+    kvplan models / kvplan gpus
+    kubectl logs deploy/vllm | kvplan explain-log -
+    kvplan migrate && kvplan seed && kvplan serve --host 0.0.0.0 --port 8000
+
+Output (`cli_render`): a table at a terminal, JSON through a pipe; `--format json|csv|text|
+table` chooses. Exit status: 0 the layout fits (capacity) or a plan was found; 1 it does not
+fit, or no plan; 2 the question is refused (the problem, in the API's RFC 9457 shape, on
+stderr); 3 the database could not be read.
+
+The catalog: the reading commands use the database only when one is configured
+(`DATABASE_URL` or `KVPLAN_DATABASE_URL`), else the shipped catalog, and write nothing where
+they run. `serve`, `migrate` and `seed` default to an SQLite file in the user's data folder
+(`settings.default_database_url`), creating the folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from . import server
-from .catalog.seed import offline_snapshot, seed_catalog
+from .catalog import answers
+from .catalog import service as catalog_service
+from .catalog.records import gpu_row_from_record, model_row_from_record
+from .catalog.seed import load_seed, offline_snapshot, seed_catalog
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
+from .cli_options import CAPACITY_OPTIONS, PLAN_OPTIONS, add_options, given
+from .cli_render import (
+    FORMATS,
+    OutputFormat,
+    capacity_output,
+    catalog_output,
+    default_format,
+    plan_output,
+)
 from .db import Database, create_db_engine
 from .engine_logs import service as engine_logs
 from .engine_logs import text as engine_log_text
-from .errors import InvalidRequest, Problem, sizing_problem
+from .errors import (
+    InvalidRequest,
+    Problem,
+    SequenceDoesNotFit,
+    ServiceUnavailable,
+    WeightsDoNotFit,
+    schema_missing,
+    sizing_problem,
+    validation_problem,
+)
 from .migrate import upgrade
 from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
@@ -34,115 +68,179 @@ from .planning.service import CapacityQuestion, PlanQuestion
 from .settings import Settings
 from .sizing import SizingError
 
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3
+# The largest catalog list, as GET /v1/gpus?format=csv answers it (catalog/router.py).
+MAX_LISTED = 10_000
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose refusals (an unknown option, a missing one) are problems too."""
+
+    def error(self, message: str) -> NoReturn:
+        flag = re.search(r"--([a-z0-9-]+)", message)
+        field = flag.group(1).replace("-", "_") if flag else None
+        detail = f"{message} (`{self.prog} --help` lists the options)"
+        _print_problem(InvalidRequest(detail, field=field), self.prog)
+        sys.exit(EXIT_REFUSED)
+
+
+def _print_problem(problem: Problem, instance: str) -> None:
+    indent = 2 if sys.stderr.isatty() else None
+    print(json.dumps(problem.body(instance), indent=indent, default=str), file=sys.stderr)
+
 
 def _database(settings: Settings) -> Database:
     return Database(create_db_engine(settings))
 
 
+def _database_folder(settings: Settings) -> None:
+    """Create the folder of an SQLite file (the default one is in the user's data folder)."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        Path(str(url.database)).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _database_configured(settings: Settings) -> bool:
+    return "database_url" in settings.model_fields_set
+
+
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    _database_folder(settings)
     upgrade(settings.database_url, args.revision)
     print(f"migrated to {args.revision}", file=sys.stderr)
     return 0
 
 
 def cmd_seed(settings: Settings, _args: argparse.Namespace) -> int:
+    _database_folder(settings)
     database = _database(settings)
     with database.session() as session:
         report = seed_catalog(session)
         session.commit()
-    print(
-        json.dumps(
-            {
-                "added": report.added,
-                "refreshed": report.refreshed,
-                "kept_user_edits": report.kept_user_edits,
-                "kept_user_deletions": report.kept_user_deletions,
-                "unchanged": report.unchanged,
-            },
-            indent=2,
-        )
-    )
+    summary = {
+        "added": report.added,
+        "refreshed": report.refreshed,
+        "kept_user_edits": report.kept_user_edits,
+        "kept_user_deletions": report.kept_user_deletions,
+        "unchanged": report.unchanged,
+    }
+    print(json.dumps(summary, indent=2))
     return 0
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    _database_folder(settings)
     server.serve(settings, host=args.host, port=args.port, workers=args.workers)
     return 0
 
 
-def _snapshot(settings: Settings, offline: bool) -> CatalogSnapshot:
-    if offline:
+def _offline(settings: Settings, args: argparse.Namespace) -> bool:
+    return bool(args.offline) or not _database_configured(settings)
+
+
+def _snapshot(settings: Settings, args: argparse.Namespace) -> CatalogSnapshot:
+    if _offline(settings, args):
         return offline_snapshot()
     return CatalogCache(_database(settings), ttl_seconds=0).get()
 
 
+def _read_json(path: str, option: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {path}: {exc.strerror}", field=option) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            field=option,
+        ) from exc
+
+
 def _model_ref(args: argparse.Namespace) -> Any:
     if args.model_file:
-        return json.loads(Path(args.model_file).read_text())
+        return _read_json(args.model_file, "model_file")
     if args.hf_config:
-        ref: dict[str, Any] = {"hf_config": json.loads(Path(args.hf_config).read_text())}
+        ref: dict[str, Any] = {"hf_config": _read_json(args.hf_config, "config")}
         if args.num_parameters:
             ref["num_parameters"] = args.num_parameters
         return ref
     return args.model
 
 
-def _engine_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields = {
-        "engine": args.engine,
-        "engine_version": args.engine_version,
-        "gpu_memory_utilization": args.gpu_memory_utilization,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
-        "max_num_seqs": args.max_num_seqs,
-        "block_size": args.block_size,
-        "kv_pool_bytes": args.kv_pool_bytes,
-        "dtype": args.dtype,
-        "allow_long_max_model_len": args.allow_long_max_model_len or None,
-    }
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
-    body = PlanRequestBody.model_validate(
-        {
-            "model": _model_ref(args),
-            "max_model_len": args.max_model_len,
-            "peak_concurrency": args.peak_concurrency,
-            "kv_cache_dtype": args.kv_cache_dtype,
-            "gpus": args.gpu or None,
-            "max_gpus_per_node": args.max_gpus_per_node,
-            "headroom_fraction": args.headroom_fraction,
-            "avg_context_tokens": args.avg_context_tokens,
-            "avg_prompt_tokens": args.avg_prompt_tokens,
-            "max_tpot_ms": args.max_tpot_ms,
-            "max_ttft_ms": args.max_ttft_ms,
-            "min_output_tokens_per_second_per_user": args.min_output_tokens_per_second_per_user,
-            "explain": not args.no_explain,
-            **_engine_fields(args),
-        }
-    )
-    answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args.offline))
-    print(answer.model_dump_json(indent=2))
-    return 0 if answer.recommendation is not None else 3
+def _format(args: argparse.Namespace) -> OutputFormat:
+    fmt: OutputFormat = args.format or default_format(sys.stdout)
+    return fmt
 
 
 def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
-    gpu: Any = args.gpu if args.gpu else {"memory_bytes": args.gpu_memory_bytes or 0}
+    fields = given(args, CAPACITY_OPTIONS)
+    memory_bytes = fields.pop("gpu_memory_bytes", None)
+    if memory_bytes is not None:
+        if "gpu" in fields:
+            raise InvalidRequest("give either --gpu or --gpu-memory-bytes, not both", field="gpu")
+        fields["gpu"] = {"memory_bytes": memory_bytes}
     body = CapacityRequest.model_validate(
-        {
-            "model": _model_ref(args),
-            "gpu": gpu,
-            "max_model_len": args.max_model_len,
-            "kv_cache_dtype": args.kv_cache_dtype,
-            "tensor_parallel_size": args.tensor_parallel_size,
-            "pipeline_parallel_size": args.pipeline_parallel_size,
-            "avg_prompt_tokens": args.avg_prompt_tokens,
-            "explain": not args.no_explain,
-            **_engine_fields(args),
-        }
+        {"model": _model_ref(args), "explain": args.explain, **fields}
     )
-    detail = planning.capacity(CapacityQuestion.from_body(body), _snapshot(settings, args.offline))
-    print(detail.model_dump_json(indent=2))
+    detail = planning.capacity(CapacityQuestion.from_body(body), _snapshot(settings, args))
+    fmt = _format(args)
+    # A layout that does not fit: POST's answer (fits false, the reason) for a person or a JSON
+    # reader, never a bare 0 as a CSV row or a text value; then GET's problem, exit 1.
+    if detail.fits or fmt in ("json", "table"):
+        sys.stdout.write(capacity_output(detail, fmt))
+    planning.require_fit(detail)
+    return EXIT_FITS
+
+
+def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
+    fields = given(args, PLAN_OPTIONS)
+    body = PlanRequestBody.model_validate(
+        {"model": _model_ref(args), "explain": args.explain, **fields}
+    )
+    answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args))
+    sys.stdout.write(plan_output(answer, _format(args)))
+    return EXIT_FITS if answer.recommendation is not None else EXIT_DOES_NOT_FIT
+
+
+def cmd_gpus(settings: Settings, args: argparse.Namespace) -> int:
+    if _offline(settings, args):
+        rows: Sequence[Any] = [gpu_row_from_record(r, "seed") for r in load_seed("gpus.json")]
+    else:
+        with _database(settings).session() as session:
+            rows, _ = catalog_service.list_gpus(session, limit=MAX_LISTED, cursor=None)
+    # through the answer model, as GET reads them: a shipped `312` is the column's `312.0`
+    reads = [answers.gpu_read(row) for row in sorted(rows, key=lambda row: str(row.slug))]
+    sys.stdout.write(
+        catalog_output(
+            [read.model_dump(mode="json") for read in reads],
+            [answers.gpu_csv_row(read) for read in reads],
+            answers.GPU_CSV_COLUMNS,
+            _format(args),
+            ("slug", "name", "memory_gib", "memory_type", "fp8_support", "price_usd_per_hour"),
+        )
+    )
+    return 0
+
+
+def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
+    if _offline(settings, args):
+        rows: Sequence[Any] = [model_row_from_record(r, "seed") for r in load_seed("models.json")]
+    else:
+        with _database(settings).session() as session:
+            rows, _ = catalog_service.list_models(session, limit=MAX_LISTED, cursor=None)
+    rows = sorted(rows, key=lambda row: str(row.slug))
+    reads = [answers.model_read(row) for row in rows]
+    sys.stdout.write(
+        catalog_output(
+            [read.model_dump(mode="json") for read in reads],
+            [answers.model_csv_row(read) for read in reads],
+            answers.MODEL_CSV_COLUMNS,
+            _format(args),
+            ("slug", "hf_id", "num_layers", "layer_kinds", "max_position_embeddings", "weight_gib"),
+        )
+    )
     return 0
 
 
@@ -161,14 +259,51 @@ def cmd_explain_log(settings: Settings, args: argparse.Namespace) -> int:
         engine_version=args.engine_version,
         model=args.model,
         gpu=args.gpu,
-        hf_config=json.loads(Path(args.hf_config).read_text()) if args.hf_config else None,
+        hf_config=_read_json(args.hf_config, "hf_config") if args.hf_config else None,
     )
-    answer = engine_logs.explain_log(question, _snapshot(settings, args.offline))
+    answer = engine_logs.explain_log(question, _snapshot(settings, args))
     if args.json:
         print(json.dumps(engine_logs.answer_json(answer), indent=2))
     else:
         sys.stdout.write(engine_log_text.render(answer))
     return 0
+
+
+_OFFLINE_HELP = (
+    "use the shipped catalog even where DATABASE_URL is set (without DATABASE_URL it is always "
+    "the shipped catalog)"
+)
+_FORMAT_HELP = (
+    "table (the default at a terminal), json (the default otherwise: the API's JSON body), "
+    "csv (the API's CSV table) or text (the API's format=text value)"
+)
+
+
+def _reading_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, help=_FORMAT_HELP)
+    parser.add_argument("--offline", action="store_true", help=_OFFLINE_HELP)
+
+
+def _model_args(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", help="catalog model slug, e.g. llama-3.1-8b (kvplan models)")
+    model.add_argument("--model-file", help="a JSON file with an inline architecture")
+    model.add_argument(
+        "--config",
+        "--hf-config",
+        dest="hf_config",
+        help="a Hugging Face config.json as published, for a model the catalog lacks",
+    )
+    parser.add_argument(
+        "--num-parameters", help="with --config: the parameter count, to price the weights"
+    )
+    parser.add_argument(
+        "--explain",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="add the step-by-step explanation to the JSON (off by default)",
+    )
+    _reading_args(parser)
 
 
 def _explain_log_args(parser: argparse.ArgumentParser) -> None:
@@ -179,97 +314,79 @@ def _explain_log_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hf-config", help="a config.json, for a model the catalog lacks")
     parser.add_argument("--gpu", help="catalog slug (default: by the total the log prints)")
     parser.add_argument("--json", action="store_true", help="print POST /v1/engine-logs' body")
-    parser.add_argument(
-        "--offline", action="store_true", help="use the shipped catalog, not the database"
-    )
+    parser.add_argument("--offline", action="store_true", help=_OFFLINE_HELP)
     parser.set_defaults(run=cmd_explain_log)
 
 
-def _sizing_args(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--model", help="catalog slug")
-    model.add_argument("--model-file", help="JSON file with an inline architecture")
-    model.add_argument(
-        "--config", "--hf-config", dest="hf_config", help="a config.json as published"
-    )
-    parser.add_argument("--num-parameters", type=int)
-    parser.add_argument("--max-model-len", type=int)
-    parser.add_argument("--avg-prompt-tokens", type=int, help="prompt length prefill_ms times")
-    parser.add_argument("--kv-cache-dtype", default="auto")
-    parser.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm"])
-    parser.add_argument("--engine-version")
-    parser.add_argument("--gpu-memory-utilization", type=float)
-    parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--max-num-seqs", type=int)
-    parser.add_argument("--block-size", type=int)
-    parser.add_argument("--kv-pool-bytes", type=int)
-    parser.add_argument("--dtype", help="vLLM --dtype: auto (default), bfloat16, float16, float32")
-    parser.add_argument(
-        "--allow-long-max-model-len",
-        action="store_true",
-        help="size a max_model_len above the model's limit (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)",
-    )
-    parser.add_argument("--no-explain", action="store_true")
-    parser.add_argument(
-        "--offline", action="store_true", help="use the shipped catalog, not the database"
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kvplan", description="KV-cache capacity planning.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    migrate = sub.add_parser("migrate", help="apply Alembic migrations (DATABASE_URL)")
-    migrate.add_argument("--revision", default="head")
+def _server_commands(sub: Any) -> None:
+    migrate = sub.add_parser("migrate", help="apply the database migrations (DATABASE_URL)")
+    migrate.add_argument("--revision", default="head", help="Alembic revision to reach (head)")
     migrate.set_defaults(run=cmd_migrate)
     seed = sub.add_parser("seed", help="add the shipped catalog; never overwrites user edits")
     seed.set_defaults(run=cmd_seed)
-    serve = sub.add_parser("serve", help="serve the API in the foreground")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, help="default: KVPLAN_WORKERS (1)")
+    serve = sub.add_parser("serve", help="serve the HTTP API in the foreground")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
+    serve.add_argument("--workers", type=int, help="server processes (KVPLAN_WORKERS, 1)")
     serve.set_defaults(run=cmd_serve)
-    plan = sub.add_parser("plan", help="the cheapest GPU plan, as JSON")
-    _sizing_args(plan)
-    plan.add_argument("--peak-concurrency", type=int, required=True)
-    plan.add_argument("--gpu", action="append", help="candidate GPU slug (repeatable)")
-    plan.add_argument("--max-gpus-per-node", type=int)
-    plan.add_argument("--headroom-fraction", type=float, default=0.0)
-    plan.add_argument("--avg-context-tokens", type=int)
-    plan.add_argument("--max-tpot-ms", type=float, help="latency target: ms per output token")
-    plan.add_argument("--max-ttft-ms", type=float, help="latency target: ms to prefill a prompt")
-    plan.add_argument("--min-output-tokens-per-second-per-user", type=float)
-    plan.set_defaults(run=cmd_plan)
-    capacity = sub.add_parser("capacity", help="one deployment's capacity, as JSON")
-    _sizing_args(capacity)
-    capacity.add_argument("--gpu")
-    capacity.add_argument("--gpu-memory-bytes", type=int)
-    capacity.add_argument("--tensor-parallel-size", type=int, default=1)
-    capacity.add_argument("--pipeline-parallel-size", type=int, default=1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kvplan",
+        description="How many requests fit in a GPU's KV cache: capacity and plans for vLLM, "
+        "SGLang and TensorRT-LLM.",
+        epilog="Exit status: 0 fits, 1 does not fit (or no plan), 2 refused input, 3 database "
+        "unreachable. Problems are printed to stderr as the API's RFC 9457 JSON.",
+    )
+    parser.add_argument("--version", action="version", version=f"kvplan {version('kvplan')}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    capacity = sub.add_parser("capacity", help="one deployment: max_num_seqs and the KV pool")
+    _model_args(capacity)
+    add_options(capacity, CAPACITY_OPTIONS, CapacityRequest)
     capacity.set_defaults(run=cmd_capacity)
+    plan = sub.add_parser("plan", help="the cheapest GPU plan for a peak of sequences")
+    _model_args(plan)
+    add_options(plan, PLAN_OPTIONS, PlanRequestBody)
+    plan.set_defaults(run=cmd_plan)
+    for name, run, what in (("models", cmd_models, "models"), ("gpus", cmd_gpus, "GPUs")):
+        listing = sub.add_parser(name, help=f"the catalog's {what}")
+        _reading_args(listing)
+        listing.set_defaults(run=run)
     _explain_log_args(
         sub.add_parser(
-            "explain-log",
-            help="an engine's start-up log: its figures against kvplan's prediction",
+            "explain-log", help="an engine's start-up log: its figures against kvplan's prediction"
         )
     )
+    _server_commands(sub)
     return parser
+
+
+def _answer(settings: Settings, args: argparse.Namespace) -> tuple[int, Problem | None]:
+    """The command's exit status, or the problem it raised and the status that goes with it."""
+    try:
+        code: int = args.run(settings, args)
+    except (WeightsDoNotFit, SequenceDoesNotFit) as problem:
+        return EXIT_DOES_NOT_FIT, problem
+    except ValidationError as exc:
+        return EXIT_REFUSED, validation_problem(exc)
+    except SizingError as exc:
+        return EXIT_REFUSED, sizing_problem(exc)
+    except Problem as problem:
+        return EXIT_REFUSED, problem
+    except (OperationalError, DBAPIError) as exc:
+        if schema_missing(exc):
+            detail = "the database schema is not migrated: run `kvplan migrate`"
+        else:
+            detail = f"the database is unreachable ({type(exc.orig).__name__})"
+        return EXIT_UNAVAILABLE, ServiceUnavailable(detail)
+    return code, None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings()
-    try:
-        code: int = args.run(settings, args)
-    except ValidationError as exc:
-        print(
-            json.dumps({"status": 422, "errors": exc.errors(include_url=False)}, default=str),
-            file=sys.stderr,
-        )
-        return 2
-    except SizingError as exc:
-        print(json.dumps(sizing_problem(exc).body("kvplan " + args.command)), file=sys.stderr)
-        return 2
-    except Problem as exc:
-        print(json.dumps(exc.body("kvplan " + args.command)), file=sys.stderr)
-        return 2
+    code, problem = _answer(settings, args)
+    if problem is not None:
+        _print_problem(problem, "kvplan " + args.command)
     return code

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -41,6 +41,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "not-acceptable": "The Accept header asks for a format kvplan cannot produce.",
     "service-unavailable": "The database is unreachable; retry later.",
     "method-not-allowed": "This path does not accept that method.",
+    "unsupported-media-type": "The body's Content-Type is not one this path reads; `accepted` "
+    "lists those it does (a JSON body must be sent as `application/json`).",
     "content-too-large": "The request body is larger than this server accepts "
     "(`KVPLAN_MAX_BODY_BYTES`, 1 MiB by default); it was not read.",
     "too-many-requests": "This admin token has written more than the replica allows "
@@ -63,6 +65,12 @@ class ProblemDetail(BaseModel):
     )
     suggestions: list[str] | None = Field(
         None, description="For an unknown slug: the closest slugs that exist."
+    )
+    accepted: list[str] | None = Field(
+        None, description="For an unsupported Content-Type (415): the media types accepted."
+    )
+    row: int | None = Field(
+        None, description="For a table that cannot be read: its row (1 is the first question)."
     )
 
 
@@ -158,6 +166,10 @@ class MethodNotAllowed(Problem):
     status, code, title = 405, "method-not-allowed", "Method not allowed"
 
 
+class UnsupportedMediaType(Problem):
+    status, code, title = 415, "unsupported-media-type", "Unsupported media type"
+
+
 class ContentTooLarge(Problem):
     status, code, title = 413, "content-too-large", "Content too large"
 
@@ -194,6 +206,21 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or str(loc[0] if loc else "body")
 
 
+def _json_syntax_message(err: dict[str, Any], document: Any) -> str:
+    """A JSON syntax error at its line and column: FastAPI passes the offset json.loads gave
+    (fastapi/routing.py `get_request_handler`: loc ("body", JSONDecodeError.pos), the
+    decoder's message as ctx["error"], the text as the exception's body)."""
+    loc = tuple(err.get("loc", ()))
+    ctx = err.get("ctx")
+    reason = ctx.get("error") if isinstance(ctx, dict) else None
+    if len(loc) == 2 and isinstance(loc[1], int) and isinstance(document, str) and reason:
+        offset = loc[1]
+        line = document.count("\n", 0, offset) + 1
+        column = offset - document.rfind("\n", 0, offset)
+        return f"the body is not valid JSON: {reason} at line {line} column {column}"
+    return f"the body is not valid JSON ({err.get('msg', 'invalid')})"
+
+
 def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
     errors: list[dict[str, Any]] = []
     for raw in exc.errors():
@@ -201,8 +228,8 @@ def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
         loc = tuple(err.get("loc", ()))
         if err.get("type") == "json_invalid":
             # pydantic locates a JSON syntax error by character offset, not by field.
+            err["msg"] = _json_syntax_message(err, exc.body)
             loc = ("body",)
-            err["msg"] = f"the body is not valid JSON ({err.get('msg', 'invalid')})"
         entry: dict[str, Any] = {
             "field": _field_name(loc),
             "in": str(loc[0]) if loc else "body",
@@ -227,6 +254,46 @@ def _validation_problem(exc: RequestValidationError) -> InvalidRequest:
     if isinstance(constraint, dict):
         detail += f" ({', '.join(f'{k} {v}' for k, v in constraint.items())})"
     return InvalidRequest(detail, field=first["field"], errors=errors)
+
+
+def _is_json(content_type: str) -> bool:
+    """What FastAPI parses as JSON: application/json or application/*+json."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def accepted_media_types(route: Any) -> list[str]:
+    """The body types a route reads: JSON, and those its spec's requestBody adds (a CSV table
+    of questions for POST /v1/plans, a log as text/plain)."""
+    extra = getattr(route, "openapi_extra", None) or {}
+    return ["application/json", *extra.get("requestBody", {}).get("content", {})]
+
+
+def unsupported_body(request: Request, exc: RequestValidationError) -> Problem | None:
+    """A 415 for a body FastAPI did not parse as JSON because its Content-Type says it is
+    something else (a JSON object sent as text/plain was a 422 "Input should be a valid
+    dictionary"); None when the body was JSON, or the type is one the route reads."""
+    content_type = request.headers.get("content-type")
+    if not content_type or _is_json(content_type):
+        return None
+    if not any(tuple(e.get("loc", ())) == ("body",) for e in exc.errors()):
+        return None
+    accepted = accepted_media_types(request.scope.get("route"))
+    media = content_type.split(";", 1)[0].strip()
+    if media.lower() in accepted:
+        return None
+    return UnsupportedMediaType(
+        f"the body is sent as {media}; {request.url.path} reads {', '.join(accepted)}",
+        field="content-type",
+        accepted=accepted,
+    )
+
+
+def validation_problem(exc: ValidationError) -> InvalidRequest:
+    """A question pydantic refused outside a request (the CLI's): the problem HTTP answers."""
+    return _validation_problem(RequestValidationError(exc.errors(include_url=False)))
 
 
 def sizing_problem(exc: SizingError) -> Problem:
@@ -286,7 +353,8 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return problem_response(_validation_problem(exc), request)
+        problem = unsupported_body(request, exc) or _validation_problem(exc)
+        return problem_response(problem, request)
 
     @app.exception_handler(SizingError)
     async def _sizing(request: Request, exc: SizingError) -> JSONResponse:
@@ -337,6 +405,16 @@ _TOO_MANY_WRITES: dict[str, Any] = {
         }
     },
 }
+# `kvplan serve` answers a request line and headers longer than
+# KVPLAN_H11_MAX_INCOMPLETE_EVENT_BYTES itself, before any route (service/deadlines.py), in
+# plain text; a GET /v1/capacity whose query string is that long gets it (h11 answers 400).
+_HEAD_TOO_LARGE: dict[str, Any] = {
+    "description": "The request line and headers are longer than the server reads "
+    "(`KVPLAN_H11_MAX_INCOMPLETE_EVENT_BYTES`, 16 KiB by default): a query string that long. "
+    "Answered by the server before the request reaches kvplan, as plain text, and the "
+    "connection closed.",
+    "content": {"text/plain": {"schema": {"type": "string"}}},
+}
 _FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 
@@ -357,6 +435,13 @@ def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
                 operation["responses"].setdefault("429", _TOO_MANY_WRITES)
             if "requestBody" in operation:
                 operation["responses"].setdefault(
+                    "415",
+                    {
+                        "description": "The body's Content-Type is not one this operation "
+                        "reads; `accepted` lists those it does."
+                    },
+                )
+                operation["responses"].setdefault(
                     "413",
                     {
                         "description": "The body is larger than the server accepts "
@@ -370,6 +455,9 @@ def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
                         answer["description"] = (
                             "Invalid input: `field` names it, `errors` lists each."
                         )
+    capacity = spec.get("paths", {}).get("/v1/capacity", {}).get("get")
+    if capacity is not None:
+        capacity["responses"]["431"] = _HEAD_TOO_LARGE
     return spec
 
 

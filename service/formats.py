@@ -22,7 +22,7 @@ from fastapi import Request
 
 # Their home is service.conditional; re-exported for the callers that still import them here.
 from .conditional import etag_for, etag_matches
-from .errors import NotAcceptable
+from .errors import InvalidRequest, NotAcceptable
 
 __all__ = [
     "MEDIA_TYPES",
@@ -147,9 +147,25 @@ def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = 
 
 
 def parse_table(text: str, fmt: TableFormat) -> tuple[list[str], list[dict[str, str]]]:
-    """A CSV or TSV body: its header and its rows (blank lines skipped)."""
+    """A CSV or TSV body: its header and its rows (blank lines skipped).
+
+    A table the csv module cannot read (a carriage return alone inside an unquoted cell: RFC
+    4180 allows line breaks only inside quotes) is a 422 naming the row, never a 500."""
     reader = csv.DictReader(io.StringIO(text), delimiter=_DELIMITERS[fmt], restkey="")
-    rows = [row for row in reader if any((v or "").strip() for v in row.values() if v)]
+    rows: list[dict[str, str]] = []
+    read = 0  # rows read so far, blank ones included: the row that failed is the next
+    try:
+        for row in reader:
+            read += 1
+            if any((v or "").strip() for v in row.values() if v):
+                rows.append(row)
+    except csv.Error as exc:
+        raise InvalidRequest(
+            f"row {read + 1} of the table cannot be read ({exc}); a cell that holds a line "
+            "break must be quoted",
+            field="body",
+            row=read + 1,
+        ) from exc
     return list(reader.fieldnames or []), rows
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr
@@ -16,13 +18,21 @@ def _upper(value: Any) -> Any:
     return value.upper() if isinstance(value, str) else value
 
 
+def default_database_url() -> str:
+    """An SQLite file in the user's data folder (`$XDG_DATA_HOME/kvplan`, else
+    `~/.local/share/kvplan`): the same file from any working folder, never one left in it."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return f"sqlite:///{Path(data_home).absolute() / 'kvplan' / 'kvplan.db'}"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KVPLAN_", extra="ignore", frozen=True)
 
     database_url: str = Field(
-        default="sqlite:///kvplan.db",
+        default_factory=default_database_url,
         validation_alias=AliasChoices("DATABASE_URL", "KVPLAN_DATABASE_URL"),
-        description="SQLAlchemy URL; default an SQLite file in the working directory.",
+        description="SQLAlchemy URL; default an SQLite file in the user's data folder "
+        "(`$XDG_DATA_HOME/kvplan/kvplan.db`, else `~/.local/share/kvplan/kvplan.db`).",
     )
     # SecretStr: a settings object that ends up in a log or a traceback shows "**********".
     admin_tokens: SecretStr = Field(

@@ -112,7 +112,11 @@ def test_every_error_answer_is_documented_as_one_problem_schema() -> None:
     assert "HTTPValidationError" not in json.dumps(spec)
     for key, operation in _operations(spec).items():
         for status, answer in operation["responses"].items():
-            if int(status) >= 400:
+            if status == "431":
+                # answered by `kvplan serve` before any route, in plain text (errors.py
+                # _HEAD_TOO_LARGE); documented as it is sent
+                assert answer["content"] == {"text/plain": {"schema": {"type": "string"}}}
+            elif int(status) >= 400:
                 assert answer["content"] == {
                     "application/problem+json": {
                         "schema": {"$ref": "#/components/schemas/ProblemDetail"}

@@ -55,6 +55,7 @@ from .schemas import (
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    no_plan_reason,
     plan_table_columns,
     table_row,
 )
@@ -280,7 +281,7 @@ def _plan_response(
     request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
 ) -> Response:
     best = answer.recommendation
-    value = getattr(best, field or PLAN_HEADLINE) if best is not None else None
+    value = getattr(best, field or PLAN_HEADLINE) if best is not None else no_plan_reason(answer)
     table = fmt in ("csv", "tsv")
     # Only the form asked for is built: a whole-catalog plan's JSON or rows are not free.
     return _respond(
@@ -450,3 +451,14 @@ def get_plan(
         token=catalog.token,
         cache=_cache_control(settings),
     )
+
+
+# The rows the tables above are made of, for the CLI's `--format csv` (the same bytes as here).
+def capacity_table_row(detail: CapacityAnswer) -> dict[str, Any]:
+    """GET /v1/capacity's CSV row of an answer."""
+    return gib_twins(table_row(_answer_row(detail)), _CAPACITY_GIB)
+
+
+def plan_table_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
+    """GET /v1/plans' CSV rows: one per option, `rank` 1 the recommendation."""
+    return _plan_rows(answer)

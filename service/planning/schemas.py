@@ -669,6 +669,18 @@ class PlanAnswer(BaseModel):
     catalog_version: int
 
 
+def no_plan_reason(answer: PlanAnswer) -> str:
+    """Why a plan has no option, in one line: `format=text`'s body where `total_gpus` would be
+    (a sheet's cell shows it; an empty 200 showed a blank cell), and the CLI's."""
+    if not answer.rejected:
+        return "no plan: no candidate GPU"
+    first = answer.rejected[0]
+    layout = "" if first.tensor_parallel_size is None else f" x{first.tensor_parallel_size}"
+    others = len(answer.rejected) - 1
+    tail = f" ({others} other candidates rejected too)" if others else ""
+    return f"no plan: {first.gpu}{layout}: {first.reason}{tail}"
+
+
 def table_row(answer: Mapping[str, Any]) -> dict[str, Any]:
     """A capacity answer (its JSON form) as a flat table row: `calibrated_from` becomes the
     `calibration_id` column, empty when no calibration was used."""

@@ -39,6 +39,7 @@ from ..sizing import (
     compute_capacity,
     served_model,
 )
+from ..sizing.config_assumptions import config_assumptions
 from ..sizing.context_limit import max_model_len_limit
 from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
@@ -69,6 +70,7 @@ from .schemas import (
     CapacityRequest,
     EngineFields,
     GpuRef,
+    HfConfigModel,
     InlineGpu,
     InlineModel,
     ModelRef,
@@ -194,7 +196,14 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout, with the warnings, the engine's settings and
     log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
     sized = _size(question, catalog)
-    return _capacity_detail(sized, catalog.version, with_explanation=question.explain)
+    return _capacity_detail(
+        sized, catalog.version, with_explanation=question.explain, notes=_notes(question.model)
+    )
+
+
+def _notes(ref: ModelRef) -> tuple[str, ...]:
+    """What was assumed for keys a config.json leaves out (a slug or inline model: nothing)."""
+    return config_assumptions(ref.hf_config) if isinstance(ref, HfConfigModel) else ()
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
@@ -293,7 +302,9 @@ def plan(
         raise
     if metrics is not None:
         metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
-    return _plan_answer(result, label, catalog.version, question.explain, hook)
+    answer = _plan_answer(result, label, catalog.version, question.explain, hook)
+    answer.warnings[:0] = _notes(question.model)
+    return answer
 
 
 def _prefixed(exc: SizingError, prefix: str) -> SizingError:
@@ -401,7 +412,7 @@ def _default_context(
 
 
 def _capacity_detail(
-    sized: _Sized, catalog_version: int, *, with_explanation: bool
+    sized: _Sized, catalog_version: int, *, with_explanation: bool, notes: tuple[str, ...] = ()
 ) -> CapacityDetail:
     capacity, speed = sized.result, sized.speed
     explanation = None
@@ -413,6 +424,7 @@ def _capacity_detail(
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
         warnings=[
+            *notes,
             *([] if sized.recognised is None else [sized.recognised[1]]),
             *capacity.warnings,
             *_speed_warnings(capacity, speed),

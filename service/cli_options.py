@@ -1,0 +1,124 @@
+"""The options of `kvplan capacity` and `kvplan plan`, from one table.
+
+Each option is a field of the API's question (`CapacityRequest`, `PlanRequestBody`) under the
+same name, spelled as a flag (`max_model_len` is `--max-model-len`), so a value is copied by name
+and validated by the same schema as over HTTP: a bad value is the same problem. The values stay
+the strings typed, as a query string's do; pydantic converts them. An option's help is the
+field's own description unless the table gives one.
+
+`ALIASES` gives further flag names for a field (other engines' spellings, such as SGLang's
+`--context-length` for `max_model_len`): the one place to add them, and none is added yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+# field -> further flag names, without the dashes: {"max_model_len": ("context-length",)}
+ALIASES: Mapping[str, tuple[str, ...]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One question field as a command-line option."""
+
+    name: str  # the field, as the API names it
+    help: str | None = None  # default: the field's description in the schema
+    flag: str | None = None  # default: --name-with-dashes
+    kind: str = "value"  # value, switch (--x / --no-x), list (repeatable)
+    required: bool = False
+
+    def flags(self) -> list[str]:
+        own = self.flag or "--" + self.name.replace("_", "-")
+        return [own, *(f"--{alias}" for alias in ALIASES.get(self.name, ()))]
+
+
+ENGINE_OPTIONS: tuple[Option, ...] = (
+    Option("engine", help="vllm, sglang or trtllm: whose memory arithmetic to follow (vllm)"),
+    Option("engine_version"),
+    Option("gpu_memory_utilization"),
+    Option("mem_fraction_static"),
+    Option("free_gpu_memory_fraction"),
+    Option("max_num_batched_tokens"),
+    Option("max_num_seqs"),
+    Option("block_size"),
+    Option("enable_prefix_caching", kind="switch"),
+    Option("enforce_eager", kind="switch"),
+    Option("cudagraph_memory_bytes"),
+    Option("kv_pool_bytes"),
+    Option(
+        "num_gpu_blocks_override",
+        help="vLLM `--num-gpu-blocks-override`: this many KV blocks instead of the computed ones",
+    ),
+    Option("mamba_ssm_cache_dtype"),
+    Option("disable_hybrid_kv_cache_manager", kind="switch"),
+    Option("swa_full_tokens_ratio"),
+    Option("mamba_full_memory_ratio"),
+    Option("max_mamba_cache_size"),
+    Option("max_attention_window", kind="list", help="TensorRT-LLM window per layer (repeatable)"),
+    Option("weight_format"),
+)
+
+CAPACITY_OPTIONS: tuple[Option, ...] = (
+    Option("gpu", help="catalog GPU slug, e.g. h100-sxm-80gb (or give --gpu-memory-bytes)"),
+    Option("gpu_memory_bytes", help="a GPU given by its total memory in bytes, as CUDA reports"),
+    Option("max_model_len"),
+    Option("kv_cache_dtype"),
+    Option("tensor_parallel_size", help="GPUs per replica that split each layer (1)"),
+    Option("pipeline_parallel_size", help="GPUs per replica that split the layers (1)"),
+    Option("data_parallel_size"),
+    Option("peak_concurrency"),
+    Option("avg_prompt_tokens"),
+    *ENGINE_OPTIONS,
+)
+
+PLAN_OPTIONS: tuple[Option, ...] = (
+    Option("max_model_len", required=True),
+    Option("peak_concurrency", required=True),
+    Option("kv_cache_dtype"),
+    Option(
+        "gpus", flag="--gpu", kind="list", help="a candidate GPU slug (repeatable; default: all)"
+    ),
+    Option("max_gpus_per_node"),
+    Option("headroom_fraction"),
+    Option("avg_context_tokens"),
+    Option("avg_prompt_tokens"),
+    Option("max_tpot_ms"),
+    Option("max_ttft_ms"),
+    Option("min_output_tokens_per_second_per_user"),
+    Option("max_replicas", help="the most replicas a plan may use"),
+    Option("max_alternatives", help="how many ranked alternatives to list besides the best"),
+    *ENGINE_OPTIONS,
+)
+
+
+def add_options(
+    parser: argparse.ArgumentParser, options: Sequence[Option], schema: type[BaseModel]
+) -> None:
+    """Each option as a flag whose help is the table's or the schema field's description."""
+    for option in options:
+        field = schema.model_fields.get(option.name)
+        described = field.description if field is not None else None
+        text = option.help or described or option.name
+        kwargs: dict[str, Any] = {"dest": option.name, "help": text.replace("%", "%%")}
+        if option.kind == "switch":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif option.kind == "list":
+            kwargs["action"] = "append"
+            kwargs["metavar"] = option.name.upper()
+        else:
+            kwargs["metavar"] = option.name.upper()
+        if option.required:
+            kwargs["required"] = True
+        parser.add_argument(*option.flags(), **kwargs)
+
+
+def given(args: argparse.Namespace, options: Sequence[Option]) -> dict[str, Any]:
+    """The options typed, by field name (those left out take the schema's defaults)."""
+    values = {option.name: getattr(args, option.name) for option in options}
+    return {name: value for name, value in values.items() if value is not None}

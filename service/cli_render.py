@@ -1,0 +1,147 @@
+"""What `kvplan` prints: a table for a person at a terminal, or the API's own JSON, CSV or text.
+
+`--format` picks one; without it a terminal gets `table` and a pipe or file `json`. `json`,
+`csv` and `text` are the bytes the HTTP API answers for the same question (POST /v1/capacity's
+and POST /v1/plans' JSON, GET's CSV rows and `format=text` value, the catalog lists' CSV), so
+a script that reads one door reads the other. `table` is for reading, not parsing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TextIO
+
+from .formats import GIB, render_table, single_value
+from .planning.router import capacity_table_row, plan_table_rows
+from .planning.schemas import (
+    CAPACITY_HEADLINE,
+    PLAN_HEADLINE,
+    CapacityAnswer,
+    CapacityDetail,
+    PlanAnswer,
+    no_plan_reason,
+    plan_table_columns,
+)
+
+OutputFormat = Literal["table", "json", "csv", "text"]
+FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "text")
+# The options a person compares in a plan (the CSV has every column).
+_PLAN_COLUMNS = (
+    "rank",
+    "gpu",
+    "tensor_parallel_size",
+    "replicas",
+    "total_gpus",
+    "max_num_seqs",
+    "sequences_per_replica",
+    "kv_pool_gib",
+    "cost_per_hour_usd",
+    "decode_ms_per_token",
+)
+
+
+def default_format(stream: TextIO) -> OutputFormat:
+    return "table" if stream.isatty() else "json"
+
+
+def _cell(name: str, value: Any) -> str:
+    """A value as a person reads it: thousands separated, bytes also in GiB, None as `-`."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        text = f"{value:,}"
+        if name.endswith("_bytes") or name.endswith("_bytes_per_sequence"):
+            text += f" ({value / GIB:,.2f} GiB)"
+        return text
+    if isinstance(value, float):
+        return f"{value:,}"
+    return str(value)
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells in columns two spaces apart, the last cell not padded."""
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _listed(title: str, items: Sequence[str]) -> str:
+    return "".join(f"{title}: {item}\n" for item in items)
+
+
+def capacity_table(detail: CapacityDetail) -> str:
+    """One line per answer field that has a value, then the warnings and the engine's log."""
+    row = detail.model_dump(include=set(CapacityAnswer.model_fields) - {"calibrated_from"})
+    pairs = [[name, _cell(name, value)] for name, value in row.items() if value is not None]
+    if detail.calibrated_from is not None:
+        pairs.append(["calibrated_from", f"calibration {detail.calibrated_from.calibration_id}"])
+    out = aligned(pairs)
+    out += _listed("engine log", detail.engine_log)
+    return out + _listed("warning", detail.warnings)
+
+
+def plan_table(answer: PlanAnswer) -> str:
+    """The question, the options side by side, the flags to paste, what was left out."""
+    head = (
+        f"{answer.model}: max_model_len {answer.max_model_len:,}, peak_concurrency "
+        f"{answer.peak_concurrency:,}, kv_cache_dtype {answer.kv_cache_dtype}, {answer.engine}\n"
+    )
+    best = answer.recommendation
+    if best is None:
+        return head + no_plan_reason(answer) + "\n" + _listed("warning", answer.warnings)
+    rows = plan_table_rows(answer)
+    cells = [list(_PLAN_COLUMNS)]
+    cells += [[_cell(name, row.get(name)) for name in _PLAN_COLUMNS] for row in rows]
+    out = head + aligned(cells)
+    out += "".join(f"{engine} flags: {flags}\n" for engine, flags in best.engine_flags.items())
+    if answer.rejected:
+        out += f"{len(answer.rejected)} layouts rejected (--format json lists them with why)\n"
+    return out + _listed("warning", [*best.warnings, *answer.warnings])
+
+
+def capacity_output(detail: CapacityDetail, fmt: OutputFormat) -> str:
+    if fmt == "json":
+        return detail.model_dump_json(indent=2) + "\n"
+    if fmt == "csv":
+        return render_table([capacity_table_row(detail)], "csv")
+    if fmt == "text":
+        return single_value(getattr(detail, CAPACITY_HEADLINE)) + "\n"
+    return capacity_table(detail)
+
+
+def plan_output(answer: PlanAnswer, fmt: OutputFormat) -> str:
+    if fmt == "json":
+        return answer.model_dump_json(indent=2) + "\n"
+    if fmt == "csv":
+        return render_table(plan_table_rows(answer), "csv", plan_table_columns(ranked=True))
+    if fmt == "text":
+        best = answer.recommendation
+        value = no_plan_reason(answer) if best is None else getattr(best, PLAN_HEADLINE)
+        return single_value(value) + "\n"
+    return plan_table(answer)
+
+
+def catalog_output(
+    items: Sequence[Mapping[str, Any]],
+    csv_rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    fmt: OutputFormat,
+    table_columns: Sequence[str],
+) -> str:
+    """A catalog list: the JSON items, the CSV table or how many (as GET's), or a table."""
+    if fmt == "json":
+        return json.dumps(list(items), indent=2) + "\n"
+    if fmt == "csv":
+        return render_table(csv_rows, "csv", columns)
+    if fmt == "text":
+        return single_value(len(items)) + "\n"
+    cells = [list(table_columns)]
+    cells += [[_cell(name, row.get(name)) for name in table_columns] for row in csv_rows]
+    return aligned(cells)
