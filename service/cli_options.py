@@ -41,6 +41,8 @@ class Option:
 ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("engine", help="vllm, sglang or trtllm: whose memory arithmetic to follow (vllm)"),
     Option("engine_version"),
+    Option("dtype"),
+    Option("allow_long_max_model_len", kind="switch"),
     Option("gpu_memory_utilization"),
     Option("mem_fraction_static"),
     Option("free_gpu_memory_fraction"),
