@@ -818,9 +818,11 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
             shared = cfg.get_int(key, minimum=0)
             break
     else:
-        if cfg.has("n_shared_experts"):
-            # DeepSeek: n_shared_experts experts of moe_intermediate_size each.
-            shared = cfg.get_int("n_shared_experts", minimum=0) * expert_size
+        if cfg.has("n_shared_experts") or cfg.has("num_shared_experts"):
+            # DeepSeek: n_shared_experts experts of moe_intermediate_size each; Kimi-Linear /
+            # Kimi-K3 spell it num_shared_experts (KimiLinearConfig).
+            key = "n_shared_experts" if cfg.has("n_shared_experts") else "num_shared_experts"
+            shared = cfg.get_int(key, minimum=0) * expert_size
         elif cfg.model_type in _LLAMA4_TYPES:
             # transformers Llama4TextMoe: one shared expert of intermediate_size in every MoE layer.
             shared = expert_size

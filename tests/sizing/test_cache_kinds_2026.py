@@ -16,6 +16,7 @@ import pytest
 from service.sizing.architecture import (
     FullAttention,
     KimiDeltaAttention,
+    MixtureOfExperts,
     ModelArchitecture,
     MultiHeadLatentAttention,
 )
@@ -130,6 +131,9 @@ def test_kimi_k3_reads_kda_and_mla_layers_from_its_one_based_lists() -> None:
     kda = arch.layers[0]
     assert kda == KimiDeltaAttention(96, 96, 128, 128, 4)
     assert arch.state_dtype == "float32"  # vLLM kda_state_dtype: "auto" -> float32
+    # num_experts 896, num_experts_per_token 16, moe_intermediate_size 3072, and
+    # num_shared_experts 2 (Kimi's spelling of n_shared_experts) x 3072.
+    assert arch.moe == MixtureOfExperts(896, 16, 3072, 2 * 3072)
 
 
 def test_kimi_k3_bytes_per_token_and_per_sequence_by_hand() -> None:
