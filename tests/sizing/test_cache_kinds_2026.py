@@ -169,6 +169,8 @@ def test_kimi_k3_on_vllm_0_33_with_tp8_by_hand() -> None:
     # (prefix caching is on for hybrids from 0.28: 'align' keeps two).
     assert layout.blocks_per_request == 171 + 3 * 2
     assert answer.report.num_gpu_blocks == 40 * GiB // (24 * 884_736) == 2022
+    # The notes give the aligned block, not the MLA backend's 16 it started from.
+    assert not any("MLA block size" in note for note in layout.notes)
 
 
 def test_kimi_k3_before_vllm_0_27_and_a_flag_older_releases_ignore_are_refused() -> None:

@@ -443,7 +443,8 @@ def _vllm_groups(
             f"{grouped.padding_layers} padding layers so every group has "
             f"{grouped.group_size} layers"
         )
-    if not block_size_given and any(isinstance(s.layer, MultiHeadLatentAttention) for s in specs):
+    if not block_size_given and not aligned and mla:
+        # (an aligned hybrid's block is the alignment's, which its own note gives)
         notes.append(f"MLA block size {block_size} is the attention backend's choice")
     page = max(s.page_bytes for s in specs)
     token_blocks = [s.block_size for s in specs if s.per_token_bytes]
