@@ -141,7 +141,8 @@ MODEL_DOCS: dict[str, tuple[str, list[Any]]] = {
     ),
     "architecture": (
         "What decides the model's memory: `layer_specs` maps each layer kind (full_attention, "
-        "sliding_attention, chunked_attention, mla, linear_attention, mamba2, mamba, no_cache) "
+        "sliding_attention, chunked_attention, mla, linear_attention, kda, mamba2, mamba, "
+        "no_cache) "
         "to its geometry, and `layer_schedule` lists the kind of every layer, either by name or "
         "as `{pattern, repeat}` segments; a spec may take another name if it says its `kind` "
         '(`"mla_shared": {"kind": "mla", ...}`), for two geometries of one kind, and every spec '

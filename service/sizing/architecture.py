@@ -24,6 +24,7 @@ class LayerKind(StrEnum):
     CHUNKED_ATTENTION = "chunked_attention"
     MLA = "mla"
     LINEAR_ATTENTION = "linear_attention"
+    KDA = "kda"
     MAMBA2 = "mamba2"
     MAMBA = "mamba"
     NO_CACHE = "no_cache"
@@ -42,12 +43,17 @@ class FullAttention:
     num_kv_heads: int
     head_dim: int
     v_head_dim: int | None = None
+    # MiniMax-M3 sparse attention: the layer's indexer keeps one bf16 index key of this many
+    # elements per token beside K and V (vLLM models/minimax_m3 MiniMaxM3IndexerCache).
+    indexer_head_dim: int | None = None
 
     def __post_init__(self) -> None:
         _positive("num_kv_heads", self.num_kv_heads)
         _positive("head_dim", self.head_dim)
         if self.v_head_dim is not None:
             _positive("v_head_dim", self.v_head_dim)
+        if self.indexer_head_dim is not None:
+            _positive("indexer_head_dim", self.indexer_head_dim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +129,16 @@ class GatedDeltaNet:
 
 
 @dataclass(frozen=True, slots=True)
+class KimiDeltaAttention(GatedDeltaNet):
+    """Kimi Delta Attention (Kimi-Linear, Kimi-K3): a Gated DeltaNet state, kept apart because
+    engines treat it apart (vLLM `MambaStateShapeCalculator.kda_state_shape`: q/k/v convs of
+    (conv_kernel - 1) x (2 x key_dim + value_dim) / tp, recurrent (heads / tp, d, d); the
+    recurrent state in float32 unless the release takes `mamba_ssm_cache_dtype`)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.KDA
+
+
+@dataclass(frozen=True, slots=True)
 class Mamba2:
     """Mamba-2 mixer (Nemotron-H, Granite 4.0-H, Falcon-H1)."""
 
@@ -174,6 +190,7 @@ LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
     LayerKind.CHUNKED_ATTENTION: ChunkedLocalAttention,
     LayerKind.MLA: MultiHeadLatentAttention,
     LayerKind.LINEAR_ATTENTION: GatedDeltaNet,
+    LayerKind.KDA: KimiDeltaAttention,
     LayerKind.MAMBA2: Mamba2,
     LayerKind.MAMBA: Mamba1,
     LayerKind.NO_CACHE: NoCache,
@@ -351,6 +368,19 @@ class ModelArchitecture:
         """DeepSeek sparse attention: MLA layers with a lightning-indexer key cache."""
         return any(
             isinstance(g, MultiHeadLatentAttention) and g.indexer_head_dim is not None
+            for g, _ in self.layer_counts
+        )
+
+    @cached_property
+    def has_kda(self) -> bool:
+        """Kimi Delta Attention layers (Kimi-Linear, Kimi-K3)."""
+        return any(isinstance(g, KimiDeltaAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_indexed_attention(self) -> bool:
+        """Attention layers with a MiniMax-M3 sparse-attention index key per token."""
+        return any(
+            isinstance(g, FullAttention) and g.indexer_head_dim is not None
             for g, _ in self.layer_counts
         )
 

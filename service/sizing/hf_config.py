@@ -38,6 +38,13 @@ from .config_view import HFConfig as _Cfg
 from .context_limit import derived_max_model_len, sglang_context_len
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
+from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, refuse_deepseek_v4
+from .hf_kimi_minimax import (
+    KIMI_LINEAR_TYPES,
+    MINIMAX_M3_TYPES,
+    kimi_linear_layers,
+    minimax_m3_layers,
+)
 from .param_count import ParameterCount, count_parameters
 from .weight_format import (
     CheckpointSize,
@@ -75,6 +82,8 @@ _KNOWN_TYPES: Final = (
     | _GEMMA3_TYPES
     | _GEMMA4_TYPES
     | _MLA_TYPES
+    | KIMI_LINEAR_TYPES
+    | MINIMAX_M3_TYPES
     | {
         "llama",
         "mistral",
@@ -120,13 +129,19 @@ _UNSUPPORTED_KEYS: Final[dict[str, str]] = {
     "attention layer by layer",
     # deepseek-ai/DeepSeek-V4 config.json: compressed sparse attention + a 128-token window.
     "compress_ratios": "DeepSeek-V4 compressed sparse attention",
-    # moonshotai/Kimi-K3 config.json: KDA linear-attention layers mixed with MLA.
+    # Kimi-Linear / Kimi-K3 (model_type kimi_linear) are read by hf_kimi_minimax; elsewhere
+    # KDA layers mixed with MLA are not something a reader has placed.
     "linear_attn_config": "Kimi Delta Attention (KDA) linear-attention hybrid",
     # XiaomiMiMo/MiMo-V2-Flash config.json: window layers with their own heads/head_dim.
     "hybrid_layer_pattern": "MiMo-V2 hybrid sliding-window layers with separate geometry "
     "(swa_num_key_value_heads, swa_head_dim)",
-    # MiniMaxAI/MiniMax-M3 config.json: sparse attention with index keys per layer.
+    # MiniMax-M3 (model_type minimax_m3) is read by hf_kimi_minimax; elsewhere unplaced.
     "sparse_attention_config": "MiniMax sparse attention with an index cache",
+}
+# The model types whose reader handles one of the keys above.
+_READ_BY: Final[dict[str, frozenset[str]]] = {
+    "linear_attn_config": KIMI_LINEAR_TYPES,
+    "sparse_attention_config": MINIMAX_M3_TYPES,
 }
 
 
@@ -251,8 +266,10 @@ def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> Check
 
 
 def _reject_unsupported(cfg: _Cfg) -> None:
+    if cfg.model_type in DEEPSEEK_V4_TYPES:
+        refuse_deepseek_v4(cfg)
     for key, what in _UNSUPPORTED_KEYS.items():
-        if cfg.has(key):
+        if cfg.has(key) and cfg.model_type not in _READ_BY.get(key, ()):
             raise UnknownLayerKind(
                 cfg.where(key), f"{what}: kvplan has no cache geometry for this layout"
             )
@@ -300,6 +317,9 @@ def _state_dtype(cfg: _Cfg) -> str | None:
         if value == "auto":
             return None
         return normalize_model_dtype(value, where)
+    if cfg.model_type in KIMI_LINEAR_TYPES:
+        # vLLM mamba_utils.py kda_state_dtype: the KDA recurrent state is float32 ("auto").
+        return "float32"
     if cfg.model_type == "nemotron_h":
         # vLLM NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32" (used when the
         # HF config has none); transformers NemotronHConfig defaults mamba_ssm_cache_dtype the same.
@@ -326,6 +346,10 @@ def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
 def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
     """Each layer's own geometry, before layers that reuse another layer's K/V are dropped
     (the parameter count still needs their projections)."""
+    if cfg.model_type in KIMI_LINEAR_TYPES:
+        return kimi_linear_layers(cfg)
+    if cfg.model_type in MINIMAX_M3_TYPES:
+        return minimax_m3_layers(cfg)
     if cfg.has("kv_lora_rank"):
         return _mla_layers(cfg)
     if cfg.model_type == "nemotron_h" or cfg.has("hybrid_override_pattern"):
@@ -862,9 +886,11 @@ def _moe(cfg: _Cfg) -> MixtureOfExperts | None:
             shared = cfg.get_int(key, minimum=0)
             break
     else:
-        if cfg.has("n_shared_experts"):
-            # DeepSeek: n_shared_experts experts of moe_intermediate_size each.
-            shared = cfg.get_int("n_shared_experts", minimum=0) * expert_size
+        if cfg.has("n_shared_experts") or cfg.has("num_shared_experts"):
+            # DeepSeek: n_shared_experts experts of moe_intermediate_size each; Kimi-Linear /
+            # Kimi-K3 spell it num_shared_experts (KimiLinearConfig).
+            key = "n_shared_experts" if cfg.has("n_shared_experts") else "num_shared_experts"
+            shared = cfg.get_int(key, minimum=0) * expert_size
         elif cfg.model_type in _LLAMA4_TYPES:
             # transformers Llama4TextMoe: one shared expert of intermediate_size in every MoE layer.
             shared = expert_size

@@ -17,7 +17,9 @@ from dataclasses import field
 from functools import lru_cache
 
 from .architecture import (
+    AttentionLayer,
     ChunkedLocalAttention,
+    FullAttention,
     GatedDeltaNet,
     Mamba1,
     Mamba2,
@@ -70,11 +72,22 @@ def token_bytes_per_layer(
         return mla_latent_bytes(layer, kv_element_bytes, packed_mla) + indexer_bytes(layer)
     v_head_dim = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
     # FullAttentionSpec page: block_size x kv_heads x (head_size_k + head_size_v) x dtype bytes.
-    return (
-        kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size)
-        * (layer.head_dim + v_head_dim)
-        * kv_element_bytes
-    )
+    return kv_heads_per_gpu(layer.num_kv_heads, tensor_parallel_size) * (
+        layer.head_dim + v_head_dim
+    ) * kv_element_bytes + index_key_bytes(layer)
+
+
+# vLLM models/minimax_m3 MiniMaxM3IndexerCache: a bf16 key (indexer_kv_dtype "auto" -> bf16).
+INDEX_KEY_ELEMENT_BYTES = 2
+
+
+def index_key_bytes(layer: AttentionLayer) -> int:
+    """MiniMax-M3's per-token index key on a sparse layer: one key of indexer_head_dim bf16
+    values (MiniMaxM3IndexerCache.get_kv_cache_spec: MLAAttentionSpec with one head, so one
+    copy on every tensor-parallel rank), whatever the KV-cache dtype."""
+    if not isinstance(layer, FullAttention) or layer.indexer_head_dim is None:
+        return 0
+    return layer.indexer_head_dim * INDEX_KEY_ELEMENT_BYTES
 
 
 # vLLM deepseek_v2.py Indexer: keys stored as fp8 with one fp32 scale per 128 values.
@@ -205,6 +218,12 @@ class LayerBytes:
         v = layer.head_dim if layer.v_head_dim is None else layer.v_head_dim
         heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
         dims = f"2 x {layer.head_dim}" if v == layer.head_dim else f"({layer.head_dim} + {v})"
+        index = index_key_bytes(layer)
+        if index:
+            return (
+                f"{count} layers x ({dims} x {heads} kv heads x {self.kv_bytes} B + {index} B "
+                f"index key) x {held} tokens"
+            )
         return f"{count} layers x {dims} x {heads} kv heads x {self.kv_bytes} B x {held} tokens"
 
 

@@ -77,8 +77,9 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 3 left out (gemma-3-12b-it, gemma-4-26b-a4b, granite-4.0-h-small)
-    # + 3 added for calibration cases = 63 models; 25 shared GPUs - 6 left out + rtx-3090 = 20.
-    assert len(models()) == 63
+    # + 3 added for calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19) = 65 models;
+    # 25 shared GPUs - 6 left out + rtx-3090 = 20.
+    assert len(models()) == 65
     assert len(gpus()) == 20
 
 
@@ -181,6 +182,11 @@ PER_TOKEN = [
     ("phi-3-mini-4k-instruct", 393_216),
     # Llama 4 Scout: 48 x 2 x 8 x 128 x 2 B = 196,608 (36 chunked + 12 full)
     ("llama-4-scout-17b-16e-instruct", 196_608),
+    # Qwen3.8-2.4T-A95B: 23 full-attention layers x 2 x 4 x 256 x 2 B = 94,208 (69 GDN layers
+    # keep a state)
+    ("qwen3.8-2.4t-a95b", 94_208),
+    # GLM-5.3: 78 MLA layers x 576 x 2 B + 21 'full' indexer layers x 132 B = 92,628
+    ("glm-5.3", 92_628),
 ]
 
 
@@ -405,6 +411,7 @@ def test_derived_parameter_counts_match_published_sizes() -> None:
         "nvidia-nemotron-3-nano-30b-a3b-bf16": 31.6e9,
         "qwen3-next-80b-a3b-thinking": 80e9,
         "phi-3-mini-4k-instruct": 3_821_079_552,  # keras-hub preset, exact
+        "qwen3.8-2.4t-a95b": 2.4e12,  # the checkpoint's name, 2.4T (2,419,804,697,984)
     }
     for slug, total in published.items():
         params = arch(slug).num_parameters

@@ -65,6 +65,17 @@ VLLM_SPARSE_MLA_BLOCK_SIZE: Final = 64  # FlashMLA-sparse pages (DeepSeek-V3.2, 
 VLLM_SPARSE_MLA: Final[Version] = (0, 11, 0)  # DeepseekV32IndexerCache first in the 0.11 wheel
 VLLM_V0_SWAP_SPACE_BYTES: Final = 4 * GiB  # EngineArgs.swap_space = 4 GiB: V0 "# CPU blocks"
 VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # FlashAttention / FlashInfer kernel block multiple
+# Kimi (MLA + KDA) and MiniMax-M3, read in the 0.26.0-0.33.0 wheels (docs/engines/vllm.md#kda):
+# KimiK3ForConditionalGeneration first in the 0.27.0 model registry, whose
+# platforms/interface.py `_align_hybrid_block_size` already aligns MLA hybrids to 128 tokens
+# (also max(kernel block, block_size)); kvplan sizes KDA from there (Kimi-Linear ran from
+# 0.11.1 with a 64/128 MLA alignment in models/config.py it does not model).
+VLLM_KDA: Final[Version] = (0, 27, 0)
+VLLM_MLA_HYBRID_ALIGNMENT: Final = 128
+# mamba_utils.py `kda_state_dtype` takes mamba_ssm_cache_dtype (auto -> float32, or float32 /
+# bfloat16) from 0.30.0; before, the recurrent state is float32 whatever the flag says.
+VLLM_KDA_SSM_DTYPE: Final[Version] = (0, 30, 0)
+VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
 VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_model_len > 32K"
 
 # --- vLLM memory constants -------------------------------------------------------------

@@ -55,6 +55,7 @@ from .common import (
     given_pool_budget,
     single_group_layout,
 )
+from .unmodelled import refuse_unmodelled
 
 
 def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> float:
@@ -1037,6 +1038,7 @@ def _mamba_problem(
 def sglang_capacity(inputs: SizingInputs) -> Capacity:
     """One SGLang instance: rest_memory, then one token pool or the hybrid pools."""
     engine, max_model_len = inputs.engine, inputs.workload.max_model_len
+    refuse_unmodelled(inputs.arch, "SGLang")
     page_size = engine.block_size or 1
     version_notes = sglang_version_note(engine.engine_version)  # refuses what is no version
     budget = sglang_budget(

@@ -56,6 +56,7 @@ from .common import (
     given_pool_budget,
     single_group_layout,
 )
+from .unmodelled import refuse_unmodelled
 
 
 def trtllm_budget(
@@ -639,6 +640,7 @@ def trtllm_capacity(inputs: SizingInputs) -> Capacity:
     """One TensorRT-LLM instance: one KV pool, per-window pools, or a Mamba hybrid's pools."""
     arch, engine = inputs.arch, inputs.engine
     trtllm_release(engine.engine_version)  # what is not a version is refused on every path
+    refuse_unmodelled(arch, "TensorRT-LLM")
     if arch.has_state_layers:
         return _mamba_capacity(inputs)
     warnings = inputs.warnings

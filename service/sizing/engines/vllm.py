@@ -59,6 +59,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
+from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 
 Version = tuple[int, int, int]
 
@@ -430,7 +431,10 @@ def _vllm_groups(
     bounds = _stage_bounds(arch.num_layers, stage_sizes)
     if release.whole_model_groups and _is_uniform_type(specs):
         return _uniform_type_layout(specs, bounds, tuple(dict.fromkeys(notes)))
-    specs, aligned = _align_hybrid_blocks(specs)
+    mla = any(isinstance(s.layer, MultiHeadLatentAttention) for s in specs)
+    specs, aligned = _align_hybrid_blocks(
+        specs, hybrid_block_alignment(mla, release.version, block_size)
+    )
     specs, padded = _unify_page_sizes(specs, release)
     grouped = _group_layers(specs, release)
     notes += [*aligned, *padded]
@@ -439,7 +443,8 @@ def _vllm_groups(
             f"{grouped.padding_layers} padding layers so every group has "
             f"{grouped.group_size} layers"
         )
-    if not block_size_given and any(isinstance(s.layer, MultiHeadLatentAttention) for s in specs):
+    if not block_size_given and not aligned and mla:
+        # (an aligned hybrid's block is the alignment's, which its own note gives)
         notes.append(f"MLA block size {block_size} is the attention backend's choice")
     page = max(s.page_bytes for s in specs)
     token_blocks = [s.block_size for s in specs if s.per_token_bytes]
@@ -525,11 +530,13 @@ def _uniform_type_layout(
     return _GroupedLayout(layout, (first.layer,))
 
 
-def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str, ...]]:
+def _align_hybrid_blocks(
+    specs: Sequence[_Spec], align: int = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
+) -> tuple[list[_Spec], tuple[str, ...]]:
     """Hybrid block alignment (platforms/interface.py `_align_hybrid_block_size`, before that
     models/config.py `HybridAttentionMambaModelConfig`): raise the attention block size, in
-    multiples of the kernel alignment, until one attention page covers a state page; pad the
-    state page to match."""
+    multiples of `align` (the kernel alignment, `vllm_kinds.hybrid_block_alignment`), until
+    one attention page covers a state page; pad the state page to match."""
     attention = [s for s in specs if s.per_token_bytes]
     states = [s for s in specs if not s.per_token_bytes]
     if not (states and attention):
@@ -537,7 +544,6 @@ def _align_hybrid_blocks(specs: Sequence[_Spec]) -> tuple[list[_Spec], tuple[str
     block_size = attention[0].block_size  # every spec starts at the configured block size
     per_token = max(s.per_token_bytes for s in attention)
     state_page = max(s.page_bytes for s in states)
-    align = cal.VLLM_MAMBA_BLOCK_ALIGNMENT
     attn_block = max(block_size, align * cdiv(state_page, align * per_token))
     attn_page = attn_block * per_token
     aligned = [
@@ -1097,6 +1103,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
     release, note = release_sizing(asked)
     _check_release_runs(inputs.arch, release)
+    check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
@@ -1190,6 +1197,7 @@ def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
             else release.default_prefix_caching(arch.has_state_layers)
         ),
         block_size=engine.block_size
+        or default_block_size(arch)
         or (
             mla_block_size(release, gpu.name, arch.has_sparse_mla)
             if arch.has_mla

@@ -1,0 +1,26 @@
+"""Layer kinds an engine's pipeline in kvplan does not model: refused by name for that engine.
+
+vLLM sizes them (engines/vllm_kinds.py says from which release); SGLang and TensorRT-LLM keep
+them in pools kvplan has not read, so a capacity from their generic pools would be wrong.
+"""
+
+from __future__ import annotations
+
+from ..architecture import ModelArchitecture
+from ..errors import SizingError
+
+
+def refuse_unmodelled(arch: ModelArchitecture, engine: str) -> None:
+    """Raise naming the first layer kind `engine` ("SGLang", "TensorRT-LLM") is not sized for."""
+    if arch.has_kda:
+        raise SizingError(
+            "engine",
+            f"{engine}'s pools for Kimi Delta Attention (Kimi-Linear, Kimi-K3: KDA layers "
+            "beside MLA) are not modelled by kvplan; vLLM's are",
+        )
+    if arch.has_indexed_attention:
+        raise SizingError(
+            "engine",
+            f"{engine}'s cache for MiniMax-M3's sparse-attention index keys is not modelled "
+            "by kvplan; vLLM's is",
+        )

@@ -1,0 +1,265 @@
+"""Issue 19 part B: DeepSeek-V4, Kimi-K3 (MLA + KDA) and MiniMax-M3 (indexed GQA) from their
+published config.json files (tests/fixtures/hf_configs, SOURCES.md), worked by hand.
+
+vLLM rules read in the 0.26.0-0.33.0 wheels: docs/engines/vllm.md#kda,
+#minimax-m3-index-keys and #deepseek-v4-compressed-sparse-attention.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.sizing.architecture import (
+    FullAttention,
+    KimiDeltaAttention,
+    MixtureOfExperts,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+)
+from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.config_view import HFConfig
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.errors import SizingError, UnknownLayerKind
+from service.sizing.hf_config import architecture_from_hf_config
+from service.sizing.hf_deepseek_v4 import deepseek_v4_layers, sequence_bytes
+from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
+GiB = 2**30
+MiB = 2**20
+ONE_MILLION = 1_048_576  # max_position_embeddings of the V4 configs, 2^20
+H200 = Gpu(memory_bytes=140 * GiB, name="NVIDIA H200", slug="h200-sxm-141gb")
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def capacity(arch: ModelArchitecture, tp: int, max_model_len: int, **options: Any) -> Capacity:
+    dtype = options.pop("kv_cache_dtype", "auto")
+    return compute_capacity(
+        arch,
+        H200,
+        Workload(max_model_len=max_model_len, kv_cache_dtype=dtype),
+        Parallelism(tensor_parallel_size=tp),
+        EngineOptions(**options),
+    )
+
+
+# --- DeepSeek-V4 -----------------------------------------------------------------------------
+
+
+def test_deepseek_v4_pro_holds_vllms_published_9_62_gib_per_million_tokens_in_16_bits() -> None:
+    # vLLM blog "DeepSeek V4 in vLLM: Efficient Long-context Attention" (vllm.ai/blog/
+    # deepseek-v4): about 9.62 GiB per sequence in bf16 at the full 1M context, 8.7x less
+    # than DeepSeek-V3.2. V4-Pro's compress_ratios (61 layers, the 62nd entry is the MTP
+    # layer): 128, 128, then (4, 128) x 29, then 4 -> 30 C4 layers and 31 C128 layers.
+    layers = deepseek_v4_layers(HFConfig(load("deepseek-ai--DeepSeek-V4-Pro")))
+    assert [layer.compress_ratio for layer in layers].count(4) == 30
+    assert [layer.compress_ratio for layer in layers].count(128) == 31
+    pro = sequence_bytes(layers, ONE_MILLION, "16-bit")
+    # C4: 2^20 / 4 = 262,144 latents of 512 x 2 B and as many indexer keys of 128 x 2 B.
+    assert pro.compressed_bytes == 30 * 262_144 * 1024 + 31 * 8192 * 1024  # C128: 2^20 / 128
+    assert pro.indexer_bytes == 30 * 262_144 * 256
+    assert pro.window_bytes == 61 * 128 * 1024  # the 128-token window on every layer
+    published = pro.compressed_bytes + pro.indexer_bytes + pro.window_bytes
+    # 7.5 GiB + 0.2421875 GiB + 1.875 GiB + 0.00745 GiB = 9.6246 GiB
+    assert round(published / GiB, 2) == 9.62
+    # DeepSeek-V3.2 in 16 bits, from its config: 61 MLA layers x ((kv_lora_rank 512 +
+    # qk_rope_head_dim 64) x 2 B + index_head_dim 128 x 2 B) x 2^20 tokens = 83.875 GiB;
+    # 83.875 / 9.6246 = 8.71, the blog's 8.7x.
+    v32 = load("deepseek-ai--DeepSeek-V3.2")
+    per_token = v32["num_hidden_layers"] * (
+        (v32["kv_lora_rank"] + v32["qk_rope_head_dim"]) * 2 + v32["index_head_dim"] * 2
+    )
+    assert per_token == 61 * 1408
+    assert round(per_token * ONE_MILLION / published, 1) == 8.7
+    # The compressor states (float32, beside the published figure) add 0.017 GiB:
+    # C4 30 x 8 tokens x (2 x 2 x 512 + 2 x 2 x 128) x 4 B, C128 31 x 128 x 2 x 512 x 4 B.
+    assert pro.compressor_state_bytes == 30 * 8 * (2048 + 512) * 4 + 31 * 128 * 1024 * 4
+
+
+def test_deepseek_v4_flash_is_refused_by_name_with_the_bytes_vllm_stores() -> None:
+    # Flash: 43 layers, compress_ratios 0, 0, (4, 128) x 20, 4 (the 44th entry is MTP).
+    # As vLLM stores them: fp8_ds_mla rows of 584 B, indexer keys of 128 + 128/128 x 4 = 132 B.
+    window = 43 * 128 * 584
+    c4 = 21 * 262_144 * (584 + 132)
+    c128 = 20 * 8192 * 584
+    states = 21 * 8 * (2048 + 512) * 4 + 20 * 128 * 1024 * 4
+    expected = window + c4 + c128 + states
+    assert expected == 4_052_700_160
+    with pytest.raises(UnknownLayerKind) as caught:
+        architecture_from_hf_config(load("deepseek-ai--DeepSeek-V4-Flash"))
+    assert caught.value.field == "compress_ratios"
+    assert "21 C4 layers with indexer keys, 20 C128, 2 window-only" in caught.value.reason
+    assert f"holds {expected} B as vLLM stores it (fp8_ds_mla)" in caught.value.reason
+    assert "_get_packed_kv_cache_groups" in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("compress_ratios", [0, 0, 8]), ("head_dim", 256), ("num_key_value_heads", 2)],
+)
+def test_a_deepseek_v4_config_vllm_would_not_build_names_the_key(key: str, value: Any) -> None:
+    config = load("deepseek-ai--DeepSeek-V4-Flash")
+    config[key] = value
+    with pytest.raises(SizingError) as caught:
+        architecture_from_hf_config(config)
+    assert caught.value.field.startswith(key)
+
+
+# --- Kimi-K3 (MLA + KDA) ---------------------------------------------------------------------
+
+
+def kimi_k3() -> ModelArchitecture:
+    return architecture_from_hf_config(load("moonshotai--Kimi-K3"))
+
+
+def test_kimi_k3_reads_kda_and_mla_layers_from_its_one_based_lists() -> None:
+    arch = kimi_k3()
+    # text_config.linear_attn_config: full_attn_layers 4, 8, ..., 92 and 93 (24 layers),
+    # kda_layers the other 69, numbered from 1.
+    assert arch.num_layers == 93
+    assert [i for i, layer in enumerate(arch.layers) if isinstance(layer, FullAttention)] == []
+    mla = [i for i, layer in enumerate(arch.layers) if isinstance(layer, MultiHeadLatentAttention)]
+    assert mla == [*range(3, 92, 4), 92]
+    kda = arch.layers[0]
+    assert kda == KimiDeltaAttention(96, 96, 128, 128, 4)
+    assert arch.state_dtype == "float32"  # vLLM kda_state_dtype: "auto" -> float32
+    # num_experts 896, num_experts_per_token 16, moe_intermediate_size 3072, and
+    # num_shared_experts 2 (Kimi's spelling of n_shared_experts) x 3072.
+    assert arch.moe == MixtureOfExperts(896, 16, 3072, 2 * 3072)
+
+
+def test_kimi_k3_bytes_per_token_and_per_sequence_by_hand() -> None:
+    arch = kimi_k3()
+    # MLA: 24 layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 B = 27,648 B per token.
+    assert kv_bytes_per_token(arch, "auto") == 24 * 576 * 2 == 27_648
+    # KDA per layer (kda_state_shape, tp 1): conv (4 - 1) x (96 x 128 x 3) = 110,592 bf16
+    # values, recurrent 96 x 128 x 128 = 1,572,864 float32 values: 6,512,640 B, 69 layers.
+    state = 110_592 * 2 + 1_572_864 * 4
+    assert state == 6_512_640
+    assert kv_bytes_per_sequence(arch, "auto", 8192) == 27_648 * 8192 + 69 * state
+
+
+def test_kimi_k3_on_vllm_0_33_with_tp8_by_hand() -> None:
+    # TP 8: a KDA state page is conv 3 x 36,864 / 8 x 2 B = 27,648 B + recurrent
+    # 96 / 8 x 128 x 128 x 4 B = 786,432 B = 814,080 B. An MLA token is 1,152 B on every rank.
+    # _align_hybrid_block_size (0.27+): MLA hybrids align to max(16, 128) = 128 tokens:
+    # 128 x ceil(814,080 / (128 x 1,152)) = 128 x 6 = 768 tokens, a page of 884,736 B.
+    answer = capacity(kimi_k3(), 8, 131_072, engine_version="0.33.0", kv_pool_bytes=40 * GiB)
+    layout = answer.layout
+    assert layout.block_size == 768
+    assert {group.page_bytes for group in layout.groups} == {884_736}
+    # 24 MLA layers, 69 KDA layers: groups of 24 (69 > 1.5 x 24): 1 MLA group, 3 KDA groups
+    # of 23 (3 padding layers); a block is 24 pages = 21,233,664 B.
+    assert sorted((g.kind, g.layers) for g in layout.groups) == [
+        ("kda", 23),
+        ("kda", 23),
+        ("kda", 23),
+        ("mla", 24),
+    ]
+    assert layout.bytes_per_block == 24 * 884_736
+    # A request: ceil(131,072 / 768) = 171 MLA blocks + 2 state blocks in each KDA group
+    # (prefix caching is on for hybrids from 0.28: 'align' keeps two).
+    assert layout.blocks_per_request == 171 + 3 * 2
+    assert answer.report.num_gpu_blocks == 40 * GiB // (24 * 884_736) == 2022
+    # The notes give the aligned block, not the MLA backend's 16 it started from.
+    assert not any("MLA block size" in note for note in layout.notes)
+
+
+def test_kimi_k3_before_vllm_0_27_and_a_flag_older_releases_ignore_are_refused() -> None:
+    with pytest.raises(SizingError) as too_old:
+        capacity(kimi_k3(), 8, 8192, engine_version="0.26.0", kv_pool_bytes=GiB)
+    assert too_old.value.field == "engine_version"
+    with pytest.raises(SizingError) as ignored:
+        capacity(
+            kimi_k3(),
+            8,
+            8192,
+            engine_version="0.29.0",
+            kv_pool_bytes=GiB,
+            mamba_ssm_cache_dtype="bfloat16",
+        )
+    assert ignored.value.field == "mamba_ssm_cache_dtype"
+
+
+def test_kimi_k3_takes_a_bfloat16_recurrent_state_from_vllm_0_30() -> None:
+    # kda_state_dtype (0.30.0+): bfloat16 -> recurrent 786,432 / 2 = 393,216 B at TP 8, so a
+    # state page is 27,648 + 393,216 = 420,864 B: 128 x ceil(420,864 / 147,456) = 384 tokens.
+    answer = capacity(
+        kimi_k3(),
+        8,
+        131_072,
+        engine_version="0.30.0",
+        kv_pool_bytes=40 * GiB,
+        mamba_ssm_cache_dtype="bfloat16",
+    )
+    assert answer.layout.block_size == 384
+
+
+@pytest.mark.parametrize(
+    ("engine", "version"), [(Engine.SGLANG, "0.5.23"), (Engine.TRTLLM, "1.2.0")]
+)
+def test_other_engines_refuse_kda_by_name(engine: Engine, version: str) -> None:
+    with pytest.raises(SizingError) as caught:
+        capacity(kimi_k3(), 8, 8192, engine=engine, engine_version=version, kv_pool_bytes=GiB)
+    assert caught.value.field == "engine"
+    assert "Kimi Delta Attention" in caught.value.reason
+
+
+# --- MiniMax-M3 ------------------------------------------------------------------------------
+
+
+def minimax_m3() -> ModelArchitecture:
+    return architecture_from_hf_config(load("MiniMaxAI--MiniMax-M3"))
+
+
+def test_minimax_m3_keeps_an_index_key_on_its_sparse_layers() -> None:
+    arch = minimax_m3()
+    # sparse_attention_freq: 0 on layers 0-2, 1 on the other 57.
+    plain, indexed = FullAttention(4, 128), FullAttention(4, 128, indexer_head_dim=128)
+    assert arch.layers == (plain,) * 3 + (indexed,) * 57
+    # K and V: 4 heads x 128 x 2 x 2 B = 2,048 B; an index key: 128 bf16 = 256 B.
+    assert kv_bytes_per_token(arch, "auto") == 3 * 2048 + 57 * (2048 + 256) == 137_472
+    # fp8 KV halves K and V, not the bf16 index key.
+    assert kv_bytes_per_token(arch, "fp8") == 3 * 1024 + 57 * (1024 + 256)
+
+
+def test_minimax_m3_on_vllm_0_33_is_one_group_of_128_token_pages() -> None:
+    # TP 4: one KV head per rank (4 / 4): 512 B of K and V, + 256 B of index key on a sparse
+    # layer (one copy per rank). UniformTypeKVCacheSpecs: the index MLAAttentionSpec groups
+    # with FullAttentionSpec, pages summed: 128 x (3 x 512 + 57 x 768) = 5,799,936 B.
+    answer = capacity(minimax_m3(), 4, 131_072, engine_version="0.33.0", kv_pool_bytes=40 * GiB)
+    assert answer.layout.block_size == 128
+    assert answer.layout.bytes_per_block == 128 * (3 * 512 + 57 * 768) == 5_799_936
+    assert answer.layout.blocks_per_request == 131_072 // 128
+    assert answer.report.num_gpu_blocks == 40 * GiB // 5_799_936 == 7405
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"engine_version": "0.32.0"}, "engine_version"),
+        ({"engine_version": "0.33.0", "block_size": 64}, "block_size"),
+        ({"engine": Engine.SGLANG, "engine_version": "0.5.23"}, "engine"),
+        ({"engine": Engine.TRTLLM, "engine_version": "1.2.0"}, "engine"),
+    ],
+)
+def test_minimax_m3_refusals_name_the_input(options: dict[str, Any], field: str) -> None:
+    with pytest.raises(SizingError) as caught:
+        capacity(minimax_m3(), 4, 8192, kv_pool_bytes=GiB, **options)
+    assert caught.value.field == field
+
+
+def test_a_minimax_m3_index_value_is_refused_not_ignored() -> None:
+    config = load("MiniMaxAI--MiniMax-M3")
+    config["sparse_attention_config"]["sparse_disable_index_value"][5] = 0
+    with pytest.raises(UnknownLayerKind) as caught:
+        architecture_from_hf_config(config)
+    assert caught.value.field == "sparse_attention_config.sparse_disable_index_value[5]"
