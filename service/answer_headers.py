@@ -18,6 +18,7 @@ Encodings, header-safe (visible ASCII) whatever the text:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 from urllib.parse import quote
@@ -42,17 +43,19 @@ ANSWER_HEADERS_DOC: Final[dict[str, Any]] = {
     IGNORED_HEADER: IGNORED_HEADER_DOC,
 }
 
-_PLAIN: Final = frozenset(range(0x20, 0x7F)) - {ord("%"), ord('"')}
+# The bytes a Display String escapes: `"`, `%`, and all outside printable ASCII (0x20-0x7e).
+_ESCAPED: Final = re.compile(rb"[^\x20\x21\x23\x24\x26-\x7e]")
+
+
+def _escape(byte: re.Match[bytes]) -> bytes:
+    return b"%%%02x" % byte[0][0]
 
 
 def display_string(text: str) -> str:
     """One RFC 9651 Display String (§4.1.11, serializing): `%"..."`, percent-escaping `%`, `"`
-    and each byte of the UTF-8 encoding outside printable ASCII."""
-    out = ['%"']
-    for byte in text.encode("utf-8"):
-        out.append(chr(byte) if byte in _PLAIN else f"%{byte:02x}")
-    out.append('"')
-    return "".join(out)
+    and each byte of the UTF-8 encoding outside printable ASCII (lowercase hex). Only those
+    bytes are visited: a warning is encoded once per answer computed, on the hot path's miss."""
+    return '%"' + _ESCAPED.sub(_escape, text.encode("utf-8")).decode("ascii") + '"'
 
 
 def warnings_value(warnings: Sequence[str]) -> str | None:

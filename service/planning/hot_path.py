@@ -9,9 +9,12 @@ untouched:
 1. the read key, where `KVPLAN_READ_KEYS` is set (a request without one goes on to FastAPI,
    which answers 401: an answer never reaches a caller without a key);
 2. the question: the raw query string and Accept header of a question answered before, or
-   else the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid
-   value or an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406),
-   validated with the endpoint's own model and made canonical (`cache.CapacityKey`);
+   else the query parsed as FastAPI parses it (a near-miss of a parameter name, two spellings
+   of one, an engine flag kvplan does not model, an invalid value or an Accept it cannot
+   answer goes on to FastAPI, which answers the 422 or 406), validated with the endpoint's own
+   model, which reads the engines' spellings as its fields (`engine_flags`), and made
+   canonical (`cache.CapacityKey`), with the header naming the parameters it ignored
+   (`cache.Asked`: that depends on the words, not on the question);
 3. the catalog snapshot the request reads (its token is part of the key: a catalog change is a
    miss), then the answer, if this replica sent it for this catalog (`EncodedAnswers`);
 4. otherwise the endpoint's own answer, `router.capacity_answer`, from the query validated in
@@ -19,9 +22,11 @@ untouched:
    routing cost several times what the arithmetic does. A question that is a problem (an
    unknown slug, a layout that does not fit) goes on to FastAPI, which answers it as always.
 
-The answer (or a 304 when If-None-Match names its ETag) is marked stale when the catalog is
-(`KVPLAN-Catalog-Stale`) and counted in `kvplan_capacity_requests_total` like any other; the
-security headers, CORS and the HTTP metrics are the layers around this one. The route, its
+The answer carries its warnings in a header encoded once with it (`EncodedAnswer.said`), and
+the parameters its words ignored. It (or a 304 when If-None-Match names its ETag) is marked
+stale when the catalog is (`KVPLAN-Catalog-Stale`) and counted in
+`kvplan_capacity_requests_total` like any other; the security headers, CORS and the HTTP
+metrics are the layers around this one. The route, its
 parameters and its OpenAPI description are FastAPI's, unchanged, and it answers as this layer
 does (tests/planning/test_capacity_hot_path.py sends each question to both).
 """
