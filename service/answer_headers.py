@@ -45,6 +45,7 @@ ANSWER_HEADERS_DOC: Final[dict[str, Any]] = {
 
 # The bytes a Display String escapes: `"`, `%`, and all outside printable ASCII (0x20-0x7e).
 _ESCAPED: Final = re.compile(rb"[^\x20\x21\x23\x24\x26-\x7e]")
+_ESCAPED_TEXT: Final = re.compile(r"[^\x20\x21\x23\x24\x26-\x7e]")  # the same, as text
 
 
 def _escape(byte: re.Match[bytes]) -> bytes:
@@ -55,6 +56,8 @@ def display_string(text: str) -> str:
     """One RFC 9651 Display String (§4.1.11, serializing): `%"..."`, percent-escaping `%`, `"`
     and each byte of the UTF-8 encoding outside printable ASCII (lowercase hex). Only those
     bytes are visited: a warning is encoded once per answer computed, on the hot path's miss."""
+    if _ESCAPED_TEXT.search(text) is None:  # most warnings: nothing to escape
+        return f'%"{text}"'
     return '%"' + _ESCAPED.sub(_escape, text.encode("utf-8")).decode("ascii") + '"'
 
 

@@ -90,9 +90,10 @@ class EngineFields(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _engine_spellings(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return with_kvplan_names(data, cls.model_fields)
-        return data
+        fields = cls.__pydantic_fields__  # model_fields, without its property's checks
+        if isinstance(data, Mapping) and not data.keys() <= fields.keys():
+            return with_kvplan_names(data, fields)
+        return data  # every name is a field (most questions): nothing to rename
 
     engine: EngineName = Field(
         "vllm", description="Inference engine whose memory arithmetic to follow."
