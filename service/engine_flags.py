@@ -14,7 +14,7 @@ Names are compared as written, and also as a command-line flag is spelt (`--tp-s
 `tp-size` read as `tp_size`).
 
 Sources: vLLM `vllm/engine/arg_utils.py` `EngineArgs.add_cli_args` (the short `-tp`, `-pp`,
-`-dp`, `-q`); SGLang `python/sglang/srt/server_args.py` `ServerArgs` (its field names; the
+`-dp`); SGLang `python/sglang/srt/server_args.py` `ServerArgs` (its field names; the
 CLI flag is the field name with dashes); TensorRT-LLM `tensorrt_llm/commands/serve.py` `serve`
 (trtllm-serve's `--tp_size`, `--pp_size`, `--max_batch_size`, `--max_num_tokens`,
 `--max_seq_len`, `--kv_cache_free_gpu_memory_fraction`) and `tensorrt_llm/llmapi/llm_args.py`
@@ -83,9 +83,9 @@ SPELLINGS: Final[tuple[Spelling, ...]] = (
         "TensorRT-LLM KvCacheConfig.enable_block_reuse",
     ),
     # the weights' format: vLLM and SGLang --quantization (fp8, awq, gptq, modelopt_fp4,
-    # mxfp4, ...), which sizing/dtypes.py normalize_weight_format reads
+    # mxfp4, ...), which sizing/dtypes.py normalize_weight_format reads. vLLM's short `-q` is
+    # left out: `q` is too common a query parameter (a search box) to read as weights.
     Spelling("quantization", "weight_format", "vLLM -q/--quantization, SGLang --quantization"),
-    Spelling("q", "weight_format", "vLLM -q"),
 )
 
 

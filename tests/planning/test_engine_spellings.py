@@ -123,6 +123,19 @@ def test_post_bodies_read_the_engines_names(client: TestClient) -> None:
     assert a.json() == b.json()
 
 
+def test_pictures_and_get_plans_read_the_engines_names(client: TestClient) -> None:
+    for picture in ("memory-budget", "capacity-by-context", "speed-by-batch"):
+        url = f"/v1/pictures/{picture}?format=svg&"
+        ours, theirs = client.get(url + KVPLAN), client.get(url + RESPELT[0])
+        assert ours.status_code == theirs.status_code == 200, theirs.text
+        assert ours.content == theirs.content, picture
+    plan = "/v1/plans?model=llama-3.1-8b&peak_concurrency=40&gpus=l4,h100-sxm-80gb"
+    ours = client.get(f"{plan}&max_model_len=8192")
+    theirs = client.get(f"{plan}&context_length=8192")
+    assert ours.status_code == theirs.status_code == 200, theirs.text
+    assert ours.content == theirs.content
+
+
 def test_csv_columns_read_the_engines_names(client: TestClient) -> None:
     ours = "model,max_model_len,peak_concurrency,gpus\nllama-3.1-8b,8192,40,l4;h100-sxm-80gb\n"
     theirs = ours.replace("max_model_len", "context_length")
@@ -264,9 +277,12 @@ def _warned(client: TestClient, query: str) -> list[str]:
 def test_an_engine_release_newer_than_kvplan_models_warns_on_get(client: TestClient) -> None:
     warnings = _warned(client, f"{LLAMA}&engine_version=9.0.0")
     assert any(f"sized as {LATEST_VLLM_VERSION}" in w and "9.0.0" in w for w in warnings)
-    # the POST answer says the same, from the same source
+    # the POST answer says the same, from the same source, in its header too
     body = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "engine_version": "9.0.0"}
     assert client.post(CAPACITY, json=body).json()["warnings"] == warnings
+    row = client.post(CAPACITY, json=body, headers={"Accept": "text/csv"})
+    assert row.status_code == 200, row.text
+    assert warnings_of(row) == warnings
 
 
 def test_a_context_past_the_models_positions_warns_on_get(client: TestClient) -> None:
