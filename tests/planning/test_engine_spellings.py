@@ -23,6 +23,8 @@ from service.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, display_stri
 from service.engine_flags import ALIASES, SPELLINGS, UNMODELLED
 from service.planning.schemas import CapacityRequest, PlanRequestBody
 from service.sizing.engines.calibration import LATEST_VLLM_VERSION
+from tests.conftest import ADMIN
+from tests.deployments.test_deployments_api import PROFILE
 from tests.helpers import problem
 from tests.planning.test_plan_table import CSV, table
 
@@ -308,6 +310,26 @@ def test_pictures_say_the_warnings_of_what_they_draw(client: TestClient) -> None
         answer = client.get(f"/v1/pictures/{picture}?{LLAMA}&engine_version=9.0.0&format=svg")
         assert answer.status_code == 200, answer.text
         assert warnings_of(answer) == expected, picture
+
+
+def test_a_deployment_profiles_capacity_says_its_warnings_in_every_format(
+    client: TestClient,
+) -> None:
+    # A profile is a stored capacity question (ARCHITECTURE.md): its answer warns as GET does;
+    # the profile's SGLang spelling `context_length` is stored as max_model_len.
+    profile = {k: v for k, v in PROFILE.items() if k != "max_model_len"}
+    body = {**profile, "engine_version": "9.0.0", "context_length": 8192}
+    assert client.post("/v1/deployments", json=body, headers=ADMIN).status_code == 201
+    url = "/v1/deployments/llama-8b-h100/capacity"
+    answer = client.get(url).json()
+    assert answer["max_model_len"] == 8192
+    assert any(f"sized as {LATEST_VLLM_VERSION}" in w for w in answer["warnings"])
+    for fmt in ("csv", "text", "prometheus"):
+        other = client.get(url, params={"format": fmt})
+        assert other.status_code == 200, other.text
+        assert warnings_of(other) == answer["warnings"], fmt
+    header = client.get(url, params={"format": "csv"}).text.splitlines()[0]
+    assert "warnings" not in header.split(",")  # a row has no room for a list
 
 
 def test_a_display_string_keeps_every_character() -> None:
