@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
 from .db import Database
+from .engine_flags import known
 from .errors import InvalidRequest, ServiceUnavailable
 from .metrics import Metrics
 from .security import READ_KEY_PARAMETER
@@ -135,8 +136,8 @@ def _query_names(route: APIRoute) -> frozenset[str]:
 def misspelling_of(name: str, declared: frozenset[str]) -> str | None:
     """The declared parameter an undeclared `name` is surely a misspelling of, else None
     (`_`, `api_key`, `nocache`: None). Remembered: callers repeat their URLs."""
-    if name in declared or name in _UNDECLARED_KNOWN:
-        return None
+    if name in declared or name in _UNDECLARED_KNOWN or known(name, declared):
+        return None  # a field, the read key, an engine's spelling, a flag refused by name
     close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=_MISSPELT_CUTOFF)
     return close[0] if close else None
 

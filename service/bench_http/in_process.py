@@ -49,6 +49,6 @@ def new_questions(requests: list[Request], rounds: int = 5) -> InProcess:
             asked = canonical(query, None)
             if asked is None:
                 raise ValueError(f"the workload asks a question FastAPI refuses: {query!r}")
-            capacity_answer(state, asked[1], asked[0], snapshot, settings)
+            capacity_answer(state, asked[1], asked[0].key, snapshot, settings)
         figures.append((time.perf_counter() - start) / len(queries) * 1e6)
     return InProcess(len(queries), tuple(figures[1:]))

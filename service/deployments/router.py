@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from .. import conditional, exposition
+from ..answer_headers import answer_headers
 from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
 from ..db import Database
 from ..deps import (
@@ -350,8 +351,9 @@ async def get_deployment_capacity(
     }
     if fmt == "prometheus":
         body, media = capacity_exposition(data, {"deployment": row.name}), exposition.CONTENT_TYPE
-    elif fmt == "csv":
-        body, media = csv_text([table_row(data)]).encode(), "text/csv; charset=utf-8"
+    elif fmt == "csv":  # the warnings go in the header (a row has no room for a list)
+        cells = table_row({k: v for k, v in data.items() if k != "warnings"})
+        body, media = csv_text([cells]).encode(), "text/csv; charset=utf-8"
     elif fmt == "text":
         body, media = (
             # the headline number unless `field` names another
@@ -370,6 +372,7 @@ async def get_deployment_capacity(
         headers[STALE_HEADER] = "true"
     if etag_matches(request, tag):
         return Response(status_code=304, headers=headers)
+    headers.update(answer_headers(detail.warnings))  # as GET /v1/capacity says them
     return Response(body, media_type=media, headers=headers)
 
 

@@ -14,9 +14,16 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field
 
+from ..answer_headers import (
+    ANSWER_HEADERS_DOC,
+    WARNINGS_HEADER,
+    WARNINGS_HEADER_DOC,
+    answer_headers,
+)
 from ..catalog.snapshot import CatalogSnapshot
 from ..conditional import etag_for, etag_matches
 from ..deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
+from ..engine_flags import ignored
 from ..errors import NotAcceptable
 from ..planning import service
 from ..planning.schemas import (
@@ -61,16 +68,22 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     422: {"description": "Invalid input; `field` names it"},
     503: {"description": "Database unreachable"},
 }
-IMAGES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "The picture",
-        "content": {
-            "image/svg+xml": {"schema": {"type": "string"}},
-            "image/png": {"schema": {"type": "string", "format": "binary"}},
-        },
+_PICTURE: dict[str, Any] = {
+    "description": "The picture",
+    "content": {
+        "image/svg+xml": {"schema": {"type": "string"}},
+        "image/png": {"schema": {"type": "string", "format": "binary"}},
     },
 }
-CACHED_IMAGES: dict[int | str, dict[str, Any]] = {**IMAGES, 304: {"description": "Not modified"}}
+# A POST's picture says the warnings of the answer it draws; a GET's also the parameters it
+# ignored (answer_headers).
+IMAGES: dict[int | str, dict[str, Any]] = {
+    200: {**_PICTURE, "headers": {WARNINGS_HEADER: WARNINGS_HEADER_DOC}},
+}
+CACHED_IMAGES: dict[int | str, dict[str, Any]] = {
+    200: {**_PICTURE, "headers": ANSWER_HEADERS_DOC},
+    304: {"description": "Not modified"},
+}
 
 
 class PictureQuery(CapacityQuery):
@@ -86,6 +99,15 @@ class SpeedPictureQuery(PictureQuery):
     """GET /v1/pictures/speed-by-batch: the capacity parameters and a latency target to draw."""
 
     max_tpot_ms: float | None = Field(None, gt=0, le=1_000_000, description=MAX_TPOT_DOC)
+
+
+def _parameters(query: type[PictureQuery]) -> frozenset[str]:
+    """A GET's query parameters: what it reads (the rest it ignores, and names)."""
+    return frozenset(info.alias or name for name, info in query.model_fields.items())
+
+
+_PICTURE_PARAMETERS = _parameters(PictureQuery)
+_SPEED_PARAMETERS = _parameters(SpeedPictureQuery)
 
 
 def _quality(accept: str, media: str) -> tuple[float, int]:
@@ -132,9 +154,18 @@ def picture_format(request: Request, explicit: PictureFormat | None) -> PictureF
 
 
 def _picture(
-    request: Request, scene: Scene, fmt: PictureFormat, token: str, max_age: int | None
+    request: Request,
+    drawn: Drawn,
+    fmt: PictureFormat,
+    token: str,
+    max_age: int | None,
+    *,
+    parameters: frozenset[str] = frozenset(),
 ) -> Response:
-    """The rendered picture; a GET (`max_age` given) is cacheable and answers 304 on its ETag."""
+    """The rendered picture, saying the warnings of the answer drawn (and, for a GET, the query
+    parameters outside `parameters` it ignored); a GET (`max_age` given) is cacheable and
+    answers 304 on its ETag."""
+    scene, warnings = drawn
     if fmt == "svg":
         body = render_svg(scene)
     else:
@@ -143,11 +174,13 @@ def _picture(
 
         body = render_png(scene)
     if max_age is None:
-        return Response(body, media_type=MEDIA[fmt], headers={"Cache-Control": "no-store"})
+        headers = {"Cache-Control": "no-store", **answer_headers(warnings)}
+        return Response(body, media_type=MEDIA[fmt], headers=headers)
     etag = etag_for(token, body)
     headers = {"ETag": etag, "Cache-Control": f"public, max-age={max_age}", "Vary": "Accept"}
     if etag_matches(request, etag):
         return Response(status_code=304, headers=headers)
+    headers.update(answer_headers(warnings, ignored(request.query_params.keys(), parameters)))
     return Response(body, media_type=MEDIA[fmt], headers=headers)
 
 
@@ -194,20 +227,23 @@ def _curve(
     return points
 
 
-Draw = Callable[[CapacityQuestion, CapacityFields, CatalogSnapshot], Scene]
+# A picture, and the warnings of the capacity answer it draws.
+Drawn = tuple[Scene, list[str]]
+Draw = Callable[[CapacityQuestion, CapacityFields, CatalogSnapshot], Drawn]
 
 
 def draw_memory_budget(
     question: CapacityQuestion, fields: CapacityFields, catalog: CatalogSnapshot
-) -> Scene:
-    return memory_budget_scene(service.capacity(question, catalog))
+) -> Drawn:
+    detail = service.capacity(question, catalog)
+    return memory_budget_scene(detail), detail.warnings
 
 
 def draw_capacity_by_context(
     question: CapacityQuestion, fields: CapacityFields, catalog: CatalogSnapshot
-) -> Scene:
+) -> Drawn:
     detail = service.capacity(question, catalog)
-    return context_scene(detail, _curve(question, fields, catalog, detail))
+    return context_scene(detail, _curve(question, fields, catalog, detail)), detail.warnings
 
 
 def _get(
@@ -217,8 +253,8 @@ def _get(
     question = CapacityQuestion(
         query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes, explain=True
     )
-    scene = draw(question, query, catalog)
-    return _picture(request, scene, fmt, catalog.token, max_age)
+    drawn = draw(question, query, catalog)
+    return _picture(request, drawn, fmt, catalog.token, max_age, parameters=_PICTURE_PARAMETERS)
 
 
 def _post(
@@ -353,8 +389,10 @@ def get_speed_by_batch(
     question = CapacityQuestion(
         query.model, query.gpu, query, gpu_memory_bytes=query.gpu_memory_bytes
     )
-    scene = speed_scene(service.speed_by_batch(question, catalog, query.max_tpot_ms))
-    return _picture(request, scene, fmt, catalog.token, settings.capacity_max_age_seconds)
+    curve = service.speed_by_batch(question, catalog, query.max_tpot_ms)
+    drawn = speed_scene(curve), curve.detail.warnings
+    max_age = settings.capacity_max_age_seconds
+    return _picture(request, drawn, fmt, catalog.token, max_age, parameters=_SPEED_PARAMETERS)
 
 
 @router.post(
@@ -375,5 +413,6 @@ def post_speed_by_batch(
 ) -> Response:
     picked = picture_format(request, format)
     question = CapacityQuestion(body.model, body.gpu, body)
-    scene = speed_scene(service.speed_by_batch(question, catalog, max_tpot_ms))
-    return _picture(request, scene, picked, catalog.token, None)
+    curve = service.speed_by_batch(question, catalog, max_tpot_ms)
+    drawn = speed_scene(curve), curve.detail.warnings
+    return _picture(request, drawn, picked, catalog.token, None)

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
+from ..answer_headers import IGNORED_HEADER, WARNINGS_HEADER, ignored_value, warnings_value
 from ..sizing.frozen import frozen
 from .schemas import CapacityDetail, CapacityQuery
 
@@ -98,15 +100,27 @@ class EncodedAnswer:
     media_type: str
     # ETag, Cache-Control and Vary: what a 304 carries too
     validators: tuple[tuple[bytes, bytes], ...]
+    # Kvplan-Warnings, where the answer has warnings (answer_headers): encoded once, with it
+    said: tuple[tuple[bytes, bytes], ...] = ()
 
     @classmethod
-    def of(cls, body: bytes, *, etag: str, media_type: str, cache_control: str) -> EncodedAnswer:
+    def of(
+        cls,
+        body: bytes,
+        *,
+        etag: str,
+        media_type: str,
+        cache_control: str,
+        warnings: Sequence[str] = (),
+    ) -> EncodedAnswer:
         validators = (
             (b"etag", etag.encode("latin-1")),
             (b"cache-control", cache_control.encode("latin-1")),
             (b"vary", b"Accept"),
         )
-        return cls(body, etag, media_type, validators)
+        said = warnings_value(warnings)
+        warned = () if said is None else ((WARNINGS_KEY, said.encode("latin-1")),)
+        return cls(body, etag, media_type, validators, warned)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         """The headers of the 200 answer."""
@@ -114,7 +128,27 @@ class EncodedAnswer:
             (b"content-type", self.media_type.encode("latin-1")),
             (b"content-length", str(len(self.body)).encode("latin-1")),
             *self.validators,
+            *self.said,
         ]
+
+
+WARNINGS_KEY = WARNINGS_HEADER.lower().encode("latin-1")
+IGNORED_KEY = IGNORED_HEADER.lower().encode("latin-1")
+
+
+def ignored_header(names: Sequence[str]) -> tuple[tuple[bytes, bytes], ...]:
+    """The Kvplan-Ignored-Parameters header of a raw question, as ASGI sends it (or none)."""
+    value = ignored_value(names)
+    return () if value is None else ((IGNORED_KEY, value.encode("latin-1")),)
+
+
+@frozen
+class Asked:
+    """What a raw question asked: its canonical question, and the header naming the query
+    parameters it ignored (which depend on its spelling, not on the question)."""
+
+    key: CapacityKey
+    ignored: tuple[tuple[bytes, bytes], ...]
 
 
 # The raw form of a question: the query string as sent, and the Accept header (None: absent).
@@ -126,15 +160,15 @@ class EncodedAnswers:
 
     def __init__(self, size: int = 2048, raw_size: int = 4096) -> None:
         self._answers: _Lru[tuple[str, CapacityKey], EncodedAnswer] = _Lru(size)
-        self._questions: _Lru[RawQuestion, CapacityKey] = _Lru(raw_size)
+        self._questions: _Lru[RawQuestion, Asked] = _Lru(raw_size)
         self.hits = 0
 
-    def question(self, raw: RawQuestion) -> CapacityKey | None:
-        """The canonical question a raw query string asked before, if it was seen."""
+    def question(self, raw: RawQuestion) -> Asked | None:
+        """What a raw query string asked before, if it was seen."""
         return self._questions.get(raw)
 
-    def remember(self, raw: RawQuestion, question: CapacityKey) -> None:
-        self._questions.put(raw, question)
+    def remember(self, raw: RawQuestion, asked: Asked) -> None:
+        self._questions.put(raw, asked)
 
     def get(self, token: str, question: CapacityKey) -> EncodedAnswer | None:
         answer = self._answers.get((token, question))

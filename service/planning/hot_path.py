@@ -9,9 +9,12 @@ untouched:
 1. the read key, where `KVPLAN_READ_KEYS` is set (a request without one goes on to FastAPI,
    which answers 401: an answer never reaches a caller without a key);
 2. the question: the raw query string and Accept header of a question answered before, or
-   else the query parsed as FastAPI parses it (a near-miss of a parameter name, an invalid
-   value or an Accept it cannot answer goes on to FastAPI, which answers the 422 or 406),
-   validated with the endpoint's own model and made canonical (`cache.CapacityKey`);
+   else the query parsed as FastAPI parses it (a near-miss of a parameter name, two spellings
+   of one, an engine flag kvplan does not model, an invalid value or an Accept it cannot
+   answer goes on to FastAPI, which answers the 422 or 406), validated with the endpoint's own
+   model, which reads the engines' spellings as its fields (`engine_flags`), and made
+   canonical (`cache.CapacityKey`), with the header naming the parameters it ignored
+   (`cache.Asked`: that depends on the words, not on the question);
 3. the catalog snapshot the request reads (its token is part of the key: a catalog change is a
    miss), then the answer, if this replica sent it for this catalog (`EncodedAnswers`);
 4. otherwise the endpoint's own answer, `router.capacity_answer`, from the query validated in
@@ -19,9 +22,11 @@ untouched:
    routing cost several times what the arithmetic does. A question that is a problem (an
    unknown slug, a layout that does not fit) goes on to FastAPI, which answers it as always.
 
-The answer (or a 304 when If-None-Match names its ETag) is marked stale when the catalog is
-(`KVPLAN-Catalog-Stale`) and counted in `kvplan_capacity_requests_total` like any other; the
-security headers, CORS and the HTTP metrics are the layers around this one. The route, its
+The answer carries its warnings in a header encoded once with it (`EncodedAnswer.said`), and
+the parameters its words ignored. It (or a 304 when If-None-Match names its ETag) is marked
+stale when the catalog is (`KVPLAN-Catalog-Stale`) and counted in
+`kvplan_capacity_requests_total` like any other; the security headers, CORS and the HTTP
+metrics are the layers around this one. The route, its
 parameters and its OpenAPI description are FastAPI's, unchanged, and it answers as this layer
 does (tests/planning/test_capacity_hot_path.py sends each question to both).
 """
@@ -42,11 +47,12 @@ from ..catalog.reads import STALE_HEADER
 from ..catalog.snapshot import CatalogCache, CatalogSnapshot
 from ..conditional import none_match
 from ..deps import misspelling_of
+from ..engine_flags import ignored
 from ..errors import Problem
 from ..metrics import HANDLER_KEY, Metrics
 from ..security import READ_KEY_HEADER, READ_KEY_PARAMETER, read_key_presented
 from ..settings import Settings
-from .cache import CapacityKey, EncodedAnswer, EncodedAnswers, RawQuestion
+from .cache import Asked, CapacityKey, EncodedAnswer, EncodedAnswers, RawQuestion, ignored_header
 from .router import capacity_answer, capacity_format
 from .schemas import CapacityQuery
 
@@ -90,18 +96,22 @@ def query_pairs(query: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, CapacityQuery] | None:
-    """The canonical question of a query string, and the query validated, or None where FastAPI
-    would refuse it (a misspelt parameter name, an invalid value, an Accept it cannot answer):
-    those go on to it.
+def canonical(query_string: bytes, accept: str | None) -> tuple[Asked, CapacityQuery] | None:
+    """The canonical question of a query string (with the parameters it ignores), and the query
+    validated, or None where FastAPI would refuse it (a misspelt parameter name, two spellings
+    of one, an engine flag kvplan does not model, an invalid value, an Accept it cannot
+    answer): those go on to it.
 
     The values are picked as FastAPI picks them for a query model (`fastapi.dependencies.utils`,
     `_request_param_model_to_args`, from Starlette's `QueryParams`, which splits the query
     string with `parse_qsl(..., keep_blank_values=True)` after decoding it as latin-1): every
-    value of a list field, the last one of any other, parameters the model does not declare
-    left to its `extra="ignore"`.
+    value of a list field, the last one of any other, and the parameters the model does not
+    declare handed to it too (one value, or a list of the values of a repeated one), where
+    the engines' spellings become its fields (`EngineFields`) and the rest are left to its
+    `extra="ignore"`.
     """
     values: dict[str, Any] = {}
+    extras: dict[str, list[str]] = {}
     for name, value in query_pairs(query_string.decode("latin-1")):
         if name in _SEQUENCES:
             values.setdefault(name, []).append(value)
@@ -109,11 +119,16 @@ def canonical(query_string: bytes, accept: str | None) -> tuple[CapacityKey, Cap
             values[name] = value
         elif misspelling_of(name, DECLARED) is not None:
             return None
+        else:
+            extras.setdefault(name, []).append(value)
+    for name, given in extras.items():
+        values[name] = given[0] if len(given) == 1 else given
     try:
         query = CapacityQuery.model_validate(values)
-        return CapacityKey.of(query, capacity_format(query, accept)), query
+        key = CapacityKey.of(query, capacity_format(query, accept))
     except (ValidationError, Problem):
         return None
+    return Asked(key, ignored_header(ignored(extras, DECLARED))), query
 
 
 class CapacityHotPath:
@@ -137,37 +152,37 @@ class CapacityHotPath:
 
     async def _answer(
         self, scope: Scope, headers: dict[bytes, bytes]
-    ) -> tuple[CapacityKey, EncodedAnswer] | None:
+    ) -> tuple[Asked, EncodedAnswer] | None:
         settings: Settings = self.state.settings
         if settings.read_key_list and not _key_presented(settings, scope, headers):
             return None
         answers: EncodedAnswers = self.state.capacity_encoded
         accept = _text(headers.get(b"accept"))
         raw: RawQuestion = (scope["query_string"], headers.get(b"accept"))
-        key = answers.question(raw)
+        asked = answers.question(raw)
         query = None
-        if key is None:
-            asked = canonical(scope["query_string"], accept)
-            if asked is None:
+        if asked is None:
+            validated = canonical(scope["query_string"], accept)
+            if validated is None:
                 return None
-            key, query = asked
+            asked, query = validated
         snapshot = await _snapshot(self.state.catalog)
         if snapshot is None:
             return None
-        answer = answers.get(snapshot.token, key)
+        answer = answers.get(snapshot.token, asked.key)
         if answer is not None:
             if query is not None:
                 # A spelling is remembered once its question is asked again: most questions
                 # never asked twice are not worth an entry, and a poller asks a third time.
-                answers.remember(raw, key)
-            return key, answer
+                answers.remember(raw, asked)
+            return asked, answer
         if query is None:  # asked before in these words, its answer since forgotten
-            asked = canonical(scope["query_string"], accept)
-            if asked is None:
+            validated = canonical(scope["query_string"], accept)
+            if validated is None:
                 return None
-            query = asked[1]
+            query = validated[1]
         try:
-            return key, capacity_answer(self.state, query, key, snapshot, settings)
+            return asked, capacity_answer(self.state, query, asked.key, snapshot, settings)
         except Exception:  # a problem (or a fault): FastAPI meets it again and answers it
             return None
 
@@ -175,20 +190,20 @@ class CapacityHotPath:
         self,
         scope: Scope,
         send: Send,
-        key: CapacityKey,
+        asked: Asked,
         answer: EncodedAnswer,
         if_none_match: bytes | None,
     ) -> None:
         scope[HANDLER_KEY] = PATH  # the HTTP metrics' `handler` label, as if routed
         metrics: Metrics = self.state.metrics
-        metrics.capacity_request("GET", key.fmt)
+        metrics.capacity_request("GET", asked.key.fmt)
         stale = [_STALE] if self.state.catalog.stale else []
         if if_none_match is not None and none_match(_text(if_none_match), answer.etag):
             headers = [*answer.validators, *stale]
             await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
-        headers = [*answer.headers(), *stale]
+        headers = [*answer.headers(), *asked.ignored, *stale]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer.body})
 

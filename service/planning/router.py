@@ -8,7 +8,7 @@ JSON, a CSV or TSV table, or one value; GET /v1/capacity also caches.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -17,9 +17,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 
 from .. import exposition
+from ..answer_headers import (
+    ANSWER_HEADERS_DOC,
+    WARNINGS_HEADER,
+    WARNINGS_HEADER_DOC,
+    answer_headers,
+)
 from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
 from ..catalog.snapshot import CatalogSnapshot
 from ..deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_misspelt_parameters
+from ..engine_flags import ignored
 from ..errors import InvalidRequest
 from ..formats import (
     MEDIA_TYPES,
@@ -74,6 +81,9 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 _TEXT = {"schema": {"type": "string"}}
 # Every sizing answer reads the replica's catalog snapshot; this says when it is a stale one.
 STALE: dict[str, Any] = {STALE_HEADER: STALE_HEADER_DOC}
+# A GET's 200 also says its warnings and the query parameters it ignored; a POST's its warnings.
+ANSWERED: dict[str, Any] = {**STALE, **ANSWER_HEADERS_DOC}
+WARNED: dict[str, Any] = {**STALE, WARNINGS_HEADER: WARNINGS_HEADER_DOC}
 TABLES: dict[str, Any] = {"text/csv": _TEXT, "text/tab-separated-values": _TEXT}
 ALT_FORMATS: dict[str, Any] = {**TABLES, "text/plain": _TEXT}
 # Answers that are tables get these GiB twins of their byte columns (formats.gib_twins).
@@ -86,20 +96,28 @@ FIT_PROBLEMS = (
 
 
 _ANSWER_FIELDS = set(CapacityAnswer.model_fields)
+# A table row, a text value or a gauge has no room for the warnings: the header carries them.
+_ROW_FIELDS = _ANSWER_FIELDS - {"warnings"}
+# GET /v1/capacity's query parameters (what its answer reads; the rest it ignores and names).
+CAPACITY_PARAMETERS = frozenset(
+    info.alias or name for name, info in CapacityQuery.model_fields.items()
+)
+_PLAN_PARAMETERS = frozenset(info.alias or name for name, info in PlanQuery.model_fields.items())
 # json.dumps(body, separators=(",", ":")) without building an encoder per answer: the same
 # encoder (json/__init__.py `dumps` makes one with these arguments), so the same bytes.
 _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def _answer_row(detail: CapacityAnswer) -> dict[str, Any]:
-    """The CapacityAnswer fields of a detail: every CSV row, the text and Prometheus answers."""
-    return detail.model_dump(mode="json", include=_ANSWER_FIELDS)
+    """The CapacityAnswer fields of a detail but its warnings: every CSV row, the text and
+    Prometheus answers."""
+    return detail.model_dump(mode="json", include=_ROW_FIELDS)
 
 
 def _answer_json(detail: CapacityAnswer) -> bytes:
     """GET's JSON body: the CapacityAnswer fields serialised by pydantic straight from the
-    detail, the bytes `_JSON.encode(_answer_row(detail))` writes for every answer kvplan
-    computes (ASCII text, finite numbers), without building the row in between."""
+    detail (its warnings included), the bytes `_JSON.encode` writes of the same fields for
+    every answer kvplan computes (ASCII text, finite numbers), without building a dict."""
     return detail.model_dump_json(include=_ANSWER_FIELDS).encode()
 
 
@@ -119,6 +137,7 @@ def _encode(
     value: Any,
     token: str,
     cache_control: str,
+    warnings: Sequence[str] = (),
 ) -> EncodedAnswer:
     if fmt in ("csv", "tsv"):
         body = render_table(table, "tsv" if fmt == "tsv" else "csv", columns).encode()
@@ -132,22 +151,35 @@ def _encode(
         body = _JSON.encode(json_body).encode()
     media = exposition.CONTENT_TYPE if fmt == "prometheus" else MEDIA_TYPES[fmt]
     return EncodedAnswer.of(
-        body, etag=etag_for(token, body), media_type=media, cache_control=cache_control
+        body,
+        etag=etag_for(token, body),
+        media_type=media,
+        cache_control=cache_control,
+        warnings=warnings,
     )
 
 
-def _sent(request: Request, answer: EncodedAnswer) -> Response:
-    """The answer, or a 304 where If-None-Match names it; marked stale where the catalog is."""
+def _sent(
+    request: Request, answer: EncodedAnswer, parameters: frozenset[str] | None = None
+) -> Response:
+    """The answer, or a 304 where If-None-Match names it; marked stale where the catalog is.
+    The 200 says its warnings, and for a GET (`parameters`: those it reads) the query
+    parameters it ignored."""
     headers = {name.decode(): value.decode() for name, value in answer.validators}
     if request.app.state.catalog.stale:
         headers[STALE_HEADER] = "true"
     if etag_matches(request, answer.etag):
         return Response(status_code=304, headers=headers)
+    headers.update((name.decode(), value.decode()) for name, value in answer.said)
+    if parameters is not None:
+        headers.update(answer_headers((), ignored(request.query_params.keys(), parameters)))
     return Response(answer.body, media_type=answer.media_type, headers=headers)
 
 
-def _respond(request: Request, **encoding: Any) -> Response:
-    return _sent(request, _encode(**encoding))
+def _respond(
+    request: Request, parameters: frozenset[str] | None = None, **encoding: Any
+) -> Response:
+    return _sent(request, _encode(**encoding), parameters)
 
 
 @router.get(
@@ -160,15 +192,20 @@ def _respond(request: Request, **encoding: Any) -> Response:
     "(or `Accept: text/csv`, `text/tab-separated-values`) gives a header row and one row "
     "(bytes columns with a `_gib` twin); `format=text` the bare `max_num_seqs`, "
     "`field=<name>` another bare value (Google Sheets `IMPORTDATA`, Excel `WEBSERVICE`). "
-    "Parameters it does not know are ignored (a cache-busting `_=123`), except a near-miss of "
-    "one it knows, which is a 422 naming it. For KEDA's `metrics-api` scaler the number is the "
+    "The engines' own names for its parameters are read as its own (SGLang `context_length`, "
+    "`tp_size`; TensorRT-LLM `max_seq_len`, `max_batch_size`; ...: `service/engine_flags.py`); "
+    "an engine flag that changes memory kvplan does not model (`enable_lora`, "
+    "`speculative_config`, ...) is a 422 naming it. Other parameters it does not know are "
+    "ignored (a cache-busting `_=123`) and named in `Kvplan-Ignored-Parameters`, except a "
+    "near-miss of one it knows, which is a 422 naming it. Warnings are in `warnings` and, in "
+    "every format, the `Kvplan-Warnings` header. For KEDA's `metrics-api` scaler the number is the "
     "top-level `max_num_seqs` (`valueLocation: max_num_seqs`; with `peak_concurrency`, "
     "`replicas_for_peak_concurrency`), or with `format=prometheus` the gauge "
     "`kvplan_capacity_max_num_seqs`. A layout that does not fit is a 422, never a 200 with 0.",
     response_model=CapacityAnswer,
     responses={
         **PROBLEMS,
-        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}, "headers": STALE},
+        200: {"content": {**ALT_FORMATS, **exposition.OPENAPI_CONTENT}, "headers": ANSWERED},
         304: {"description": "Not modified", "headers": STALE},
         422: {"description": FIT_PROBLEMS},
     },
@@ -187,7 +224,7 @@ async def get_capacity(
     key = CapacityKey.of(query, capacity_format(query, request.headers.get("accept")))
     answer = capacity_answer(request.app.state, query, key, catalog, settings)
     metrics.capacity_request("GET", key.fmt)
-    return _sent(request, answer)
+    return _sent(request, answer, CAPACITY_PARAMETERS)
 
 
 def capacity_answer(
@@ -217,6 +254,7 @@ def capacity_answer(
         value=data.get(query.field or CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control=_cache_control(settings),
+        warnings=detail.warnings,
     )
     encoded: EncodedAnswers = state.capacity_encoded
     encoded.put(catalog.token, key, answer)
@@ -240,7 +278,7 @@ def capacity_format(query: CapacityQuery, accept: str | None) -> str:
     "`kv_pool_bytes` replaces the computed pool. Answers with the hand-checkable explanation; "
     "`Accept: text/csv` (or TSV) gives the GET's table row, `text/plain` `max_num_seqs`.",
     response_model=CapacityDetail,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": STALE}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": WARNED}},
     openapi_extra=READ_OPENAPI,
 )
 def post_capacity(
@@ -259,6 +297,7 @@ def post_capacity(
         value=getattr(detail, CAPACITY_HEADLINE),
         token=catalog.token,
         cache_control="no-store",
+        warnings=detail.warnings,
     )
 
 
@@ -278,7 +317,14 @@ def _plan_rows(answer: PlanAnswer) -> list[dict[str, Any]]:
 
 
 def _plan_response(
-    request: Request, answer: PlanAnswer, *, fmt: str, field: str | None, token: str, cache: str
+    request: Request,
+    answer: PlanAnswer,
+    *,
+    fmt: str,
+    field: str | None,
+    token: str,
+    cache: str,
+    parameters: frozenset[str] | None = None,
 ) -> Response:
     best = answer.recommendation
     value = getattr(best, field or PLAN_HEADLINE) if best is not None else no_plan_reason(answer)
@@ -286,6 +332,7 @@ def _plan_response(
     # Only the form asked for is built: a whole-catalog plan's JSON or rows are not free.
     return _respond(
         request,
+        parameters,
         fmt=fmt,
         json_body={} if table or fmt == "text" else answer.model_dump(mode="json"),
         table=_plan_rows(answer) if table else [],
@@ -293,6 +340,7 @@ def _plan_response(
         value=value,
         token=token,
         cache_control=cache,
+        warnings=answer.warnings,
     )
 
 
@@ -399,7 +447,7 @@ router.add_api_route(
     "the explanation; engine flags to paste. `Accept: text/csv` (or TSV) gives one row per "
     "option, `text/plain` the recommendation's `total_gpus`.\n\n" + _TABLE_BODY_DOC,
     response_model=PlanAnswer,
-    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": STALE}},
+    responses={**PROBLEMS, 200: {"content": ALT_FORMATS, "headers": WARNED}},
     route_class_override=PlanRoute,
     openapi_extra={
         **READ_OPENAPI,
@@ -429,7 +477,7 @@ router.add_api_route(
     response_model=PlanAnswer,
     responses={
         **PROBLEMS,
-        200: {"content": ALT_FORMATS, "headers": STALE},
+        200: {"content": ALT_FORMATS, "headers": ANSWERED},
         304: {"description": "Not modified", "headers": STALE},
     },
     openapi_extra=READ_OPENAPI,
@@ -450,6 +498,7 @@ def get_plan(
         field=query.field,
         token=catalog.token,
         cache=_cache_control(settings),
+        parameters=_PLAN_PARAMETERS,
     )
 
 

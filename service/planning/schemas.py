@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from ..engine_flags import with_kvplan_names
 from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
 from ..sizing.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
@@ -100,7 +101,19 @@ ERROR_BAND_DOC = (
 
 
 class EngineFields(BaseModel):
-    """The engine and the flags of it that change the arithmetic (None = the engine's default)."""
+    """The engine and the flags of it that change the arithmetic (None = the engine's default).
+
+    Every request model built on it reads the engines' own spellings of its fields (SGLang's
+    `context_length`, TensorRT-LLM's `max_batch_size`, ...) as its fields, and refuses an
+    engine flag that changes memory kvplan does not model (`engine_flags`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_spellings(cls, data: Any) -> Any:
+        fields = cls.__pydantic_fields__  # model_fields, without its property's checks
+        if isinstance(data, Mapping) and not data.keys() <= fields.keys():
+            return with_kvplan_names(data, fields)
+        return data  # every name is a field (most questions): nothing to rename
 
     engine: EngineName = Field(
         "vllm", description="Inference engine whose memory arithmetic to follow."
@@ -490,10 +503,16 @@ class CapacityAnswer(BaseModel):
         "max_num_batched_tokens, enforce_eager) measured the memory outside the KV cache: its "
         "pool replaces kvplan's estimate. In CSV and TSV tables, its `calibration_id` alone.",
     )
+    warnings: list[str] = Field(
+        description="What the numbers assume or leave out: an engine_version newer than the "
+        "newest release kvplan models (sized as that release), a max_model_len beyond the "
+        "model's max_position_embeddings, why the speed figures are null, ... Every format "
+        "also carries them in the `Kvplan-Warnings` header (CSV, TSV, text and Prometheus "
+        "answers, which have no room for them, included)."
+    )
 
 
 class CapacityDetail(CapacityAnswer):
-    warnings: list[str]
     engine_settings: dict[str, Any]
     engine_log: list[str]
     explanation: dict[str, Any] | None = None

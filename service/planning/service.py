@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ..catalog.snapshot import CatalogSnapshot
+from ..engine_flags import kvplan_name, with_kvplan_names
 from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
 from ..metrics import Metrics
 from ..sizing import (
@@ -207,10 +208,11 @@ def _notes(ref: ModelRef) -> tuple[str, ...]:
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
-    """GET /v1/capacity's answer: the numbers of `capacity`, without the warnings, settings,
+    """GET /v1/capacity's answer: the numbers and warnings of `capacity`, without the settings,
     log lines and explanation its answer leaves out (an autoscaler asks this many times a
     minute; a question not asked before is built in full every time)."""
-    return CapacityAnswer(**_answer_fields(_size(question, catalog), catalog.version))
+    sized = _size(question, catalog)
+    return CapacityAnswer(**_answer_fields(sized, catalog.version), warnings=_warnings(sized))
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,16 +425,23 @@ def _capacity_detail(
         explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
-        warnings=[
-            *notes,
-            *([] if sized.recognised is None else [sized.recognised[1]]),
-            *capacity.warnings,
-            *_speed_warnings(capacity, speed),
-        ],
+        warnings=[*notes, *_warnings(sized)],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=explanation,
     )
+
+
+def _warnings(sized: _Sized) -> list[str]:
+    """A capacity answer's warnings, the detail's and GET's alike: the GPU recognised by its
+    bytes, the arithmetic's (an engine release newer than kvplan models, a context past the
+    model's positions, ...), and the speed figures'."""
+    capacity = sized.result
+    return [
+        *([] if sized.recognised is None else [sized.recognised[1]]),
+        *capacity.warnings,
+        *_speed_warnings(capacity, sized.speed),
+    ]
 
 
 def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
@@ -633,14 +642,17 @@ class ScenarioOutcome:
 
 
 def _table_columns(header: Sequence[str]) -> None:
-    """A table of questions names its columns as the JSON body names its fields."""
+    """A table of questions names its columns as the JSON body names its fields (or as the
+    engines spell them, `engine_flags`): two spellings of one field, or an engine flag kvplan
+    does not model, refuse the table whole, as an unknown column does."""
     known = {*PlanRequestBody.model_fields, SCENARIO_LABEL}
+    with_kvplan_names(dict.fromkeys(header), known)
     seen: set[str] = set()
     for name in header:
         if name in seen:
             raise InvalidRequest(f"column {name!r} appears twice", field=name)
         seen.add(name)
-        if name not in known:
+        if kvplan_name(name, known) is None:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise InvalidRequest(

@@ -28,7 +28,7 @@ from service.db import Database
 from service.deps import _query_names
 from service.planning import hot_path
 from service.planning.cache import CapacityKey, EncodedAnswer, EncodedAnswers
-from service.planning.hot_path import DECLARED, PATH, CapacityHotPath
+from service.planning.hot_path import DECLARED, PATH
 from service.planning.router import router as planning_router
 from service.planning.schemas import CapacityQuery
 from tests.catalog.test_stale_reads import cut
@@ -356,6 +356,10 @@ ANSWERED = [
         {},
     ),
     ("model=qwen3-8b&gpu=l4&max_model_len=4096&_=123&nocache=1&api_key=x", {}),
+    # the engines' own spellings (engine_flags), a release newer than kvplan models (warned)
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&context_length=8192&tp_size=2&format=csv", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_seq_len=8192&engine=trtllm&max_batch_size=9", {}),
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&engine_version=9.0.0&format=text", {}),
 ]
 REFUSED = [
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_model_length=8192", {}),  # misspelt: 422
@@ -372,21 +376,16 @@ REFUSED = [
     ("model=llama-3.1-8b&gpu=l4&max_model_len=131072", {}),  # one sequence does not fit: 422
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&kv_cache_dtype=fp7", {}),  # unknown dtype: 422
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tensor_parallel_size=16", {}),  # beyond a node
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tp=2&tp_size=2", {}),  # two spellings: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&enable_lora=true", {}),  # not modelled: 422
 ]
-COMPARED = (*HEADERS_COMPARED, "kvplan-catalog-stale", "x-content-type-options")
-
-
-@pytest.fixture
-def fastapi_only(engine: Engine, connection: Connection, database_url: str) -> Iterator[TestClient]:
-    """A replica whose GET /v1/capacity is answered by the FastAPI route alone."""
-    database = Database(engine)
-    database.sessions = sessionmaker(
-        bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False
-    )
-    app = create_app(make_settings(database_url), database)
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not CapacityHotPath]
-    with TestClient(app) as test_client:
-        yield test_client
+COMPARED = (
+    *HEADERS_COMPARED,
+    "kvplan-catalog-stale",
+    "x-content-type-options",
+    "kvplan-warnings",
+    "kvplan-ignored-parameters",
+)
 
 
 def test_a_new_question_is_answered_by_the_hot_path_as_fastapi_answers_it(
