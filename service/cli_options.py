@@ -6,8 +6,10 @@ and validated by the same schema as over HTTP: a bad value is the same problem. 
 the strings typed, as a query string's do; pydantic converts them. An option's help is the
 field's own description unless the table gives one.
 
-`ALIASES` gives further flag names for a field (other engines' spellings, such as SGLang's
-`--context-length` for `max_model_len`): the one place to add them, and none is added yet.
+`ALIASES` gives further flag names for a field: the other engines' spellings (SGLang's
+`--context-length` for `max_model_len`, `--tp-size` for `tensor_parallel_size`), taken from the
+one table every HTTP door reads (`engine_flags.ALIASES`). A flag kvplan does not model is refused
+by argparse, by name, in the server's problem shape.
 """
 
 from __future__ import annotations
@@ -19,8 +21,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-# field -> further flag names, without the dashes: {"max_model_len": ("context-length",)}
-ALIASES: Mapping[str, tuple[str, ...]] = {}
+from .engine_flags import ALIASES as ENGINE_ALIASES
+
+
+def _engine_spellings() -> dict[str, tuple[str, ...]]:
+    """field -> further flag names, without the dashes ({"max_model_len": ("context-length",
+    "max-seq-len")}): the engines' spellings every HTTP door reads (engine_flags.ALIASES)."""
+    flags: dict[str, list[str]] = {}
+    for alias, field in ENGINE_ALIASES.items():
+        flags.setdefault(field, []).append(alias.replace("_", "-"))
+    return {field: tuple(names) for field, names in flags.items()}
+
+
+ALIASES: Mapping[str, tuple[str, ...]] = _engine_spellings()
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,3 +37,24 @@ def test_a_length_past_the_limit_needs_the_override(capsys: pytest.CaptureFixtur
     long = [*QUESTION, "--max-model-len", "300000", "--allow-long-max-model-len", "--no-explain"]
     assert main(long) == 0
     assert json.loads(capsys.readouterr().out)["max_model_len"] == 300_000
+
+
+def test_the_engines_spellings_ask_the_same_question(capsys: pytest.CaptureFixture[str]) -> None:
+    # SGLang's --context-length and --tp-size (python/sglang/srt/server_args.py ServerArgs) are
+    # aliases of --max-model-len and --tensor-parallel-size, as on every HTTP door
+    # (service/engine_flags.py): the same question, the same answer, byte for byte.
+    base = [*QUESTION, "--format", "json"]
+    assert main([*base, "--context-length", "8192", "--tp-size", "2"]) == 0
+    sglang = capsys.readouterr().out
+    assert main([*base, "--max-model-len", "8192", "--tensor-parallel-size", "2"]) == 0
+    assert sglang == capsys.readouterr().out
+    assert json.loads(sglang)["tensor_parallel_size"] == 2
+
+
+def test_an_unmodelled_memory_flag_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM's --enable-lora reserves adapter buffers kvplan does not model yet: refused by name
+    # (exit 2, the server's problem shape), never sized as if absent.
+    with pytest.raises(SystemExit) as refused:
+        main([*QUESTION, "--enable-lora"])
+    assert refused.value.code == 2
+    assert json.loads(capsys.readouterr().err)["field"] == "enable_lora"
