@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ..catalog import names
 from ..catalog.snapshot import CatalogSnapshot
 from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
 from ..metrics import Metrics
@@ -474,18 +475,39 @@ def _speed_warnings(capacity: Capacity, speed: Speed | None) -> list[str]:
 def _recognised_gpu(
     ref: GpuRef | None, gpu: Gpu, catalog: CatalogSnapshot
 ) -> tuple[str | None, str] | None:
-    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so."""
+    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so, how
+    far its total is from that GPU's, and which other GPU it was as near to
+    (catalog.names.match_memory)."""
     if isinstance(ref, str) or (ref is not None and ref.name):
         return None
-    known = catalog.gpu_by_memory(gpu.memory_bytes)
-    if known is not None:
-        return known.slug, (
-            f"gpu: {gpu.memory_bytes:,} B is the runtime-reported total of {known.slug} "
-            f"({known.name}); that GPU's engine defaults apply"
+    total = gpu.memory_bytes
+    match = catalog.gpu_memory_match(total)
+    tolerance = f"{names.MEMORY_TOLERANCE_BYTES:,} B (0.105 GiB)"
+    if match is not None:
+        known = catalog.gpus[match.slug]
+        off = match.off_bytes(total)
+        logged = (
+            ""
+            if match.known_total_bytes == match.catalog_total_bytes
+            else f", and {abs(total - match.known_total_bytes):,} B from "
+            f"{match.known_total_bytes:,} B, a total its logs print"
         )
+        note = (
+            f"gpu: {total:,} B is the runtime-reported total of {known.slug} ({known.name}): "
+            f"{abs(off):,} B ({abs(off) / match.catalog_total_bytes:.3%}) "
+            f"{'under' if off < 0 else 'over'} the catalog's {match.catalog_total_bytes:,} B"
+            f"{logged}, within the {tolerance} a GPU's total moves with its driver; that "
+            "GPU's engine defaults apply"
+        )
+        if match.others:
+            note += (
+                f"; {', '.join(match.others)} also report(s) a total within {tolerance}: "
+                f"{known.slug} is the nearest, name the GPU (gpu=<slug>) if it is another"
+            )
+        return known.slug, note
     return None, (
-        f"gpu: no catalog GPU reports {gpu.memory_bytes:,} B; the engine defaults of an "
-        "unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
+        f"gpu: no catalog GPU reports {total:,} B (within {tolerance}); the engine defaults of "
+        "an unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
         "Blackwell kernels); name the GPU (gpu=<slug>, or an inline name) to use its own"
     )
 
