@@ -55,6 +55,7 @@ from ..sizing.speed import (
     batch_sizes,
     pace,
 )
+from ..sizing.versions import parse_engine_version
 from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,
@@ -95,6 +96,9 @@ class CapacityQuestion:
     calibrations: bool = True
     # The calibration the caller names (a deployment profile's `calibration_id`).
     calibration_id: int | None = None
+    # The newest release kvplan models, for a question pinned to an older one (a deployment
+    # profile's): its answer warns when that release would answer otherwise.
+    newest_release: str | None = None
 
     @classmethod
     def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
@@ -190,7 +194,43 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout, with the warnings, the engine's settings and
     log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
     sized = _size(question, catalog)
-    return _capacity_detail(sized, catalog.version, with_explanation=question.explain)
+    newer = _newer_release_warnings(question, sized, catalog)
+    return _capacity_detail(sized, catalog.version, with_explanation=question.explain, also=newer)
+
+
+def _newer_release_warnings(
+    question: CapacityQuestion, sized: _Sized, catalog: CatalogSnapshot
+) -> list[str]:
+    """For a question pinned to a release older than the newest modelled one: what the newest
+    would answer, where its max_num_seqs or pool differ (both numbers). A calibrated answer is
+    the pinned release's own measurement: no other release's estimate is set against it."""
+    newest, pinned = question.newest_release, question.fields.engine_version
+    if newest is None or pinned is None or sized.calibrated_from is not None:
+        return []
+    engine = question.fields.engine
+    if parse_engine_version(pinned) >= parse_engine_version(newest):
+        return []
+    fields = question.fields.model_copy(update={"engine_version": newest})
+    try:
+        newer = dataclasses.replace(
+            question, fields=fields, newest_release=None, calibrations=False, calibration_id=None
+        )
+        then = _size(newer, catalog)
+    except SizingError as exc:
+        return [
+            f"engine_version: {engine} {newest}, the newest release kvplan models, refuses this "
+            f"question ({exc.field}: {exc.reason}); it is sized as the pinned {pinned}"
+        ]
+    now, later = sized.result, then.result
+    if (now.max_num_seqs, now.kv_pool_bytes) == (later.max_num_seqs, later.kv_pool_bytes):
+        return []
+    return [
+        f"engine_version: sized as {engine} {pinned}, the release this question is pinned to; "
+        f"{newest}, the newest release kvplan models, would answer max_num_seqs "
+        f"{later.max_num_seqs} (pinned: {now.max_num_seqs}) and kv_pool_bytes "
+        f"{later.kv_pool_bytes:,} (pinned: {now.kv_pool_bytes:,}): set engine_version to "
+        f"{newest} to size it as that release"
+    ]
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
@@ -391,7 +431,7 @@ def _default_context(arch: ModelArchitecture, max_model_len: int | None) -> int:
 
 
 def _capacity_detail(
-    sized: _Sized, catalog_version: int, *, with_explanation: bool
+    sized: _Sized, catalog_version: int, *, with_explanation: bool, also: Sequence[str] = ()
 ) -> CapacityDetail:
     capacity, speed = sized.result, sized.speed
     explanation = None
@@ -406,6 +446,7 @@ def _capacity_detail(
             *([] if sized.recognised is None else [sized.recognised[1]]),
             *capacity.warnings,
             *_speed_warnings(capacity, speed),
+            *also,
         ],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
