@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
@@ -169,26 +169,10 @@ class EngineFields(BaseModel):
     )
 
 
-def _a_runtime_total(value: int) -> int:
-    """A GPU's total memory in bytes: under 1 GiB is a number in other units (80 meant as
-    80 GB), refused rather than sized as a GPU with no room."""
-    if value < 2**30:
-        raise ValueError(
-            f"{value:,} B is under 1 GiB: give the total in bytes as the CUDA runtime reports "
-            f"it (did you mean {value:,} GB = {value * 10**9} bytes?)"
-        )
-    return value
-
-
-# Bytes, at least 1 GiB (checked at the door: POST's `gpu.memory_bytes`, GET's
-# `gpu_memory_bytes`).
-RuntimeTotalBytes = Annotated[int, AfterValidator(_a_runtime_total)]
-
-
 class InlineGpu(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    memory_bytes: RuntimeTotalBytes = Field(
+    memory_bytes: int = Field(
         ..., ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
     )
     name: str = Field("", max_length=200, description="Device name (batch defaults read it).")
@@ -293,7 +277,7 @@ class _CatalogTarget(EngineFields):
         description="GPU slug (or give gpu_memory_bytes).",
         examples=["h100-sxm-80gb"],
     )
-    gpu_memory_bytes: RuntimeTotalBytes | None = Field(
+    gpu_memory_bytes: int | None = Field(
         None, ge=1, le=2**50, description="Total memory as the CUDA runtime reports it."
     )
 

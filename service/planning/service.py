@@ -365,7 +365,9 @@ def _resolve_gpu(
     if ref is None:
         if memory_bytes is None:
             raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
-        ref = InlineGpu(memory_bytes=memory_bytes)
+        ref = InlineGpu(memory_bytes=_a_runtime_total(memory_bytes, "gpu_memory_bytes"))
+    else:
+        _a_runtime_total(ref.memory_bytes, "gpu.memory_bytes")
     # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
     # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
     known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
@@ -381,6 +383,18 @@ def _resolve_gpu(
         dense_fp8_tflops=ref.dense_fp8_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
     )
+
+
+def _a_runtime_total(memory_bytes: int, field: str) -> int:
+    """A GPU's total memory in bytes: under 1 GiB is a number in other units (80 meant as
+    80 GB), refused rather than sized as a GPU with no room for its weights."""
+    if memory_bytes < 2**30:
+        raise SizingError(
+            field,
+            f"{memory_bytes:,} B is under 1 GiB: give the total in bytes as the CUDA runtime "
+            f"reports it (did you mean {memory_bytes:,} GB = {memory_bytes * 10**9} bytes?)",
+        )
+    return memory_bytes
 
 
 # Flags only one engine reads: naming one for another engine is a mistake, not a no-op.
@@ -557,7 +571,13 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
     """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
     if refs is None:
         return [entry.gpu for entry in catalog.gpus.values()]
-    return [_resolve_gpu(ref, catalog) for ref in refs]
+    gpus = []
+    for index, ref in enumerate(refs):
+        try:
+            gpus.append(_resolve_gpu(ref, catalog))
+        except SizingError as exc:  # the field of the list's item
+            raise SizingError(exc.field.replace("gpu", f"gpus.{index}", 1), exc.reason) from exc
+    return gpus
 
 
 def _plan_request(fields: PlanFields) -> PlanRequest:
