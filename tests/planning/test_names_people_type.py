@@ -44,7 +44,7 @@ def _post(client: TestClient, **body: Any) -> dict[str, Any]:
     return answer
 
 
-# ---- models --------------------------------------------------------------------------------------
+# ---- models ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_an_unknown_model_suggests_the_closest_slugs(client: TestClient) -> None
     assert body["suggestions"][0] == "llama-3.1-8b-instruct"
 
 
-# ---- GPUs by name ----------------------------------------------------------------------------------
+# ---- GPUs by name ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -192,7 +192,7 @@ def test_profiles_store_the_slugs_of_the_names_they_were_given(client: TestClien
     assert (body["field"], body["suggestions"][0]) == ("gpu", "h100-sxm-80gb")
 
 
-# ---- GPUs by their total ---------------------------------------------------------------------------
+# ---- GPUs by their total ---------------------------------------------------------------------
 
 
 def test_an_h100_total_from_a_one_gpu_job_is_the_h100(client: TestClient) -> None:
