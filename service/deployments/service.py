@@ -158,7 +158,9 @@ def capacity(
             "replica does not hold (yet): retry, or point the profile at another",
             field="calibration_id",
         )
-    key = (catalog.token, f"deployment:{spec.model_dump_json()}:{peak_concurrency}")
+    # the newest modelled release too: the answer warns when it would answer otherwise
+    newest = releases.newest_release(spec.engine)
+    key = (catalog.token, f"deployment:{spec.model_dump_json()}:{peak_concurrency}:{newest}")
     detail = answers.get(key) if answers is not None else None
     if detail is None:
         detail = planning.capacity(question(spec, peak_concurrency), catalog)
