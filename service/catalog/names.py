@@ -11,13 +11,13 @@ the CLI): `CatalogSnapshot.model` and `CatalogSnapshot.gpu` call `resolve_model`
   `AMD Instinct MI300X`), or a short name (`h100`, `H200`, `mi300x`, `4090`): the slug's first
   part, or its number for a GeForce card, with the vendor's words (NVIDIA, AMD, GeForce,
   Instinct, Tesla) left out. A short name that several catalog GPUs share means the family's
-  SXM board of the most memory (`FAMILY_DEFAULTS`, docs/api.md#names-people-type): the bare
+  SXM board of the most memory (`FAMILY_DEFAULTS`, docs/names.md#gpus-by-name): the bare
   name is what the engines' logs print for that board (`NVIDIA H100 80GB HBM3` names no form
   factor; the other boards print `H100 PCIe`, `H100 NVL`, `A100-PCIE-40GB`). Any other shared
   short name is a 404 listing the GPUs it could mean, the closest first.
 - A GPU given by its total memory is the catalog GPU one of whose runtime totals (the catalog's
   own, or one a real log printed: `LOGGED_TOTALS_GIB`) is nearest, within
-  `MEMORY_TOLERANCE_BYTES`.
+  `MEMORY_TOLERANCE_BYTES` (docs/names.md#gpus-by-their-total).
 
 Unknown names get a 404 whose suggestions are the closest catalog slugs, those of the name's
 own family (`h100...`) first.
@@ -69,7 +69,7 @@ FAMILY_DEFAULTS: Mapping[str, str] = {
 }
 
 # Runtime totals real logs printed (two-decimal GiB figures) other than the catalog's own, by
-# slug; docs/catalog-sources.md#gpu-memory-as-torch-reports-it says where each was seen.
+# slug; docs/names.md#gpus-by-their-total says where each was seen.
 LOGGED_TOTALS_GIB: Mapping[str, tuple[float, ...]] = {
     # 1xH100 HBM3 jobs (prime-rl report); jgchn/llm-d-planner's vLLM 0.19.0 logs; vLLM PR #12126
     "h100-sxm-80gb": (79.18, 79.19, 79.22),

@@ -78,7 +78,7 @@ def test_an_unknown_model_suggests_the_closest_slugs(client: TestClient) -> None
 @pytest.mark.parametrize(
     ("name", "slug"),
     [
-        ("h100", "h100-sxm-80gb"),  # a bare H100 is the SXM board (docs/api.md#names-people-type)
+        ("h100", "h100-sxm-80gb"),  # a bare H100 is the SXM board (docs/names.md#gpus-by-name)
         ("H100", "h100-sxm-80gb"),
         ("H200", "h200-141gb"),
         ("mi300x", "mi300x"),
@@ -196,8 +196,9 @@ def test_profiles_store_the_slugs_of_the_names_they_were_given(client: TestClien
 
 
 def test_an_h100_total_from_a_one_gpu_job_is_the_h100(client: TestClient) -> None:
-    # 79.18 GiB, the total 1xH100 HBM3 jobs print (docs/catalog-sources.md#gpu-memory-as-torch-
-    # reports-it): round(79.18 x 2^30) = 85,018,877,624 B. The catalog's H100 is 79.21 GiB =
+    # 79.18 GiB, the total 1xH100 HBM3 jobs print
+    # (docs/catalog-sources.md#gpu-memory-as-torch-reports-it): round(79.18 x 2^30) =
+    # 85,018,877,624 B. The catalog's H100 is 79.21 GiB =
     # 85,051,089,879 B: 32,212,255 B under, 32,212,255 / 85,051,089,879 = 0.038%. The A100's
     # 79.15 GiB is as near (32,212,254 B), but 79.18 is a total H100 logs print: the H100, and a
     # warning naming the A100.
