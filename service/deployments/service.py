@@ -209,6 +209,16 @@ def get(session: Session, name: str) -> DeploymentRow:
     return row
 
 
+def stored_name(catalog: CatalogSnapshot, field: str, name: str) -> str:
+    """The slug a profile stores for a model or GPU name (catalog.names); a name the catalog
+    does not resolve as it is (a profile may name an entry since removed)."""
+    find = catalog.model if field == "model" else catalog.gpu
+    try:
+        return find(name).slug
+    except NotFound:
+        return name
+
+
 def list_profiles(
     session: Session,
     *,

@@ -183,6 +183,11 @@ def test_profiles_store_the_slugs_of_the_names_they_were_given(client: TestClien
         "llama-3.1-8b-instruct",
         "h100-sxm-80gb",
     )
+    listed = client.get(
+        "/v1/deployments", params={"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "h100"}
+    )
+    assert listed.status_code == 200, listed.text
+    assert [p["name"] for p in listed.json()["items"]] == ["by-names"]
     unknown = client.post(
         "/v1/deployments",
         json={"name": "by-unknown", "model": "llama-3.1-8b", "gpu": "h100-80gb"},
