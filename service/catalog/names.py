@@ -83,6 +83,10 @@ LOGGED_TOTALS_GIB: Mapping[str, tuple[float, ...]] = {
     "h200-141gb": (139.81,),
 }
 
+_LOGGED_TOTALS_BYTES = {
+    slug: tuple(gib_to_bytes(gib) for gib in totals) for slug, totals in LOGGED_TOTALS_GIB.items()
+}
+
 # How far a total may be from a GPU's known runtime total and still be that GPU. The largest
 # gap between a total a labelled real log printed and the catalog's total of the same GPU is
 # 0.10 GiB (A100 80GB: 79.25 logged, 79.15 in the catalog; H100 SXM: 79.11 to 79.22 logged,
@@ -252,7 +256,7 @@ def match_memory(memory_bytes: int, catalog_totals: Mapping[str, int]) -> Memory
     the slug."""
     best: dict[str, tuple[int, int, int]] = {}  # slug: (distance, distance to catalog, total)
     for slug, catalog_total in catalog_totals.items():
-        totals = (catalog_total, *(gib_to_bytes(g) for g in LOGGED_TOTALS_GIB.get(slug, ())))
+        totals = (catalog_total, *_LOGGED_TOTALS_BYTES.get(slug, ()))
         for total in totals:
             distance = abs(total - memory_bytes)
             if distance <= MEMORY_TOLERANCE_BYTES:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from service.catalog.names import DEVICE_NAMES, FAMILY_DEFAULTS, LOGGED_TOTALS_GIB
 from service.catalog.seed import load_seed
 from tests.conftest import ADMIN
 from tests.helpers import problem
@@ -301,3 +302,11 @@ def test_the_catalog_totals_are_what_the_tests_assume() -> None:
     assert _catalog_bytes("h100-sxm-80gb") == round(79.21 * GiB) == 85_051_089_879
     assert _catalog_bytes("a100-sxm-80gb") == round(79.15 * GiB) == 84_986_665_370
     assert _catalog_bytes("l40s") == round(44.39 * GiB) == 47_663_399_567
+
+
+def test_every_name_table_points_at_a_shipped_gpu() -> None:
+    # service/catalog/names.py's tables name catalog slugs; a renamed entry must not go stale
+    shipped = {g["slug"] for g in load_seed("gpus.json")}
+    assert set(DEVICE_NAMES.values()) <= shipped
+    assert set(FAMILY_DEFAULTS.values()) <= shipped
+    assert set(LOGGED_TOTALS_GIB) <= shipped
