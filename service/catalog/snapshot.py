@@ -44,16 +44,11 @@ from ..engine_logs.models import CalibrationRow
 from ..errors import NotFound, ServiceUnavailable
 from ..sizing import LINK_GB_S, Gpu, ModelArchitecture, SizingError, architecture_from_dict
 from ..sizing.architecture import Layer, MixtureOfExperts
-from . import answers, repository
+from . import answers, names, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
 
 log = logging.getLogger("kvplan.catalog")
-
-# Half the gap between the closest two catalog totals that belong to different engine defaults
-# (A100-80GB 79.15 GiB, H100 SXM 79.21 GiB): 30 MiB, so a GPU given by bytes is never taken
-# for its neighbour.
-GPU_MEMORY_MATCH_BYTES = 30 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,32 +193,40 @@ class CatalogSnapshot:
         """Changes whenever the catalog does (version and time, so a rollback cannot alias)."""
         return f"{self.version}.{int(self.changed_at.timestamp() * 1_000_000)}"
 
-    def model(self, slug: str) -> ModelEntry:
-        entry = self.models.get(slug)
-        if entry is None:
+    @cached_property
+    def model_names(self) -> names.ModelNames:
+        return names.ModelNames.of((e.slug, e.hf_id) for e in self.models.values())
+
+    @cached_property
+    def gpu_names(self) -> names.GpuNames:
+        return names.GpuNames.of((e.slug, e.name) for e in self.gpus.values())
+
+    def model(self, name: str) -> ModelEntry:
+        """The catalog model `name` is: its slug or its Hugging Face id, in any case
+        (`names.ModelNames`); 404 with the closest slugs."""
+        entry = self.models.get(name)
+        if entry is not None:
+            return entry
+        slug = self.model_names.resolve(name)
+        if slug is None:
             raise NotFound(
-                f"no model {slug!r} in the catalog",
+                f"no model {name!r} in the catalog (a slug or a Hugging Face id)",
                 field="model",
-                suggestions=closest(slug, list(self.models)),
+                suggestions=self.model_names.suggestions(name),
             )
-        return entry
+        return self.models[slug]
+
+    def gpu_memory_match(self, memory_bytes: int) -> names.MemoryMatch | None:
+        """The catalog GPU a runtime total is (`names.match_memory`), if one is."""
+        return names.match_memory(
+            memory_bytes, {slug: entry.gpu.memory_bytes for slug, entry in self.gpus.items()}
+        )
 
     def gpu_by_memory(self, memory_bytes: int) -> GpuEntry | None:
-        """The catalog GPU whose runtime-reported total these bytes are, if one is.
-
-        Totals are recorded from printed GiB figures (two decimals), so a match allows
-        GPU_MEMORY_MATCH_BYTES either way: enough for 79.19 vs 79.21 GiB (one H100 printed by
-        two releases), too little to take an A100-80GB (79.15 GiB) for an H100 (79.21 GiB).
-        The nearest wins; GPUs of one total (two H100 80GB boards) share their engine defaults.
-        """
-        nearest = min(
-            self.gpus.values(),
-            key=lambda entry: (abs(entry.gpu.memory_bytes - memory_bytes), entry.slug),
-            default=None,
-        )
-        if nearest is None or abs(nearest.gpu.memory_bytes - memory_bytes) > GPU_MEMORY_MATCH_BYTES:
-            return None
-        return nearest
+        """The catalog GPU whose runtime-reported total these bytes are, if one is: the GPU
+        one of whose known totals is nearest, within names.MEMORY_TOLERANCE_BYTES."""
+        match = self.gpu_memory_match(memory_bytes)
+        return None if match is None else self.gpus[match.slug]
 
     def calibration(self, calibration_id: int) -> CalibrationEntry:
         for entry in self.calibrations.values():
@@ -231,15 +234,28 @@ class CatalogSnapshot:
                 return entry
         raise NotFound(f"no calibration {calibration_id}", field="calibration_id")
 
-    def gpu(self, slug: str) -> GpuEntry:
-        entry = self.gpus.get(slug)
-        if entry is None:
+    def gpu(self, name: str) -> GpuEntry:
+        """The catalog GPU `name` is: its slug, its name, the device name nvidia-smi prints,
+        or a short name (`names.GpuNames`); 404 with the closest slugs, or listing the GPUs an
+        ambiguous short name could mean."""
+        entry = self.gpus.get(name)
+        if entry is not None:
+            return entry
+        found = self.gpu_names.resolve(name)
+        if isinstance(found, str):
+            return self.gpus[found]
+        if found:
             raise NotFound(
-                f"no GPU {slug!r} in the catalog",
+                f"GPU {name!r} could be any of {', '.join(found)}: name one",
                 field="gpu",
-                suggestions=closest(slug, list(self.gpus)),
+                suggestions=list(found),
             )
-        return entry
+        raise NotFound(
+            f"no GPU {name!r} in the catalog (a slug, a short name such as h100, or the "
+            "device name nvidia-smi prints)",
+            field="gpu",
+            suggestions=list(self.gpu_names.suggestions(name)),
+        )
 
 
 def model_entry(row: ModelRow) -> ModelEntry:

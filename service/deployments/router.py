@@ -130,16 +130,18 @@ def list_deployments(
     request: Request,
     response: Response,
     session: SessionDep,
+    catalog: CatalogDep,
     limit: Annotated[int, Query(ge=1, le=500, description="Profiles per page (at most 500).")] = 50,
     cursor: Annotated[
         str | None,
         Query(max_length=200, description="The `next_cursor` of the previous page (opaque)."),
     ] = None,
     model: Annotated[
-        str | None, Query(max_length=100, description="Only profiles of this model slug.")
+        str | None,
+        Query(max_length=100, description="Only profiles of this model (slug or HF id)."),
     ] = None,
     gpu: Annotated[
-        str | None, Query(max_length=100, description="Only profiles on this GPU slug.")
+        str | None, Query(max_length=100, description="Only profiles on this GPU (slug or name).")
     ] = None,
     namespace: Annotated[
         str | None,
@@ -148,7 +150,12 @@ def list_deployments(
 ) -> DeploymentPage:
     """Profiles in name order, one page at a time; follow `next` (or the `Link` header)."""
     rows, next_cursor = service.list_profiles(
-        session, limit=limit, cursor=cursor, model=model, gpu=gpu, namespace=namespace
+        session,
+        limit=limit,
+        cursor=cursor,
+        model=None if model is None else service.stored_name(catalog, "model", model),
+        gpu=None if gpu is None else service.stored_name(catalog, "gpu", gpu),
+        namespace=namespace,
     )
     return DeploymentPage(
         items=[service.read(row) for row in rows],

@@ -30,6 +30,7 @@ from ..planning import service as planning
 from ..planning.cache import AnswerCache
 from ..planning.schemas import CapacityDetail
 from ..planning.service import CapacityQuestion
+from ..sizing import releases
 from . import repository
 from .models import DeploymentRow
 from .schemas import DeploymentCreate, DeploymentPatch, DeploymentRead, DeploymentReplace
@@ -85,8 +86,32 @@ def question(spec: DeploymentReplace, peak_concurrency: int | None = None) -> Ca
     if peak_concurrency is not None:
         fields = spec.model_copy(update={"peak_concurrency": peak_concurrency})
     return CapacityQuestion(
-        model=spec.model, gpu=spec.gpu, fields=fields, calibration_id=spec.calibration_id
+        model=spec.model,
+        gpu=spec.gpu,
+        fields=fields,
+        calibration_id=spec.calibration_id,
+        newest_release=releases.newest_release(spec.engine),
     )
+
+
+def _resolved(spec: DeploymentReplace, catalog: CatalogSnapshot) -> DeploymentReplace:
+    """The profile as stored: its model and GPU by catalog slug, however they were named
+    (catalog.names: a Hugging Face id, nvidia-smi's name, `h100`), and its engine release
+    pinned (a profile without `engine_version` stores the newest release kvplan models now,
+    so a later kvplan keeps sizing it as it is sized today). 422 naming a field the catalog
+    lacks."""
+    slugs = {}
+    for field, find in (("model", catalog.model), ("gpu", catalog.gpu)):
+        name: str = getattr(spec, field)
+        try:
+            slugs[field] = find(name).slug
+        except NotFound as exc:
+            raise InvalidRequest(
+                f"{field}: {exc.detail}", field=field, suggestions=exc.extra.get("suggestions")
+            ) from None
+    if spec.engine_version is None:
+        slugs["engine_version"] = releases.newest_release(spec.engine)
+    return spec.model_copy(update=slugs)
 
 
 def _in_catalog(spec: DeploymentReplace, catalog: CatalogSnapshot) -> tuple[str, str] | None:
@@ -133,7 +158,9 @@ def capacity(
             "replica does not hold (yet): retry, or point the profile at another",
             field="calibration_id",
         )
-    key = (catalog.token, f"deployment:{spec.model_dump_json()}:{peak_concurrency}")
+    # the newest modelled release too: the answer warns when it would answer otherwise
+    newest = releases.newest_release(spec.engine)
+    key = (catalog.token, f"deployment:{spec.model_dump_json()}:{peak_concurrency}:{newest}")
     detail = answers.get(key) if answers is not None else None
     if detail is None:
         detail = planning.capacity(question(spec, peak_concurrency), catalog)
@@ -142,22 +169,14 @@ def capacity(
     return planning.require_fit(detail)
 
 
-def _check(spec: DeploymentReplace, catalog: CatalogSnapshot) -> None:
-    """What a write refuses: slugs the catalog lacks, a calibration it lacks or that measured
-    another deployment, inputs the arithmetic refuses.
+def _check(spec: DeploymentReplace, catalog: CatalogSnapshot) -> DeploymentReplace:
+    """The profile as stored (`_resolved`), or what a write refuses: names the catalog lacks, a
+    calibration it lacks or that measured another deployment, inputs the arithmetic refuses.
 
     A layout that does not fit is stored (the catalog may change, or the profile describe a
     deployment being fixed); its capacity answers say so.
     """
-    missing = _in_catalog(spec, catalog)
-    if missing is not None:
-        field, slug = missing
-        entries = catalog.models if field == "model" else catalog.gpus
-        raise InvalidRequest(
-            f"{field}: no {field} {slug!r} in the catalog",
-            field=field,
-            suggestions=closest(slug, list(entries)),
-        )
+    spec = _resolved(spec, catalog)
     if _calibration_missing(spec, catalog):
         raise InvalidRequest(
             f"calibration_id: no calibration {spec.calibration_id} (GET /v1/calibrations)",
@@ -172,6 +191,7 @@ def _check(spec: DeploymentReplace, catalog: CatalogSnapshot) -> None:
     # a SizingError is the answer's 422; a calibration that measured another deployment is a
     # 422 naming calibration_id (planning.calibrated.matching)
     planning.capacity(question(spec), catalog)
+    return spec
 
 
 # ---- reads -------------------------------------------------------------------------------------
@@ -187,6 +207,16 @@ def get(session: Session, name: str) -> DeploymentRow:
             suggestions=closest(name, sorted(repository.all_names(session))),
         )
     return row
+
+
+def stored_name(catalog: CatalogSnapshot, field: str, name: str) -> str:
+    """The slug a profile stores for a model or GPU name (catalog.names); a name the catalog
+    does not resolve as it is (a profile may name an entry since removed)."""
+    find = catalog.model if field == "model" else catalog.gpu
+    try:
+        return find(name).slug
+    except NotFound:
+        return name
 
 
 def list_profiles(
@@ -227,8 +257,7 @@ def _calibration_gone(calibration_id: int | None) -> Conflict:
 
 
 def create(session: Session, body: DeploymentCreate, catalog: CatalogSnapshot) -> DeploymentRow:
-    spec = DeploymentReplace.model_validate(body.model_dump(exclude={"name"}))
-    _check(spec, catalog)
+    spec = _check(DeploymentReplace.model_validate(body.model_dump(exclude={"name"})), catalog)
     if repository.get_by_name(session, body.name) is not None:
         raise _conflict(body.name)
     row = DeploymentRow(name=body.name, model=spec.model, gpu=spec.gpu)
@@ -288,8 +317,7 @@ def replace(
     catalog: CatalogSnapshot,
 ) -> DeploymentRow:
     row = _for_update(session, name, if_match)
-    _check(body, catalog)
-    return _update(session, row, body)
+    return _update(session, row, _check(body, catalog))
 
 
 def patch(
@@ -307,11 +335,13 @@ def patch(
         if field in changes and changes[field] is None:
             raise InvalidRequest(f"{field}: cannot be cleared (null); it is required", field=field)
     # null restores the default: the field is left out of the merged profile
-    merged = {**profile(row).model_dump(exclude_defaults=True), **changes}
+    stored = profile(row).model_dump(exclude_defaults=True)
+    if "engine" in changes and "engine_version" not in changes:
+        stored.pop("engine_version", None)  # another engine's release: pinned to its newest
+    merged = {**stored, **changes}
     values = {key: value for key, value in merged.items() if value is not None}
     spec: DeploymentReplace = _validated(DeploymentReplace, values, "body")
-    _check(spec, catalog)
-    return _update(session, row, spec)
+    return _update(session, row, _check(spec, catalog))
 
 
 def delete(session: Session, name: str, if_match: str | None) -> None:

@@ -162,12 +162,8 @@ def answer_json(answer: EngineLogAnswer) -> dict[str, Any]:
 
 
 def catalog_model_for(model_id: str, catalog: CatalogSnapshot) -> str | None:
-    """The catalog model a log names: by `hf_id` (any case), else by slug."""
-    wanted = model_id.strip().rstrip("/").lower()
-    for entry in catalog.models.values():
-        if entry.hf_id is not None and entry.hf_id.lower() == wanted:
-            return entry.slug
-    return wanted if wanted in catalog.models else None
+    """The catalog model a log names: by `hf_id` or slug, any case (catalog.names)."""
+    return catalog.model_names.resolve(model_id)
 
 
 def _target(

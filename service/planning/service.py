@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ..catalog import names
 from ..catalog.snapshot import CatalogSnapshot
 from ..engine_flags import kvplan_name, with_kvplan_names
 from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
@@ -58,6 +59,7 @@ from ..sizing.speed import (
     batch_sizes,
     pace,
 )
+from ..sizing.versions import parse_engine_version
 from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,
@@ -99,6 +101,9 @@ class CapacityQuestion:
     calibrations: bool = True
     # The calibration the caller names (a deployment profile's `calibration_id`).
     calibration_id: int | None = None
+    # The newest release kvplan models, for a question pinned to an older one (a deployment
+    # profile's): its answer warns when that release would answer otherwise.
+    newest_release: str | None = None
 
     @classmethod
     def from_query(cls, query: CapacityQuery) -> CapacityQuestion:
@@ -197,14 +202,55 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
     """One model on one GPU type with one layout, with the warnings, the engine's settings and
     log lines, and the explanation when asked (POST /v1/capacity, the CLI, the profiles)."""
     sized = _size(question, catalog)
+    newer = _newer_release_warnings(question, sized, catalog)
     return _capacity_detail(
-        sized, catalog.version, with_explanation=question.explain, notes=_notes(question.model)
+        sized,
+        catalog.version,
+        with_explanation=question.explain,
+        notes=_notes(question.model),
+        also=newer,
     )
 
 
 def _notes(ref: ModelRef) -> tuple[str, ...]:
     """What was assumed for keys a config.json leaves out (a slug or inline model: nothing)."""
     return config_assumptions(ref.hf_config) if isinstance(ref, HfConfigModel) else ()
+
+
+
+def _newer_release_warnings(
+    question: CapacityQuestion, sized: _Sized, catalog: CatalogSnapshot
+) -> list[str]:
+    """For a question pinned to a release older than the newest modelled one: what the newest
+    would answer, where its max_num_seqs or pool differ (both numbers). A calibrated answer is
+    the pinned release's own measurement: no other release's estimate is set against it."""
+    newest, pinned = question.newest_release, question.fields.engine_version
+    if newest is None or pinned is None or sized.calibrated_from is not None:
+        return []
+    engine = question.fields.engine
+    if parse_engine_version(pinned) >= parse_engine_version(newest):
+        return []
+    fields = question.fields.model_copy(update={"engine_version": newest})
+    try:
+        newer = dataclasses.replace(
+            question, fields=fields, newest_release=None, calibrations=False, calibration_id=None
+        )
+        then = _size(newer, catalog)
+    except SizingError as exc:
+        return [
+            f"engine_version: {engine} {newest}, the newest release kvplan models, refuses this "
+            f"question ({exc.field}: {exc.reason}); it is sized as the pinned {pinned}"
+        ]
+    now, later = sized.result, then.result
+    if (now.max_num_seqs, now.kv_pool_bytes) == (later.max_num_seqs, later.kv_pool_bytes):
+        return []
+    return [
+        f"engine_version: sized as {engine} {pinned}, the release this question is pinned to; "
+        f"{newest}, the newest release kvplan models, would answer max_num_seqs "
+        f"{later.max_num_seqs} (pinned: {now.max_num_seqs}) and kv_pool_bytes "
+        f"{later.kv_pool_bytes:,} (pinned: {now.kv_pool_bytes:,}): set engine_version to "
+        f"{newest} to size it as that release"
+    ]
 
 
 def capacity_answer(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityAnswer:
@@ -343,7 +389,9 @@ def _resolve_gpu(
     if ref is None:
         if memory_bytes is None:
             raise SizingError("gpu", "give a GPU slug or gpu_memory_bytes")
-        ref = InlineGpu(memory_bytes=memory_bytes)
+        ref = InlineGpu(memory_bytes=_a_runtime_total(memory_bytes, "gpu_memory_bytes"))
+    else:
+        _a_runtime_total(ref.memory_bytes, "gpu.memory_bytes")
     # An unnamed GPU takes the name of the catalog GPU its bytes are, so the engine defaults
     # that read the device name (vLLM's batch tiers keep an A100 small) are that GPU's.
     known = None if ref.name else catalog.gpu_by_memory(ref.memory_bytes)
@@ -360,6 +408,18 @@ def _resolve_gpu(
         interconnect_gb_s=ref.interconnect_gb_s,
         bf16_support=ref.bf16_support,
     )
+
+
+def _a_runtime_total(memory_bytes: int, field: str) -> int:
+    """A GPU's total memory in bytes: under 1 GiB is a number in other units (80 meant as
+    80 GB), refused rather than sized as a GPU with no room for its weights."""
+    if memory_bytes < 2**30:
+        raise SizingError(
+            field,
+            f"{memory_bytes:,} B is under 1 GiB: give the total in bytes as the CUDA runtime "
+            f"reports it (did you mean {memory_bytes:,} GB = {memory_bytes * 10**9} bytes?)",
+        )
+    return memory_bytes
 
 
 # Flags only one engine reads: naming one for another engine is a mistake, not a no-op.
@@ -414,7 +474,12 @@ def _default_context(
 
 
 def _capacity_detail(
-    sized: _Sized, catalog_version: int, *, with_explanation: bool, notes: tuple[str, ...] = ()
+    sized: _Sized,
+    catalog_version: int,
+    *,
+    with_explanation: bool,
+    notes: tuple[str, ...] = (),
+    also: Sequence[str] = (),
 ) -> CapacityDetail:
     capacity, speed = sized.result, sized.speed
     explanation = None
@@ -425,7 +490,7 @@ def _capacity_detail(
         explanation = dataclasses.asdict(explain(capacity, steps))
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
-        warnings=[*notes, *_warnings(sized)],
+        warnings=[*notes, *_warnings(sized), *also],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=explanation,
@@ -506,18 +571,39 @@ def _speed_warnings(capacity: Capacity, speed: Speed | None) -> list[str]:
 def _recognised_gpu(
     ref: GpuRef | None, gpu: Gpu, catalog: CatalogSnapshot
 ) -> tuple[str | None, str] | None:
-    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so."""
+    """For a GPU given by bytes alone: which catalog GPU it is, and the note that says so, how
+    far its total is from that GPU's, and which other GPU it was as near to
+    (catalog.names.match_memory)."""
     if isinstance(ref, str) or (ref is not None and ref.name):
         return None
-    known = catalog.gpu_by_memory(gpu.memory_bytes)
-    if known is not None:
-        return known.slug, (
-            f"gpu: {gpu.memory_bytes:,} B is the runtime-reported total of {known.slug} "
-            f"({known.name}); that GPU's engine defaults apply"
+    total = gpu.memory_bytes
+    match = catalog.gpu_memory_match(total)
+    tolerance = f"{names.MEMORY_TOLERANCE_BYTES:,} B (0.105 GiB)"
+    if match is not None:
+        known = catalog.gpus[match.slug]
+        off = match.off_bytes(total)
+        logged = (
+            ""
+            if match.known_total_bytes == match.catalog_total_bytes
+            else f", and {abs(total - match.known_total_bytes):,} B from "
+            f"{match.known_total_bytes:,} B, a total its logs print"
         )
+        note = (
+            f"gpu: {total:,} B is the runtime-reported total of {known.slug} ({known.name}): "
+            f"{abs(off):,} B ({abs(off) / match.catalog_total_bytes:.3%}) "
+            f"{'under' if off < 0 else 'over'} the catalog's {match.catalog_total_bytes:,} B"
+            f"{logged}, within the {tolerance} a GPU's total moves with its driver; that "
+            "GPU's engine defaults apply"
+        )
+        if match.others:
+            note += (
+                f"; {', '.join(match.others)} also report(s) a total within {tolerance}: "
+                f"{known.slug} is the nearest, name the GPU (gpu=<slug>) if it is another"
+            )
+        return known.slug, note
     return None, (
-        f"gpu: no catalog GPU reports {gpu.memory_bytes:,} B; the engine defaults of an "
-        "unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
+        f"gpu: no catalog GPU reports {total:,} B (within {tolerance}); the engine defaults of "
+        "an unnamed GPU of that size are assumed (batch defaults by memory, no Hopper or "
         "Blackwell kernels); name the GPU (gpu=<slug>, or an inline name) to use its own"
     )
 
@@ -526,7 +612,13 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
     """The GPUs a plan searches: those named (slugs or inline), or the whole catalog."""
     if refs is None:
         return [entry.gpu for entry in catalog.gpus.values()]
-    return [_resolve_gpu(ref, catalog) for ref in refs]
+    gpus = []
+    for index, ref in enumerate(refs):
+        try:
+            gpus.append(_resolve_gpu(ref, catalog))
+        except SizingError as exc:  # the field of the list's item
+            raise SizingError(exc.field.replace("gpu", f"gpus.{index}", 1), exc.reason) from exc
+    return gpus
 
 
 def _plan_request(fields: PlanFields) -> PlanRequest:

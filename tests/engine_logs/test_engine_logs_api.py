@@ -243,8 +243,9 @@ def test_a_log_over_its_own_limit_is_refused_where_bodies_may_be_larger(
     ("params", "json_body", "field"),
     [
         ({"model": "llama-9"}, None, "model"),
-        ({"gpu": "h100"}, None, "gpu"),
-        ({}, {"log": LOG, "gpu": "h200"}, "gpu"),
+        # h100 and h200 are short names the catalog resolves (docs/names.md#gpus-by-name)
+        ({"gpu": "h100-80gb"}, None, "gpu"),
+        ({}, {"log": LOG, "gpu": "h300"}, "gpu"),
     ],
 )
 def test_an_unknown_slug_the_caller_names_is_a_404(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,10 @@ from tests.helpers import problem
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
-# calibration by its weights' format too; 0007 records whether a catalog GPU has bfloat16
+# calibration by its weights' format too; 0007 pins the profiles' engine releases (no table);
+# 0008 records whether a catalog GPU has bfloat16
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0007"
+HEAD = "0008"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -104,6 +106,8 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0006")
+    assert current_revision(fresh_engine) == "0006"
     downgrade(empty_database, "0005")
     assert current_revision(fresh_engine) == "0005"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("calibration")}
@@ -141,7 +145,7 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007"):
+    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty
@@ -313,7 +317,51 @@ def test_downgrading_0006_refuses_two_calibrations_that_differ_only_in_format(
     with _seeded_client(empty_database, fresh_engine) as client:
         bf16 = _calibrate(client, QWEN_RUNS + "vllm_bf16.log", **hints)
         fp8 = _calibrate(client, QWEN_RUNS + "vllm_fp8.log", **hints)
-    downgrade(empty_database, "0006")  # 0007's downgrade only drops gpu.bf16_support
+    downgrade(empty_database, "0006")
     with pytest.raises(RuntimeError, match=f"calibrations {bf16}, {fp8} differ only"):
         downgrade(empty_database, "0005")
+    assert current_revision(fresh_engine) == "0006"
+
+
+def test_0007_pins_the_profiles_stored_without_a_release(
+    empty_database: str, fresh_engine: Engine
+) -> None:
+    # Profiles as kvplan stored them before 0007: the sizing fields they set in `settings`,
+    # engine_version left out where the caller gave none.
+    upgrade(empty_database, "0006")
+    deployment = Table("deployment", MetaData(), autoload_with=fresh_engine)
+    stored = {
+        "vllm-unpinned": {"max_model_len": 8192},
+        "sglang-unpinned": {"engine": "sglang", "max_model_len": 8192},
+        "vllm-named": {"engine_version": "0.10.1"},
+    }
+    with fresh_engine.begin() as conn:
+        for name, settings in stored.items():
+            conn.execute(
+                deployment.insert().values(
+                    name=name,
+                    model="llama-3.1-8b",
+                    gpu="h100-sxm-80gb",
+                    settings=settings,
+                    revision=1,
+                    created_at=datetime.now(UTC),
+                    updated_at=datetime.now(UTC),
+                )
+            )
+    upgrade(empty_database)
+    with fresh_engine.connect() as conn:
+        after = {row.name: row.settings for row in conn.execute(select(deployment))}
+    # The newest releases modelled when 0007 was written (its NEWEST_RELEASES, copied from
+    # service/sizing/engines/calibration.py LATEST_VLLM_VERSION and LATEST_SGLANG_VERSION);
+    # a release the profile named is kept.
+    assert after == {
+        "vllm-unpinned": {"max_model_len": 8192, "engine_version": "0.33.0"},
+        "sglang-unpinned": {"engine": "sglang", "max_model_len": 8192, "engine_version": "0.5.23"},
+        "vllm-named": {"engine_version": "0.10.1"},
+    }
+    with _seeded_client(empty_database, fresh_engine) as client:
+        read = client.get("/v1/deployments/vllm-unpinned")
+        assert read.status_code == 200, read.text
+        assert read.json()["engine_version"] == "0.33.0"
+    downgrade(empty_database, "0006")  # nothing to undo: the pinned release stays readable
     assert current_revision(fresh_engine) == "0006"
