@@ -174,10 +174,3 @@ class DeploymentCapacity(CapacityAnswer):
 
     deployment: str = Field(description="The profile's name.", examples=["llama-3-1-8b-h100"])
     revision: int = Field(description="The profile's revision this answer was computed from.")
-    warnings: list[str] = Field(
-        default_factory=list,
-        description="What POST /v1/capacity's answer warns for the profile's question; among "
-        "them, when the profile's pinned `engine_version` is older than the newest release "
-        "kvplan models and that release would answer another max_num_seqs or kv_pool_bytes, "
-        "both numbers.",
-    )

@@ -506,7 +506,9 @@ class CapacityAnswer(BaseModel):
     warnings: list[str] = Field(
         description="What the numbers assume or leave out: an engine_version newer than the "
         "newest release kvplan models (sized as that release), a max_model_len beyond the "
-        "model's max_position_embeddings, why the speed figures are null, ... Every format "
+        "model's limit sized under allow_long_max_model_len, a profile pinned to an older "
+        "release than the newest that would answer otherwise (both numbers), why the speed "
+        "figures are null, ... Every format "
         "also carries them in the `Kvplan-Warnings` header (CSV, TSV, text and Prometheus "
         "answers, which have no room for them, included)."
     )

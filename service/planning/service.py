@@ -217,7 +217,6 @@ def _notes(ref: ModelRef) -> tuple[str, ...]:
     return config_assumptions(ref.hf_config) if isinstance(ref, HfConfigModel) else ()
 
 
-
 def _newer_release_warnings(
     question: CapacityQuestion, sized: _Sized, catalog: CatalogSnapshot
 ) -> list[str]:
