@@ -189,6 +189,9 @@ class Gpu:
     The speed figures are the catalog's (None where it records none): peak memory bandwidth
     (TB/s, 10^12 B/s), dense tensor throughput (TFLOPS, no sparsity) and the per-GPU,
     one-direction link bandwidth within a node (GB/s, 10^9 B/s); speed.py reads them.
+    `price_source` says where the price was read and `price_origin` whose it is ("catalog":
+    the catalog as kvplan ships it; "caller's override": a price the caller wrote or gave
+    inline); a plan's options carry both.
     """
 
     memory_bytes: int
@@ -200,6 +203,8 @@ class Gpu:
     dense_bf16_tflops: float | None = None
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
+    price_source: str | None = None
+    price_origin: str | None = None
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 1:
