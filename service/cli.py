@@ -101,24 +101,26 @@ def _engine_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
-    body = PlanRequestBody.model_validate(
-        {
-            "model": _model_ref(args),
-            "max_model_len": args.max_model_len,
-            "peak_concurrency": args.peak_concurrency,
-            "kv_cache_dtype": args.kv_cache_dtype,
-            "gpus": args.gpu or None,
-            "max_gpus_per_node": args.max_gpus_per_node,
-            "headroom_fraction": args.headroom_fraction,
-            "avg_context_tokens": args.avg_context_tokens,
-            "avg_prompt_tokens": args.avg_prompt_tokens,
-            "max_tpot_ms": args.max_tpot_ms,
-            "max_ttft_ms": args.max_ttft_ms,
-            "min_output_tokens_per_second_per_user": args.min_output_tokens_per_second_per_user,
-            "explain": not args.no_explain,
-            **_engine_fields(args),
-        }
-    )
+    # An option left out takes the API's default (the same answer as POST /v1/plans).
+    asked = {
+        "model": _model_ref(args),
+        "max_model_len": args.max_model_len,
+        "peak_concurrency": args.peak_concurrency,
+        "kv_cache_dtype": args.kv_cache_dtype,
+        "gpus": args.gpu or None,
+        "max_gpus_per_node": args.max_gpus_per_node,
+        "headroom_fraction": args.headroom_fraction,
+        "avg_context_tokens": args.avg_context_tokens,
+        "avg_prompt_tokens": args.avg_prompt_tokens,
+        "max_tpot_ms": args.max_tpot_ms,
+        "max_ttft_ms": args.max_ttft_ms,
+        "min_output_tokens_per_second_per_user": args.min_output_tokens_per_second_per_user,
+        "rank_by": args.rank_by,
+        "max_alternatives": args.max_alternatives,
+        "explain": not args.no_explain,
+        **_engine_fields(args),
+    }
+    body = PlanRequestBody.model_validate({k: v for k, v in asked.items() if v is not None})
     answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args.offline))
     print(answer.model_dump_json(indent=2))
     return 0 if answer.recommendation is not None else 3
@@ -225,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--peak-concurrency", type=int, required=True)
     plan.add_argument("--gpu", action="append", help="candidate GPU slug (repeatable)")
     plan.add_argument("--max-gpus-per-node", type=int)
-    plan.add_argument("--headroom-fraction", type=float, default=0.0)
+    plan.add_argument(
+        "--headroom-fraction", type=float, help="share of the KV blocks kept free (default 0.1)"
+    )
+    plan.add_argument("--rank-by", choices=["cost", "gpu_count", "tokens_per_dollar"])
+    plan.add_argument("--max-alternatives", type=int, help="options shown (default 10)")
     plan.add_argument("--avg-context-tokens", type=int)
     plan.add_argument("--max-tpot-ms", type=float, help="latency target: ms per output token")
     plan.add_argument("--max-ttft-ms", type=float, help="latency target: ms to prefill a prompt")

@@ -77,9 +77,10 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 3 left out (gemma-3-12b-it, gemma-4-26b-a4b, granite-4.0-h-small)
-    # + 3 added for calibration cases = 63 models; 25 shared GPUs - 6 left out + rtx-3090 = 20.
+    # + 3 added for calibration cases = 63 models; 25 shared GPUs - 6 left out + rtx-3090 = 20,
+    # + a10, h20, l40, rtx-5090 (issue 20; docs/catalog-sources.md#gpu-prices) = 24.
     assert len(models()) == 63
-    assert len(gpus()) == 20
+    assert len(gpus()) == 24
 
 
 def test_models_without_verified_geometry_are_left_out() -> None:
@@ -462,7 +463,17 @@ def test_gpus_without_a_runtime_reading_are_left_out() -> None:
 
 
 def test_nvidia_smi_fallbacks_are_labelled() -> None:
-    for slug in ("h100-pcie-80gb", "h100-nvl-94gb", "b300", "gb200", "rtx-6000-ada"):
+    for slug in (
+        "h100-pcie-80gb",
+        "h100-nvl-94gb",
+        "b300",
+        "gb200",
+        "rtx-6000-ada",
+        "a10",
+        "h20",
+        "l40",
+        "rtx-5090",
+    ):
         g = gpu(slug)
         assert g["memory_bytes"] == g["nvidia_smi_memory_mib"] * 2**20
         assert g["memory_source"].startswith("nvidia-smi total")
