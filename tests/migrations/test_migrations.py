@@ -41,9 +41,10 @@ from tests.helpers import problem
 CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
-# calibration by its weights' format too
+# calibration by its weights' format too; 0007 pins the profiles' engine releases (no table);
+# 0008 gives a GPU its price's source, its FP4 peak and its link figure
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0006"
+HEAD = "0008"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -104,6 +105,10 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0007")
+    assert current_revision(fresh_engine) == "0007"
+    columns = {column["name"] for column in inspect(fresh_engine).get_columns("gpu")}
+    assert not columns & {"price_source", "dense_fp4_tflops", "interconnect_gb_s"}
     downgrade(empty_database, "0005")
     assert current_revision(fresh_engine) == "0005"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("calibration")}
@@ -141,7 +146,7 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006"):
+    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty
@@ -313,6 +318,7 @@ def test_downgrading_0006_refuses_two_calibrations_that_differ_only_in_format(
     with _seeded_client(empty_database, fresh_engine) as client:
         bf16 = _calibrate(client, QWEN_RUNS + "vllm_bf16.log", **hints)
         fp8 = _calibrate(client, QWEN_RUNS + "vllm_fp8.log", **hints)
+    downgrade(empty_database, "0006")
     with pytest.raises(RuntimeError, match=f"calibrations {bf16}, {fp8} differ only"):
         downgrade(empty_database, "0005")
-    assert current_revision(fresh_engine) == HEAD
+    assert current_revision(fresh_engine) == "0006"
