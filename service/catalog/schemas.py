@@ -272,6 +272,8 @@ class GpuPatch(BaseModel):
 
     `name`, `memory_bytes` and `max_gpus_per_node` cannot be cleared.
     `price_examples` is merged key by key (a provider set to `null` is removed).
+    A new `price_usd_per_hour` clears `price_source` and `price_date` unless the patch gives
+    them too: they described the price it replaces.
     """
 
     model_config = ConfigDict(

@@ -184,3 +184,23 @@ def test_an_inline_price_is_the_callers(client: TestClient) -> None:
     assert best["price_usd_per_hour"] == 1.25
     assert best["price_origin"] == "caller's override"
     assert best["price_source"] is None
+
+
+def test_a_new_price_without_its_source_drops_the_old_source_and_date(
+    client: TestClient,
+) -> None:
+    patched = client.patch(
+        "/v1/gpus/l4", json={"price_usd_per_hour": 0.3}, headers={**ADMIN, "If-Match": '"1"'}
+    )
+    assert patched.status_code == 200, patched.text
+    # JarvisLabs' source and date described $0.44, not the caller's $0.30
+    assert patched.json()["price_source"] is None
+    assert patched.json()["price_date"] is None
+    best = _l4_plan(client)
+    assert (best["price_usd_per_hour"], best["price_origin"]) == (0.3, "caller's override")
+    assert best["price_source"] is None
+    # a patch that leaves the price alone keeps its provenance
+    notes = client.patch(
+        "/v1/gpus/h100-sxm-80gb", json={"notes": "ours"}, headers={**ADMIN, "If-Match": '"1"'}
+    )
+    assert notes.json()["price_source"] == seed_gpu("h100-sxm-80gb")["price_source"]
