@@ -107,6 +107,7 @@ PLAN_OPTIONS: tuple[Option, ...] = (
     Option("max_ttft_ms"),
     Option("min_output_tokens_per_second_per_user"),
     Option("max_replicas", help="the most replicas a plan may use"),
+    Option("rank_by"),
     Option("max_alternatives", help="how many ranked alternatives to list besides the best"),
     *ENGINE_OPTIONS,
 )

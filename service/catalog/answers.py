@@ -61,13 +61,16 @@ _GPU_CSV_FIELDS = (
     "memory_bandwidth_tb_s",
     "dense_bf16_tflops",
     "dense_fp8_tflops",
+    "dense_fp4_tflops",
     "fp8_support",
     "bf16_support",
     "interconnect",
+    "interconnect_gb_s",
     "max_gpus_per_node",
     "tdp_w",
     "price_usd_per_hour",
     "price_date",
+    "price_source",
 )
 _GPU_GIB = ("memory_bytes",)
 GPU_CSV_COLUMNS = tuple(gib_twins(dict.fromkeys(_GPU_CSV_FIELDS, 0), _GPU_GIB))

@@ -69,15 +69,20 @@ class GpuRow(_Entry, table=True):
     memory_bandwidth_tb_s: float | None = Field(default=None)
     dense_bf16_tflops: float | None = Field(default=None)
     dense_fp8_tflops: float | None = Field(default=None)
+    dense_fp4_tflops: float | None = Field(default=None)
     fp8_support: bool | None = Field(default=None)
     # Whether it computes in bfloat16 (NVIDIA compute capability >= 8.0): vLLM's --dtype auto
     # (sizing/engines/model_dtype.py); None = not recorded, sized as bfloat16-capable.
     bf16_support: bool | None = Field(default=None)
     interconnect: str | None = Field(default=None, sa_type=Text)
+    # GB/s (10^9 B/s) per GPU and direction: what the speed estimate's all-reduces take.
+    interconnect_gb_s: float | None = Field(default=None)
     max_gpus_per_node: int = Field(default=8, nullable=False)
     tdp_w: int | None = Field(default=None)
     price_usd_per_hour: float | None = Field(default=None, sa_type=Numeric(12, 4, asdecimal=False))
     price_date: str | None = Field(default=None, sa_type=String(10))
+    # The provider and offer the price was read from, or "unpriced: <reason>".
+    price_source: str | None = Field(default=None, sa_type=Text)
     price_examples: dict[str, Any] | None = Field(default=None, sa_type=JSON)
 
 

@@ -92,6 +92,11 @@ GPU_DOCS: dict[str, tuple[str, list[Any]]] = {
     "memory_bandwidth_tb_s": ("Peak memory bandwidth in TB/s (10^12 bytes per second).", [3.35]),
     "dense_bf16_tflops": ("Peak dense BF16 tensor throughput in TFLOPS (no sparsity).", [989]),
     "dense_fp8_tflops": ("Peak dense FP8 tensor throughput in TFLOPS (no sparsity).", [1978]),
+    "dense_fp4_tflops": (
+        "Peak dense FP4 tensor throughput in TFLOPS (no sparsity), where the GPU has FP4 "
+        "tensor cores (Blackwell, CDNA 4).",
+        [9000],
+    ),
     "fp8_support": ("Whether the GPU computes natively in FP8 (Hopper, Ada, Blackwell).", [True]),
     "bf16_support": (
         "Whether the GPU computes in bfloat16 (NVIDIA compute capability >= 8.0; not V100, "
@@ -100,14 +105,25 @@ GPU_DOCS: dict[str, tuple[str, list[Any]]] = {
         [True],
     ),
     "interconnect": ("GPU-to-GPU link within a node.", ["NVLink 4 (900 GB/s bidirectional)"]),
+    "interconnect_gb_s": (
+        "That link's bandwidth in GB/s (10^9 bytes per second) per GPU and direction: what the "
+        "speed estimate's all-reduces take at tensor_parallel_size > 1.",
+        [450],
+    ),
     "max_gpus_per_node": (
         "Most GPUs of this kind in one node: the planner's tensor-parallel ceiling.",
         [8],
     ),
     "tdp_w": ("Board power in watts.", [700]),
     "price_usd_per_hour": (
-        "Reference on-demand price per GPU-hour in US dollars, used by the planner to rank plans.",
+        "Reference on-demand price per GPU-hour in US dollars, used by the planner to rank plans. "
+        "Write your own (a contract price) here: plans then say they used the caller's price.",
         [2.39],
+    ),
+    "price_source": (
+        "Where `price_usd_per_hour` was read: the provider and the offer (on-demand, per GPU), "
+        "or `unpriced: <reason>` where no published price was found.",
+        ["RunPod pricing page, H100 SXM, Secure Cloud on-demand, per GPU"],
     ),
     "price_date": ("When `price_usd_per_hour` was observed (ISO date).", ["2026-06-14"]),
     "price_examples": (
@@ -230,13 +246,16 @@ class GpuReplace(BaseModel):
     memory_bandwidth_tb_s: float | None = _gpu("memory_bandwidth_tb_s", None, gt=0, le=10_000)
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops", None, gt=0, le=1_000_000)
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops", None, gt=0, le=1_000_000)
+    dense_fp4_tflops: float | None = _gpu("dense_fp4_tflops", None, gt=0, le=1_000_000)
     fp8_support: bool | None = _gpu("fp8_support", None)
     bf16_support: bool | None = _gpu("bf16_support", None)
     interconnect: LongText | None = _gpu("interconnect", None)
+    interconnect_gb_s: float | None = _gpu("interconnect_gb_s", None, gt=0, le=100_000)
     max_gpus_per_node: int = _gpu("max_gpus_per_node", 8, ge=1, le=64)
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
     price_usd_per_hour: float | None = _gpu("price_usd_per_hour", None, ge=0, le=1_000_000)
     price_date: date | None = _gpu("price_date", None)
+    price_source: LongText | None = _gpu("price_source", None)
     price_examples: Prices = _gpu("price_examples", None, max_length=100)
     sources: list[Source] = _gpu("sources", [], max_length=MAX_SOURCES)
     notes: Notes | None = _gpu("notes", None)
@@ -261,6 +280,8 @@ class GpuPatch(BaseModel):
 
     `name`, `memory_bytes` and `max_gpus_per_node` cannot be cleared.
     `price_examples` is merged key by key (a provider set to `null` is removed).
+    A new `price_usd_per_hour` clears `price_source` and `price_date` unless the patch gives
+    them too: they described the price it replaces.
     """
 
     model_config = ConfigDict(
@@ -281,13 +302,16 @@ class GpuPatch(BaseModel):
     memory_bandwidth_tb_s: float | None = _gpu("memory_bandwidth_tb_s", None, gt=0, le=10_000)
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops", None, gt=0, le=1_000_000)
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops", None, gt=0, le=1_000_000)
+    dense_fp4_tflops: float | None = _gpu("dense_fp4_tflops", None, gt=0, le=1_000_000)
     fp8_support: bool | None = _gpu("fp8_support", None)
     bf16_support: bool | None = _gpu("bf16_support", None)
     interconnect: LongText | None = _gpu("interconnect", None)
+    interconnect_gb_s: float | None = _gpu("interconnect_gb_s", None, gt=0, le=100_000)
     max_gpus_per_node: int | None = _gpu("max_gpus_per_node", None, ge=1, le=64)
     tdp_w: int | None = _gpu("tdp_w", None, ge=1, le=100_000)
     price_usd_per_hour: float | None = _gpu("price_usd_per_hour", None, ge=0, le=1_000_000)
     price_date: date | None = _gpu("price_date", None)
+    price_source: LongText | None = _gpu("price_source", None)
     price_examples: PricesPatch = _gpu("price_examples", None, max_length=100)
     sources: list[Source] | None = _gpu("sources", None, max_length=MAX_SOURCES)
     notes: Notes | None = _gpu("notes", None)
@@ -307,13 +331,16 @@ class GpuRead(BaseModel):
     memory_bandwidth_tb_s: float | None = _gpu("memory_bandwidth_tb_s")
     dense_bf16_tflops: float | None = _gpu("dense_bf16_tflops")
     dense_fp8_tflops: float | None = _gpu("dense_fp8_tflops")
+    dense_fp4_tflops: float | None = _gpu("dense_fp4_tflops")
     fp8_support: bool | None = _gpu("fp8_support")
     bf16_support: bool | None = _gpu("bf16_support")
     interconnect: str | None = _gpu("interconnect")
+    interconnect_gb_s: float | None = _gpu("interconnect_gb_s")
     max_gpus_per_node: int = _gpu("max_gpus_per_node")
     tdp_w: int | None = _gpu("tdp_w")
     price_usd_per_hour: float | None = _gpu("price_usd_per_hour")
     price_date: str | None = _gpu("price_date")
+    price_source: str | None = _gpu("price_source")
     price_examples: dict[str, Any] | None = _gpu("price_examples")
     sources: list[str] = _gpu("sources")
     notes: str | None = _gpu("notes")

@@ -249,7 +249,18 @@ def patch_gpu(session: Session, slug: str, body: GpuPatch, if_match: str | None)
         elif name == "sources" and value is None:
             value = []
         setattr(draft, name, value)
+    _drop_stale_price_provenance(draft, current, body.model_fields_set)
     return _update(session, slug, draft, current)
+
+
+def _drop_stale_price_provenance(draft: GpuRow, current: GpuRow, named: set[str]) -> None:
+    """A new price without its own source or date drops the old ones: they described the price
+    that was replaced, and a plan would show them beside the caller's."""
+    if draft.price_usd_per_hour == current.price_usd_per_hour:
+        return
+    for name in ("price_source", "price_date"):
+        if name not in named:
+            setattr(draft, name, None)
 
 
 def delete_gpu(session: Session, slug: str, if_match: str | None) -> None:

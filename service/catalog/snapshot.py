@@ -328,6 +328,18 @@ def _unchanged(before: ModelArchitecture, now: ModelArchitecture) -> bool:
     )
 
 
+CATALOG_PRICE = "catalog"
+CALLERS_PRICE = "caller's override"
+
+
+def price_origin(row: GpuRow) -> str | None:
+    """Whose price a row holds: kvplan's seed ("catalog", a seed entry not edited since) or the
+    caller's (an entry created or edited through the API: a contract price); None unpriced."""
+    if row.price_usd_per_hour is None:
+        return None
+    return CATALOG_PRICE if row.origin == "seed" else CALLERS_PRICE
+
+
 def gpu_entry(row: GpuRow) -> GpuEntry:
     return GpuEntry(
         slug=row.slug,
@@ -345,7 +357,15 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             dense_bf16_tflops=row.dense_bf16_tflops,
             dense_fp8_tflops=row.dense_fp8_tflops,
             # The catalog names the link; its bandwidth is kvplan's table by slug.
-            interconnect_gb_s=LINK_GB_S.get(row.slug),
+            # A row written before the catalog carried the link figure falls back on
+            # kvplan's table by slug (service/sizing/performance.py LINK_GB_S).
+            interconnect_gb_s=(
+                row.interconnect_gb_s
+                if row.interconnect_gb_s is not None
+                else LINK_GB_S.get(row.slug)
+            ),
+            price_source=row.price_source,
+            price_origin=price_origin(row),
             bf16_support=row.bf16_support is not False,
         ),
     )

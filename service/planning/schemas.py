@@ -19,7 +19,7 @@ from ..engine_flags import with_kvplan_names
 from ..formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
 from ..sizing.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
-from ..sizing.planner import MAX_PEAK_CONCURRENCY
+from ..sizing.planner import DEFAULT_HEADROOM_FRACTION, MAX_PEAK_CONCURRENCY
 
 EngineName = Literal["vllm", "sglang", "trtllm"]
 KV_CACHE_DTYPE_DOC = (
@@ -89,6 +89,8 @@ PlanField = Literal[
     "output_tokens_per_second",
 ]
 PerformanceBound = Literal["bandwidth", "compute", "interconnect"]
+RankBy = Literal["cost", "gpu_count", "tokens_per_dollar"]
+PriceOrigin = Literal["catalog", "caller's override"]
 AVG_PROMPT_TOKENS_DOC = (
     "Average prompt length: the prefill (`prefill_ms`, and the time to first token) is timed "
     "for one prompt of this many tokens (default: max_model_len). At most max_model_len."
@@ -533,7 +535,11 @@ class PlanFields(EngineFields):
     gpus: list[GpuRef] | str | None = None
     max_gpus_per_node: int | None = Field(None, ge=1, le=64, description="Caps TP per replica.")
     headroom_fraction: float = Field(
-        0.0, ge=0, lt=1, description="Share of the pool to keep free at peak."
+        DEFAULT_HEADROOM_FRACTION,
+        ge=0,
+        lt=1,
+        description="Share of each replica's usable KV blocks to keep free at the peak (default "
+        "0.1: the README's Headroom section says why; 0 plans the cache full at the peak).",
     )
     avg_context_tokens: int | None = Field(
         None,
@@ -569,7 +575,20 @@ class PlanFields(EngineFields):
         "gets at the peak (1000 / time per output token); handled like max_tpot_ms.",
     )
     max_replicas: int = Field(4096, ge=1, le=100_000)
-    max_alternatives: int = Field(10, ge=0, le=100)
+    max_alternatives: int = Field(
+        10,
+        ge=0,
+        le=100,
+        description="Options shown besides the recommendation; `alternatives_omitted` counts "
+        "the rest and a warning names their GPUs.",
+    )
+    rank_by: RankBy = Field(
+        "cost",
+        description="How options are ranked: `cost` (cost_per_hour_usd, lowest first; the "
+        "default), `gpu_count` (total_gpus, then cost) or `tokens_per_dollar` (output tokens "
+        "per US dollar at the peak, highest first). Unpriced options rank after priced ones "
+        "under `cost` and `tokens_per_dollar`, and a warning says so.",
+    )
 
 
 class PlanRequestBody(PlanFields):
@@ -636,17 +655,39 @@ class PlanOptionOut(BaseModel):
     total_gpus: int
     max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")
     sequences_per_replica: int = Field(
-        description="Sequences a replica serves at the average context (= max_num_seqs without "
-        "avg_context_tokens), capped by the engine's max_num_seqs."
+        description="Sequences a replica can hold at once at the average context (= max_num_seqs "
+        "without avg_context_tokens), capped by the engine's max_num_seqs: its capacity, not "
+        "its load."
     )
-    headroom_fraction: float = Field(description="Share of the KV pool free at peak.")
+    concurrency_per_replica: int = Field(
+        description="Each replica's share of the peak: ceil(peak_concurrency / replicas) "
+        "sequences (at most sequences_per_replica), the batch the speed figures are timed at."
+    )
+    headroom_fraction: float = Field(
+        description="Share of the replicas' usable KV blocks free at the peak."
+    )
     headroom_bytes: int
     headroom_tokens: int
     kv_pool_bytes: int = Field(description="Per GPU.")
     kv_cache_tokens: int = Field(description="Per replica, as the engine logs it.")
     num_gpu_blocks: int
     max_concurrency: float
-    cost_per_hour_usd: float | None
+    cost_per_hour_usd: float | None = Field(
+        description="total_gpus x price_usd_per_hour; null when the GPU has no price."
+    )
+    price_usd_per_hour: float | None = Field(description="The price per GPU-hour used.")
+    price_source: str | None = Field(
+        description="Where that price was read (the catalog's `price_source`; null for a "
+        "price given inline)."
+    )
+    price_origin: PriceOrigin | None = Field(
+        description="Whose price: `catalog` (the catalog as kvplan ships it) or `caller's "
+        "override` (a price written through the catalog API or given inline); null unpriced."
+    )
+    tokens_per_dollar: float | None = Field(
+        description="Output tokens per US dollar at the peak: output_tokens_per_second x "
+        "replicas x 3600 / cost_per_hour_usd. Null without a price or a speed estimate."
+    )
     decode_ms_per_token: float | None = Field(
         description="Estimated time per output token of a replica at the concurrency it is "
         "planned to serve, ceil(peak_concurrency / replicas) sequences, each at "
@@ -684,7 +725,15 @@ class PlanAnswer(BaseModel):
     engine: EngineName
     recommendation: PlanOptionOut | None
     alternatives: list[PlanOptionOut]
-    rejected: list[RejectedOut]
+    rank_by: RankBy = Field(description="How the recommendation and alternatives are ranked.")
+    alternatives_omitted: int = Field(
+        description="Feasible options not shown (beyond max_alternatives); a warning names "
+        "their GPUs."
+    )
+    rejected: list[RejectedOut] = Field(
+        description="One entry per GPU and tensor_parallel_size that cannot serve the workload "
+        "(tensor_parallel_size null: no layout of that GPU was tried), with the reason."
+    )
     warnings: list[str]
     explanation: dict[str, Any] | None = None
     catalog_version: int

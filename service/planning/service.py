@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ..catalog import names
-from ..catalog.snapshot import CatalogSnapshot
+from ..catalog.snapshot import CALLERS_PRICE, CatalogSnapshot
 from ..engine_flags import kvplan_name, with_kvplan_names
 from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
 from ..metrics import Metrics
@@ -406,6 +406,7 @@ def _resolve_gpu(
         dense_fp8_tflops=ref.dense_fp8_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
         bf16_support=ref.bf16_support,
+        price_origin=None if ref.price_usd_per_hour is None else CALLERS_PRICE,
     )
 
 
@@ -654,6 +655,7 @@ def _option_out(
         total_gpus=option.total_gpus,
         max_num_seqs=option.max_num_seqs,
         sequences_per_replica=option.sequences_per_replica,
+        concurrency_per_replica=option.concurrency_per_replica,
         headroom_fraction=option.headroom_fraction,
         headroom_bytes=option.headroom_bytes,
         headroom_tokens=option.headroom_tokens,
@@ -662,11 +664,19 @@ def _option_out(
         num_gpu_blocks=capacity.num_gpu_blocks,
         max_concurrency=capacity.max_concurrency,
         cost_per_hour_usd=option.cost_per_hour_usd,
+        price_usd_per_hour=option.gpu.price_usd_per_hour,
+        price_source=option.gpu.price_source,
+        price_origin=option.gpu.price_origin,
+        tokens_per_dollar=_rounded(option.tokens_per_dollar),
         **{name: figures.get(name) for name in _OPTION_SPEED},
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
     )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _plan_explanation(best: PlanOption, request: PlanRequest) -> dict[str, Any]:
@@ -707,6 +717,8 @@ def _plan_answer(
         engine=request.engine.engine.value,
         recommendation=_option_out(best, hook) if best is not None else None,
         alternatives=[_option_out(o, hook) for o in result.alternatives],
+        rank_by=request.rank_by,
+        alternatives_omitted=result.alternatives_omitted,
         rejected=[
             RejectedOut(
                 gpu=r.gpu.slug,

@@ -2,7 +2,12 @@
 
 Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
 feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
-for; the cheapest wins (by price per hour, by GPU count where no price is known).
+for. The options are ranked by `rank_by`: "cost" (price per hour; the default), "gpu_count"
+(total GPUs, then price) or "tokens_per_dollar" (output tokens per second of all replicas at the
+peak, per dollar an hour; every option is timed for it). An option without a price (an inline
+or caller-written GPU with none) ranks after every priced one under "cost" and
+"tokens_per_dollar", and the plan says so; a plan counts the options it does not show
+(`alternatives_omitted`) and names their GPUs.
 
 Latency targets (max_tpot_ms, max_ttft_ms, min_output_tokens_per_second_per_user) are held by
 speed.py `pace`: a candidate whose replicas, at the peak, decode too slowly runs the largest
@@ -29,6 +34,7 @@ from .engines.common import Engine, EngineOptions
 from .errors import InvalidDtype, SizingError
 from .kv import packed_mla
 from .parallel import check_tensor_parallel
+from .performance import PerformanceEstimate
 from .speed import (
     LatencyTargets,
     NoEstimate,
@@ -43,6 +49,10 @@ from .speed import (
 from .units import cdiv
 
 MAX_PEAK_CONCURRENCY = 1_000_000
+RANK_BY = ("cost", "gpu_count", "tokens_per_dollar")
+# Share of each replica's usable KV blocks kept free at the peak unless a plan asks otherwise:
+# README "Headroom" says why 10%.
+DEFAULT_HEADROOM_FRACTION = 0.1
 
 # A measured pool for a candidate (the planning slice's calibrations): called with the
 # candidate sized as usual, it answers the pool to size it with instead, or None.
@@ -56,7 +66,7 @@ class PlanRequest:
     kv_cache_dtype: str = "auto"
     engine: EngineOptions = field(default_factory=EngineOptions)
     max_gpus_per_node: int | None = None
-    headroom_fraction: float = 0.0
+    headroom_fraction: float = DEFAULT_HEADROOM_FRACTION
     avg_context_tokens: int | None = None
     max_replicas: int = 4096
     max_alternatives: int = 10
@@ -64,6 +74,7 @@ class PlanRequest:
     max_tpot_ms: float | None = None
     max_ttft_ms: float | None = None
     min_output_tokens_per_second_per_user: float | None = None
+    rank_by: str = "cost"
 
     @property
     def targets(self) -> LatencyTargets:
@@ -91,6 +102,8 @@ class PlanRequest:
             raise SizingError("avg_context_tokens", "must be between 1 and max_model_len")
         if self.max_gpus_per_node is not None and self.max_gpus_per_node < 1:
             raise SizingError("max_gpus_per_node", "must be at least 1")
+        if self.rank_by not in RANK_BY:
+            raise SizingError("rank_by", f"must be one of {', '.join(RANK_BY)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +139,7 @@ class PlanOption:
 
     @property
     def rank_key(self) -> tuple[bool, float, int, float]:
+        """Cheapest first; an unpriced option after every priced one, by GPU count."""
         cost = self.cost_per_hour_usd
         return (
             cost is None,
@@ -133,6 +147,39 @@ class PlanOption:
             self.total_gpus,
             -self.headroom_fraction,
         )
+
+    @property
+    def gpu_count_key(self) -> tuple[int, bool, float, float]:
+        """Fewest GPUs first, then cheapest (unpriced last among equals)."""
+        cost = self.cost_per_hour_usd
+        return (
+            self.total_gpus,
+            cost is None,
+            cost if cost is not None else 0.0,
+            -self.headroom_fraction,
+        )
+
+    @property
+    def output_tokens_per_second(self) -> float | None:
+        """All replicas' output tokens per second at the peak (None without an estimate)."""
+        if not isinstance(self.speed, PerformanceEstimate):
+            return None
+        return self.speed.output_tokens_per_second * self.replicas
+
+    @property
+    def tokens_per_dollar(self) -> float | None:
+        """Output tokens per US dollar at the peak: tokens an hour over the cost an hour."""
+        rate = self.output_tokens_per_second
+        cost = self.cost_per_hour_usd
+        if rate is None or not cost:
+            return None
+        return rate * 3600 / cost
+
+    @property
+    def tokens_per_dollar_key(self) -> tuple[bool, float, float]:
+        """Most tokens per dollar first; options without a price or an estimate last."""
+        value = self.tokens_per_dollar
+        return (value is None, -(value or 0.0), self.cost_per_hour_usd or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +197,9 @@ class Plan:
     alternatives: tuple[PlanOption, ...]
     rejected: tuple[Rejection, ...]
     warnings: tuple[str, ...]
+    # Feasible options not shown (beyond max_alternatives), and the GPUs they are on.
+    alternatives_omitted: int = 0
+    omitted_gpus: tuple[str, ...] = ()
 
 
 def tensor_parallel_candidates(arch: ModelArchitecture, node_size: int) -> list[int]:
@@ -263,23 +313,70 @@ def plan(
                 rejected.append(outcome)
             else:
                 options.append(outcome)
-    options.sort(key=lambda option: option.rank_key)
-    # Only the options shown are timed; the targets timed every candidate already.
-    shown = [_timed(arch, option, request) for option in options[: 1 + request.max_alternatives]]
+    ranked = _ranked(arch, options, request)
+    # Only the options shown are timed (all of them when ranked by tokens per dollar).
+    shown = [_timed(arch, option, request) for option in ranked[: 1 + request.max_alternatives]]
+    hidden = ranked[len(shown) :]
     best = shown[0] if shown else None
     if best is None:
         warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
+    warnings.extend(_ranking_warnings(ranked, shown, request))
     return Plan(
         request=request,
         recommendation=best,
         alternatives=tuple(shown[1:]),
         rejected=tuple(rejected),
         warnings=tuple(warnings),
+        alternatives_omitted=len(hidden),
+        omitted_gpus=tuple(dict.fromkeys(option.gpu.slug for option in hidden)),
     )
+
+
+def _ranked(
+    arch: ModelArchitecture, options: list[PlanOption], request: PlanRequest
+) -> list[PlanOption]:
+    """The options in the order `rank_by` asks for (stable: ties keep the cost order)."""
+    options = sorted(options, key=lambda option: option.rank_key)
+    if request.rank_by == "gpu_count":
+        return sorted(options, key=lambda option: option.gpu_count_key)
+    if request.rank_by == "tokens_per_dollar":
+        timed = [_timed(arch, option, request) for option in options]
+        return sorted(timed, key=lambda option: option.tokens_per_dollar_key)
+    return options
+
+
+def _ranking_warnings(
+    ranked: Sequence[PlanOption], shown: Sequence[PlanOption], request: PlanRequest
+) -> list[str]:
+    """What the ranking left out or put last, said plainly."""
+    warnings = []
+    unpriced = sorted({o.gpu.slug for o in ranked if o.cost_per_hour_usd is None})
+    if (
+        unpriced
+        and request.rank_by != "gpu_count"
+        and len(unpriced) < len({o.gpu.slug for o in ranked})
+    ):
+        warnings.append(
+            f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no price, so "
+            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
+            f"priced option (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
+            "gpu_count to rank by GPU count alone"
+        )
+    hidden = ranked[len(shown) :]
+    if hidden:
+        gpus = ", ".join(dict.fromkeys(option.gpu.slug for option in hidden))
+        warnings.append(
+            f"{len(hidden):,} more feasible option{'s' if len(hidden) != 1 else ''} not shown "
+            f"(max_alternatives {request.max_alternatives}), on {gpus}; raise max_alternatives "
+            "to see them"
+        )
+    return warnings
 
 
 def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) -> PlanOption:
     """The option with its speed at the concurrency each replica serves at the peak."""
+    if option.speed is not None:
+        return option
     question = SpeedQuestion(
         tensor_parallel_size=option.tensor_parallel_size,
         batch=option.concurrency_per_replica,

@@ -69,7 +69,7 @@ def test_pages_of_exactly_the_remaining_size_end_without_an_empty_page(
 
 def test_vendor_filter_is_case_insensitive(client: TestClient) -> None:
     body = client.get("/v1/gpus", params={"vendor": "amd"}).json()
-    assert [item["slug"] for item in body["items"]] == ["mi250x", "mi300x"]
+    assert [item["slug"] for item in body["items"]] == ["mi250x", "mi300x", "mi325x"]
     assert {item["vendor"] for item in body["items"]} == {"AMD"}
 
 
@@ -101,7 +101,17 @@ def test_price_and_fp8_filters(client: TestClient) -> None:
         and g["fp8_support"] is True
     )
     assert [item["slug"] for item in body["items"]] == expected
-    assert expected == ["l4", "l40s", "rtx-4090", "rtx-6000-ada"]
+    # docs/catalog-sources.md#gpu-prices: the FP8 GPUs at $1.60/h or less
+    assert expected == [
+        "l4",  # 0.44
+        "l40",  # 1.22
+        "l40s",  # 1.57
+        "mi300x",  # 1.50
+        "rtx-4090",  # 0.35
+        "rtx-5090",  # 1.22
+        "rtx-6000-ada",  # 0.57
+        "rtx-pro-6000-blackwell-server",  # 1.57
+    ]
 
 
 def test_a_filter_that_matches_nothing_is_an_empty_page(client: TestClient) -> None:

@@ -78,9 +78,10 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 3 left out (gemma-3-12b-it, gemma-4-26b-a4b, granite-4.0-h-small)
     # + 3 added for calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19) = 65 models;
-    # 25 shared GPUs - 6 left out + rtx-3090 = 20.
+    # 25 shared GPUs - 6 left out + rtx-3090 = 20,
+    # + a10, h20, l40, mi325x, rtx-5090 (issue 20; docs/catalog-sources.md#gpu-prices) = 25.
     assert len(models()) == 65
-    assert len(gpus()) == 20
+    assert len(gpus()) == 25
 
 
 def test_models_without_verified_geometry_are_left_out() -> None:
@@ -446,6 +447,7 @@ def test_every_gpu_has_memory_and_its_source() -> None:
         ("l40s", 44.39),
         ("l4", 22.05),
         ("rtx-4090", 23.55),  # vllm#13061: (13.95 + 0.25 + 0.19 + 8.69) / 0.98
+        ("mi325x", 255.98),  # vLLM issue reports "AMD MI325X x 8 (255.98 GiB HBM each)"
     ],
 )
 def test_gpu_memory_is_the_torch_gib_figure_in_bytes(slug: str, gib: float) -> None:
@@ -464,12 +466,22 @@ def test_torch_totals_by_hand() -> None:
 
 def test_gpus_without_a_runtime_reading_are_left_out() -> None:
     slugs = {g["slug"] for g in gpus()}
-    for slug in ("a100-pcie-80gb", "mi325x", "mi355x", "gaudi-3", "tpu-v5e", "tpu-v6e"):
+    for slug in ("a100-pcie-80gb", "mi355x", "gaudi-3", "tpu-v5e", "tpu-v6e"):
         assert slug not in slugs
 
 
 def test_nvidia_smi_fallbacks_are_labelled() -> None:
-    for slug in ("h100-pcie-80gb", "h100-nvl-94gb", "b300", "gb200", "rtx-6000-ada"):
+    for slug in (
+        "h100-pcie-80gb",
+        "h100-nvl-94gb",
+        "b300",
+        "gb200",
+        "rtx-6000-ada",
+        "a10",
+        "h20",
+        "l40",
+        "rtx-5090",
+    ):
         g = gpu(slug)
         assert g["memory_bytes"] == g["nvidia_smi_memory_mib"] * 2**20
         assert g["memory_source"].startswith("nvidia-smi total")

@@ -49,7 +49,7 @@ def test_a_model_table_holds_every_model_with_units(client: TestClient) -> None:
 
 def test_a_table_keeps_the_filters(client: TestClient) -> None:
     table = rows(client.get("/v1/gpus", params={"format": "csv", "vendor": "amd"}).text)
-    assert [row["slug"] for row in table] == ["mi250x", "mi300x"]
+    assert [row["slug"] for row in table] == ["mi250x", "mi300x", "mi325x"]
 
 
 def test_accept_picks_the_table(client: TestClient) -> None:
@@ -61,7 +61,7 @@ def test_accept_picks_the_table(client: TestClient) -> None:
 def test_format_text_is_how_many_match(client: TestClient) -> None:
     response = client.get("/v1/gpus", params={"format": "text", "vendor": "AMD"})
     assert response.headers["content-type"].startswith("text/plain")
-    assert response.text == "2"  # mi250x and mi300x
+    assert response.text == "3"  # mi250x, mi300x and mi325x
     everything = client.get("/v1/models", params={"format": "text"})
     assert everything.text == str(len(load_seed("models.json")))
 

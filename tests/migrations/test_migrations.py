@@ -43,9 +43,10 @@ CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # 0003 adds the deployment profiles (service/deployments/models.py), 0004 the calibrations
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
 # calibration by its weights' format too; 0007 pins the profiles' engine releases (no table);
-# 0008 records whether a catalog GPU has bfloat16
+# 0008 gives a GPU its price's source, its FP4 peak and its link figure; 0009 records
+# whether a catalog GPU has bfloat16
 TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0008"
+HEAD = "0009"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -106,8 +107,10 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
-    downgrade(empty_database, "0006")
-    assert current_revision(fresh_engine) == "0006"
+    downgrade(empty_database, "0007")
+    assert current_revision(fresh_engine) == "0007"
+    columns = {column["name"] for column in inspect(fresh_engine).get_columns("gpu")}
+    assert not columns & {"price_source", "dense_fp4_tflops", "interconnect_gb_s"}
     downgrade(empty_database, "0005")
     assert current_revision(fresh_engine) == "0005"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("calibration")}
@@ -145,7 +148,7 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"):
+    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009"):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty

@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from tests.conftest import ADMIN
 from tests.helpers import problem
 from tests.pictures.svg import SVG, parse, texts
 from tests.planning.test_capacity_speed import BASE_8B, decode_8b_ms
@@ -106,9 +107,18 @@ def test_a_target_every_batch_meets_or_none_does_is_said(client: TestClient) -> 
 
 
 def test_a_gpu_without_figures_draws_the_reason(client: TestClient) -> None:
-    root = _svg(client, {"model": "llama-3.1-8b", "gpu": "a100-40gb", "max_model_len": 4096})
+    # every shipped GPU has the figures (tests/catalog/test_gpu_prices.py); a caller's own GPU
+    # written without a bandwidth has none
+    memory = client.get("/v1/gpus/a100-40gb").json()["memory_bytes"]
+    written = client.post(
+        "/v1/gpus",
+        json={"slug": "ours-40gb", "name": "ours", "memory_bytes": memory},
+        headers=ADMIN,
+    )
+    assert written.status_code == 201, written.text
+    root = _svg(client, {"model": "llama-3.1-8b", "gpu": "ours-40gb", "max_model_len": 4096})
     (first,) = [t for t in root.iter(f"{SVG}text") if t.get("data-label") == "unavailable"]
-    assert (first.text or "").startswith("No speed estimate: a100-40gb has no")
+    assert (first.text or "").startswith("No speed estimate: ours-40gb has no")
     assert not _series(root, "tpot")
 
 

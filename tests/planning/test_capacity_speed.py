@@ -29,6 +29,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.sizing.performance import ERROR_BAND, FITTED
+from tests.conftest import ADMIN
 from tests.helpers import problem
 
 MiB = 1 << 20
@@ -169,14 +170,24 @@ def test_an_inline_gpu_with_the_catalogs_figures_gets_the_same_speed(client: Tes
 @pytest.mark.parametrize(
     ("gpu", "tp", "missing"),
     [
-        # the catalog has no bandwidth for the A100 40GB, no BF16 figure for the RTX 4090
-        ("a100-40gb", 1, "memory_bandwidth_tb_s"),
-        ("rtx-4090", 1, "dense_bf16_tflops"),
+        # every shipped GPU has the figures (tests/catalog/test_gpu_prices.py); a caller's own
+        # GPU written without one of them has no estimate
+        ("ours-no-bandwidth", 1, "memory_bandwidth_tb_s"),
+        ("ours-no-flops", 1, "dense_bf16_tflops"),
     ],
 )
 def test_a_gpu_without_the_figures_answers_null_and_says_why(
     client: TestClient, gpu: str, tp: int, missing: str
 ) -> None:
+    h100 = client.get("/v1/gpus/h100-sxm-80gb").json()
+    figures = {"memory_bandwidth_tb_s": 3.35, "dense_bf16_tflops": 989}
+    del figures[missing]
+    written = client.post(
+        "/v1/gpus",
+        json={"slug": gpu, "name": gpu, "memory_bytes": h100["memory_bytes"], **figures},
+        headers=ADMIN,
+    )
+    assert written.status_code == 201, written.text
     params = {
         "model": "llama-3.1-8b",
         "gpu": gpu,

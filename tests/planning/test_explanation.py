@@ -34,7 +34,9 @@ def test_the_capacity_explanation_has_every_step_in_order(client: TestClient) ->
 
 
 def test_the_plan_explanation_ends_with_the_replicas(client: TestClient) -> None:
-    response = client.post("/v1/plans", json={**BASE, "gpus": [GPU], "peak_concurrency": 50})
+    # no headroom kept (the default keeps 10%), so the worked pool is the plan's
+    body = {**BASE, "gpus": [GPU], "peak_concurrency": 50, "headroom_fraction": 0.0}
+    response = client.post("/v1/plans", json=body)
     assert response.status_code == 200, response.text
     result = response.json()
     explanation = result["explanation"]

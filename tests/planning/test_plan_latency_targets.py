@@ -73,6 +73,8 @@ def question(client: TestClient) -> dict[str, Any]:
         "kv_pool_bytes": 28_006 * 2 * MiB,
         "engine_version": "0.20.0",
         "gpus": [gpu("fast", 3.35, 1.8, memory), gpu("slow", 1.675, 1.0, memory)],
+        # none kept free (the default keeps 10%), so the worked pool is the plan's
+        "headroom_fraction": 0.0,
     }
 
 
@@ -251,6 +253,7 @@ def test_get_plans_takes_the_targets_as_parameters(client: TestClient) -> None:
         "gpus": "h100-sxm-80gb",
         "max_gpus_per_node": 1,
         "max_tpot_ms": 25,
+        "headroom_fraction": 0,
     }
     answer = client.get("/v1/plans", params=params).json()
     assert (answer["recommendation"]["replicas"], answer["recommendation"]["max_num_seqs"]) == (

@@ -26,13 +26,15 @@ def table(response: Any, delimiter: str = ",") -> list[dict[str, str]]:
 
 
 def test_each_row_is_answered_and_a_bad_row_sinks_nothing(client: TestClient) -> None:
+    # headroom_fraction 0: the worked pool, none kept free (the default keeps 10%)
     body = (
-        "scenario,model,max_model_len,peak_concurrency,gpus,kv_pool_bytes,engine_version\n"
-        f"fits,llama-3.1-8b,8192,50,h100-sxm-80gb;l4,{POOL},0.20.0\n"
-        f"unknown model,llama-9,8192,50,l4,{POOL},0.20.0\n"
-        f"no concurrency,llama-3.1-8b,8192,0,l4,{POOL},0.20.0\n"
-        f"not a number,llama-3.1-8b,lots,50,l4,{POOL},0.20.0\n"
-        f"too big,llama-3.1-8b,8192,100000,l4,{POOL},0.20.0\n"
+        "scenario,model,max_model_len,peak_concurrency,gpus,kv_pool_bytes,engine_version,"
+        "headroom_fraction\n"
+        f"fits,llama-3.1-8b,8192,50,h100-sxm-80gb;l4,{POOL},0.20.0,0\n"
+        f"unknown model,llama-9,8192,50,l4,{POOL},0.20.0,0\n"
+        f"no concurrency,llama-3.1-8b,8192,0,l4,{POOL},0.20.0,0\n"
+        f"not a number,llama-3.1-8b,lots,50,l4,{POOL},0.20.0,0\n"
+        f"too big,llama-3.1-8b,8192,100000,l4,{POOL},0.20.0,0\n"
     )
     answer = table(client.post("/v1/plans", content=body, headers=CSV))
     assert [row["row"] for row in answer] == ["1", "2", "3", "4", "5"]
@@ -56,6 +58,7 @@ def test_each_row_is_answered_and_a_bad_row_sinks_nothing(client: TestClient) ->
     # a row answers as the same question in JSON does
     same = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 100_000}
     same |= {"gpus": ["l4"], "kv_pool_bytes": POOL, "engine_version": "0.20.0"}
+    same |= {"headroom_fraction": 0.0}
     by_json = client.post("/v1/plans", json=same).json()["recommendation"]
     assert big["total_gpus"] == str(by_json["total_gpus"])
     assert big["tensor_parallel_size"] == str(by_json["tensor_parallel_size"])

@@ -27,6 +27,9 @@ def plan(client: TestClient, **overrides: Any) -> dict[str, Any]:
         "gpus": GPUS,
         "kv_pool_bytes": POOL_BLOCKS * 2 * MiB,
         "engine_version": "0.20.0",
+        # No headroom kept unless a test asks (the default keeps 10%: README, Headroom), so
+        # the hand-worked pool is the plan's.
+        "headroom_fraction": 0.0,
         **overrides,
     }
     response = client.post("/v1/plans", json=body)
@@ -153,7 +156,11 @@ def test_get_plan_answers_one_value_for_a_spreadsheet(client: TestClient) -> Non
     response = client.get("/v1/plans", params=params)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
-    assert response.text == "1"
+    # The default keeps 10% of each replica's blocks free (README, Headroom): 28,005 usable
+    # blocks x 0.9 = 25,204.5 < 50 x 512 = 25,600 blocks at the peak -> 2 replicas of 1 GPU.
+    assert response.text == "2"
+    # Keeping none, 25,600 <= 28,005: one GPU holds the peak.
+    assert client.get("/v1/plans", params={**params, "headroom_fraction": 0}).text == "1"
     gpu = client.get("/v1/plans", params={**params, "field": "gpu"}).text
     assert gpu == "l4"  # the cheaper of the two at $0.44/h (catalog price)
 

@@ -22,6 +22,7 @@ PLAN = {
     "gpus": "h100-sxm-80gb,l4",
     "kv_pool_bytes": POOL_BLOCKS * 2 * MiB,
     "engine_version": "0.20.0",
+    "headroom_fraction": 0.0,  # as test_plans_api: the worked pool, none kept free
 }
 
 

@@ -479,6 +479,8 @@ def test_planner_recommends_enough_replicas_at_the_lowest_cost(
         peak_concurrency=peak,
         engine=EngineOptions(engine=engine, engine_version=version),
         max_alternatives=1000,
+        # the independent search fills whole replicas: no headroom kept (the default keeps 10%)
+        headroom_fraction=0.0,
     )
     result = plan(arch, gpus, request)
     cheapest = independent_cheapest(arch, gpus, request)

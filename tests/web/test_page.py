@@ -290,13 +290,15 @@ def test_a_persons_whole_flow(browser: WebDriver, base_url: str) -> None:
     assert _errors(browser) == []
 
     # 2. A plan for a catalog model: the API's figures, the flags to paste, both pictures.
+    # (110 at the peak: with the default 10% headroom its decode step has 4-decimal ms, which
+    # step 2's check of the page's digits needs; 100 gives 17.77.)
     Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
-    _ask(browser, context="8192", peak="100", dtype="fp8", gpu="h100-sxm-80gb")
+    _ask(browser, context="8192", peak="110", dtype="fp8", gpu="h100-sxm-80gb")
     assert browser.find_element(By.ID, "result").get_attribute("data-state") == "ready"
     question = {
         "model": "llama-3.1-8b",
         "max_model_len": 8192,
-        "peak_concurrency": 100,
+        "peak_concurrency": 110,
         "kv_cache_dtype": "fp8",
         "engine": "vllm",
         "gpus": ["h100-sxm-80gb"],
@@ -347,7 +349,7 @@ def test_a_persons_whole_flow(browser: WebDriver, base_url: str) -> None:
         "gpus": ["h100-sxm-80gb"],
         "engine": ["vllm"],
         "max_model_len": ["8192"],
-        "peak_concurrency": ["100"],
+        "peak_concurrency": ["110"],
         "kv_cache_dtype": ["fp8"],
     }
     browser.get("about:blank")
@@ -358,7 +360,7 @@ def test_a_persons_whole_flow(browser: WebDriver, base_url: str) -> None:
         "gpu": "h100-sxm-80gb",
         "engine": "vllm",
         "max-model-len": "8192",
-        "peak-concurrency": "100",
+        "peak-concurrency": "110",
         "kv-cache-dtype": "fp8",
     }
     _check_against(_figures(browser), best)

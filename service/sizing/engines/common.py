@@ -196,6 +196,9 @@ class Gpu:
     The speed figures are the catalog's (None where it records none): peak memory bandwidth
     (TB/s, 10^12 B/s), dense tensor throughput (TFLOPS, no sparsity) and the per-GPU,
     one-direction link bandwidth within a node (GB/s, 10^9 B/s); speed.py reads them.
+    `price_source` says where the price was read and `price_origin` whose it is ("catalog":
+    the catalog as kvplan ships it; "caller's override": a price the caller wrote or gave
+    inline); a plan's options carry both.
     """
 
     memory_bytes: int
@@ -211,6 +214,8 @@ class Gpu:
     # later; vllm/platforms/cuda.py `CudaPlatformBase.supported_dtypes`), every ROCm GPU vLLM
     # runs on (Platform.supported_dtypes). False for V100 (7.0), T4 (7.5).
     bf16_support: bool = True
+    price_source: str | None = None
+    price_origin: str | None = None
 
     def __post_init__(self) -> None:
         if self.memory_bytes < 1:

@@ -1,7 +1,7 @@
 """A catalog GPU says whether it computes in bfloat16 (what vLLM's --dtype auto resolves to).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-27
 
 Null for rows written before it: the sizing reads an unknown as bfloat16-capable (every GPU the
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
