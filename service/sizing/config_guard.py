@@ -97,6 +97,14 @@ _VISION: Final = (
     "vision or multimodal front end (its tower is priced from vision_config; no per-token cache)"
 )
 
+# transformers PretrainedConfig writes its generation and export defaults into every config it
+# saves (Kimi-K3's text_config carries them verbatim): none is read by a model's layers.
+_SAVED_DEFAULTS: Final = (
+    "transformers PretrainedConfig's saved generation/export default: no tensor shape"
+)
+_WEIGHTS: Final = "weights only: which layers are dense or MoE, and how wide (no cache)"
+_MTP: Final = "the MTP draft layers, which kvplan does not count (hf_config module docstring)"
+
 # Keys kvplan never reads that do not change the cache, each with the reason. The fixture test
 # (tests/sizing/test_config_keys.py) fails on a key that is neither read nor listed here.
 IRRELEVANT: Final[Mapping[str, str]] = {
@@ -262,6 +270,96 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     # Qwen-1 remote code's int8 KV cache: vLLM's QWenLMHeadModel (models/qwen.py) has no such
     # path and caches in the model dtype.
     "use_cache_quantization": "Qwen-1 remote-code int8 cache: vLLM does not implement it",
+    # Keys of the 2026 fixtures (Kimi-K3, MiniMax-M3, DeepSeek-V4, GLM-5.3) their readers do not
+    # need: weights of model types kvplan gives no parameter count for, numerics, routing.
+    **dict.fromkeys(
+        (
+            "add_cross_attention",
+            "chunk_size_feed_forward",
+            "diversity_penalty",
+            "do_sample",
+            "early_stopping",
+            "encoder_no_repeat_ngram_size",
+            "id2label",
+            "is_decoder",
+            "is_encoder_decoder",
+            "label2id",
+            "length_penalty",
+            "max_length",
+            "min_length",
+            "no_repeat_ngram_size",
+            "num_beam_groups",
+            "num_beams",
+            "num_return_sequences",
+            "output_attentions",
+            "output_hidden_states",
+            "output_scores",
+            "pruned_heads",
+            "remove_invalid_values",
+            "repetition_penalty",
+            "return_dict",
+            "return_dict_in_generate",
+            "temperature",
+            "tf_legacy_loss",
+            "tie_encoder_decoder",
+            "top_k",
+            "top_p",
+            "torchscript",
+            "typical_p",
+            "use_bfloat16",
+        ),
+        _SAVED_DEFAULTS,
+    ),
+    **dict.fromkeys(
+        (
+            "first_k_dense_replace",
+            "moe_layer_freq",
+            "mlp_layer_types",
+            "dense_intermediate_size",
+            "routed_expert_hidden_size",
+            "latent_moe_use_norm",
+            "expert_dtype",
+            "o_groups",
+            "o_lora_rank",
+        ),
+        _WEIGHTS,
+    ),
+    **dict.fromkeys(
+        ("num_nextn_predict_layers", "num_mtp_modules", "index_share_for_mtp_iteration"), _MTP
+    ),
+    **dict.fromkeys(
+        (
+            "num_expert_group",
+            "use_grouped_topk",
+            "moe_renormalize",
+            "moe_router_activation_func",
+            "moe_router_dtype",
+            "use_routing_bias",
+            "num_hash_layers",
+        ),
+        _ROUTING,
+    ),
+    **dict.fromkeys(
+        (
+            "activation_situ_beta",
+            "activation_situ_linear_beta",
+            "swiglu_alpha",
+            "qk_norm_type",
+            "use_gemma_norm",
+            "attention_output_gate",
+            "hc_eps",
+            "hc_mult",
+            "hc_sinkhorn_iters",
+        ),
+        _NUMERICS,
+    ),
+    **dict.fromkeys(
+        ("rotary_dim", "rope_interleave", "indexer_rope_interleave", "compress_rope_theta"),
+        _POSITIONS,
+    ),
+    "qk_head_dim": "qk_nope_head_dim + qk_rope_head_dim, which are read: weights, not the cache",
+    "n_shared_experts": "weights: read where no shared-expert width key (shared_intermediate_size)"
+    " gives the shared experts' size",
 }
 
 # A cache key that this config switches off or that another key supersedes: (why, test).
@@ -313,6 +411,23 @@ _MOOT: Final[Mapping[str, _Moot]] = {
     "num_key_value_heads": (
         "MLA caches the latent (kv_lora_rank)",
         lambda cfg: _value(cfg, "kv_lora_rank") is not None,
+    ),
+    "head_dim": (
+        "MLA caches the latent (kv_lora_rank)",
+        lambda cfg: _value(cfg, "kv_lora_rank") is not None,
+    ),
+    # GLM-5.3: the indexer pattern keys build indexer_types, which lists every layer.
+    "index_topk_freq": (
+        "indexer_types lists every layer",
+        lambda cfg: _value(cfg, "indexer_types") is not None,
+    ),
+    "index_skip_topk_offset": (
+        "indexer_types lists every layer",
+        lambda cfg: _value(cfg, "indexer_types") is not None,
+    ),
+    "index_topk_pattern": (
+        "indexer_types lists every layer",
+        lambda cfg: _value(cfg, "indexer_types") is not None,
     ),
     "v_head_dim": ("MLA caches the latent (kv_lora_rank) or MLA is off", _mla_family),
     "qk_nope_head_dim": ("MLA caches the latent (kv_lora_rank) or MLA is off", _mla_family),

@@ -32,13 +32,20 @@ from .architecture import (
     NoCache,
     SlidingWindowAttention,
 )
-from .config_guard import IRRELEVANT, check_cache_keys, moot, plain_reading_note, unread_keys
+from .config_guard import (
+    IRRELEVANT,
+    check_cache_keys,
+    is_cache_key,
+    moot,
+    plain_reading_note,
+    unread_keys,
+)
 from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .context_limit import derived_max_model_len, sglang_context_len
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
-from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, refuse_deepseek_v4
+from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, deepseek_v4_refusal, refuse_deepseek_v4
 from .hf_kimi_minimax import (
     KIMI_LINEAR_TYPES,
     MINIMAX_M3_TYPES,
@@ -173,6 +180,15 @@ def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
     declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
     published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
+    if cfg.model_type in DEEPSEEK_V4_TYPES:
+        # Refused as a whole by name: no weights are read and no capacity is answered, so only
+        # the keys behind the bytes in the refusal must have been read.
+        deepseek_v4_refusal(cfg)
+        return tuple(
+            cfg.where(key)
+            for key in unread_keys(cfg, cfg.keys_read)
+            if is_cache_key(key) and key not in IRRELEVANT and moot(cfg, key) is None
+        )
     _architecture(cfg, config, name="", num_parameters=None, weight_bytes=None)
     return tuple(
         cfg.where(key)

@@ -119,6 +119,10 @@ def deepseek_v4_layers(cfg: _Cfg) -> tuple[CompressedLayer, ...]:
             cfg.where("index_head_dim"),
             f"must be a multiple of {INDEXER_QUANT_BLOCK} (one fp32 scale per 128 fp8 values)",
         )
+    # The lightning indexer keeps one key per 4 tokens on every C4 layer, whatever top-k it
+    # picks from them (DeepseekV4Indexer: index_topk chooses which compressed rows attend, it
+    # does not size the cache): checked, and otherwise not part of the bytes.
+    cfg.opt_int("index_topk")
     window = cfg.get_int("sliding_window")
     return tuple(CompressedLayer(max(ratio, 1), window, index_head_dim) for ratio in ratios[:n])
 
@@ -165,6 +169,12 @@ def sequence_bytes(
 
 def refuse_deepseek_v4(cfg: _Cfg) -> NoReturn:
     """Read the config (refusing what it cannot), then refuse it by name with its bytes."""
+    raise deepseek_v4_refusal(cfg)
+
+
+def deepseek_v4_refusal(cfg: _Cfg) -> UnknownLayerKind:
+    """The by-name refusal of a DeepSeek-V4 config, after reading every key that sizes its
+    cache (raising as `refuse_deepseek_v4` does on what it cannot read)."""
     if cfg.model_type in _V41_TYPES:
         raise UnknownLayerKind(
             cfg.where("model_type"),
@@ -176,7 +186,7 @@ def refuse_deepseek_v4(cfg: _Cfg) -> NoReturn:
     context = cfg.get_int("max_position_embeddings")
     fp8 = sequence_bytes(layers, context, "fp8_ds_mla").total_bytes
     counts = {r: sum(1 for layer in layers if layer.compress_ratio == r) for r in (4, 128, 1)}
-    raise UnknownLayerKind(
+    return UnknownLayerKind(
         cfg.where("compress_ratios"),
         f"DeepSeek-V4 compressed sparse attention ({counts[4]} C4 layers with indexer keys, "
         f"{counts[128]} C128, {counts[1]} window-only; a {layers[0].sliding_window}-token "
@@ -192,6 +202,7 @@ __all__ = [
     "CompressedLayer",
     "SequenceBytes",
     "deepseek_v4_layers",
+    "deepseek_v4_refusal",
     "refuse_deepseek_v4",
     "sequence_bytes",
 ]

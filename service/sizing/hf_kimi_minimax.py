@@ -8,9 +8,12 @@ Kimi-Linear / Kimi-K3 (`model_type` kimi_linear; Kimi-K3 nests it under `text_co
   kimi_linear.py `KimiLinearConfig.is_kda_layer`): layer i is a KDA layer when i + 1 is in
   `linear_attn_config.kda_layers`, else an MLA layer (`full_attn_layers`, both 1-based).
   MLA caches kv_lora_rank + qk_rope_head_dim per token (`mla_use_nope` leaves the rope part
-  unrotated but cached); KDA keeps `MambaStateShapeCalculator.kda_state_shape(tp, num_heads,
-  head_dim, conv_kernel_size=short_conv_kernel_size)`. Read for weights only: q_lora_rank,
-  qk_nope_head_dim, v_head_dim, num_key_value_heads (MLA caches no per-head K/V),
+  unrotated but cached; `mla_use_output_gate` and `attn_res_block_size`, the output gate and
+  the attention residuals' layer blocks, are read and change no cache); KDA keeps
+  `MambaStateShapeCalculator.kda_state_shape(tp, num_heads, head_dim,
+  conv_kernel_size=short_conv_kernel_size)`. Weights only (kvplan has no parameter count for
+  kimi_linear, so these are unread, declared in config_guard.IRRELEVANT or moot there):
+  q_lora_rank, qk_nope_head_dim, v_head_dim, num_key_value_heads (MLA caches no per-head K/V),
   gate_lower_bound, use_full_rank_gate, the MoE keys.
 
 MiniMax-M3 (`model_type` minimax_m3): vLLM models/minimax_m3 `MiniMaxM3SparseAttention` on
@@ -18,9 +21,11 @@ MiniMax-M3 (`model_type` minimax_m3): vLLM models/minimax_m3 `MiniMaxM3SparseAtt
   (`_sparse_attention_layer_ids`), plain GQA (`MiniMaxM3Attention`) elsewhere. Every layer
   caches K and V of num_key_value_heads x head_dim; a sparse layer's indexer also caches one
   key of `sparse_index_dim` elements per token (`MiniMaxM3IndexerCache`, bf16 unless
-  --attention-config indexer_kv_dtype says fp8). Read for compute only: sparse_topk_blocks,
-  sparse_init_block, sparse_local_block, sparse_score_type, sparse_num_index_heads (index
-  query heads), partial_rotary_factor / rotary_dim, the MoE keys.
+  --attention-config indexer_kv_dtype says fp8). Compute or weights only, so not read
+  (kvplan has no parameter count for minimax_m3; the top-level ones are declared in
+  config_guard.IRRELEVANT): sparse_topk_blocks, sparse_init_block, sparse_local_block,
+  sparse_score_type, sparse_num_index_heads (index query heads), partial_rotary_factor /
+  rotary_dim, the MoE keys.
 """
 
 from __future__ import annotations
@@ -72,6 +77,14 @@ def kimi_linear_layers(cfg: _Cfg) -> list[Layer]:
     mla = MultiHeadLatentAttention(
         kv_lora_rank=cfg.get_int("kv_lora_rank"), qk_rope_head_dim=cfg.get_int("qk_rope_head_dim")
     )
+    # Read, and found not to change what a layer caches (module docstring): mla_use_nope
+    # leaves the rope part unrotated but still cached; mla_use_output_gate gates the attention
+    # output (a projection: weights); attn_res_block_size groups layers for the attention
+    # residuals, which mix earlier layers' outputs within one forward pass (no per-token state
+    # kept across the sequence).
+    cfg.flag("mla_use_nope", False)
+    cfg.flag("mla_use_output_gate", False)
+    cfg.opt_int("attn_res_block_size")
     return [kda if i + 1 in kda_ids else mla for i in range(n)]
 
 
