@@ -262,6 +262,20 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     # Qwen-1 remote code's int8 KV cache: vLLM's QWenLMHeadModel (models/qwen.py) has no such
     # path and caches in the model dtype.
     "use_cache_quantization": "Qwen-1 remote-code int8 cache: vLLM does not implement it",
+    # XiaomiMiMo MiMo-V2-Flash (vLLM mimo_v2.py MiMoV2DecoderLayer / MiMoV2Attention).
+    "swa_rope_theta": _POSITIONS,
+    "swa_num_attention_heads": "the sliding layers' query heads: K/V heads and sizes are read",
+    "attention_value_scale": _NUMERICS,
+    "add_swa_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
+    "add_full_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
+    "layernorm_epsilon": _NUMERICS,
+    "moe_layer_freq": "which layers use experts: weights, not the cache",
+    # stepfun-ai Step-3.7-Flash as ai-dynamo/aiconfigurator keeps it (read as step3p7).
+    "first_k_dense_replace": "how many leading layers use a dense MLP: weights, not the cache",
+    "num_nextn_predict_layers": "MTP layers: vLLM loads them only as a speculative draft",
+    "use_moe_router_bias": _ROUTING,
+    "moe_router_scaling_factor": _ROUTING,
+    "n_shared_experts": "shared experts: weights, not the cache",
 }
 
 # A cache key that this config switches off or that another key supersedes: (why, test).

@@ -37,6 +37,7 @@ from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .dtypes import normalize_model_dtype
 from .errors import SizingError, UnknownLayerKind
+from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
 from .weight_format import (
     CheckpointSize,
@@ -96,6 +97,7 @@ _KNOWN_TYPES: Final = (
         "qwen3_vl_moe_text",
         "step3p7",
     }
+    | MIMO_V2_TYPES
 )
 # model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
 # plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
@@ -121,9 +123,6 @@ _UNSUPPORTED_KEYS: Final[dict[str, str]] = {
     "compress_ratios": "DeepSeek-V4 compressed sparse attention",
     # moonshotai/Kimi-K3 config.json: KDA linear-attention layers mixed with MLA.
     "linear_attn_config": "Kimi Delta Attention (KDA) linear-attention hybrid",
-    # XiaomiMiMo/MiMo-V2-Flash config.json: window layers with their own heads/head_dim.
-    "hybrid_layer_pattern": "MiMo-V2 hybrid sliding-window layers with separate geometry "
-    "(swa_num_key_value_heads, swa_head_dim)",
     # MiniMaxAI/MiniMax-M3 config.json: sparse attention with index keys per layer.
     "sparse_attention_config": "MiniMax sparse attention with an index cache",
 }
@@ -331,6 +330,8 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
         return _jamba_layers(cfg, heads)
     if cfg.model_type == "granitemoehybrid":
         return _granite_hybrid_layers(cfg, heads)
+    if cfg.model_type in MIMO_V2_TYPES:
+        return mimo_v2_layers(cfg)
     return _attention_layers(cfg, heads)
 
 
