@@ -77,8 +77,9 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 2 left out (gemma-3-12b-it, granite-4.0-h-small) + 3 added for
-    # calibration cases = 64 models; 25 shared GPUs - 6 left out + rtx-3090 = 20.
-    assert len(models()) == 64
+    # calibration cases + gemma-4-31b-it (issue 19) = 65 models; 25 shared GPUs - 6 left out
+    # + rtx-3090 = 20.
+    assert len(models()) == 65
     assert len(gpus()) == 20
 
 
@@ -184,6 +185,9 @@ PER_TOKEN = [
     # Gemma 4 26B A4B (its config.json): 25 sliding layers x 2 x 8 x 256 x 2 B = 204,800 plus
     # 5 global layers x 2 x num_global_key_value_heads 2 x global_head_dim 512 x 2 B = 20,480
     ("gemma-4-26b-a4b", 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2),
+    # Gemma 4 31B IT: 50 sliding layers x 2 x 16 x 256 x 2 B = 819,200 plus 10 global layers
+    # x 2 x 4 x 512 x 2 B = 81,920
+    ("gemma-4-31b-it", 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2),
 ]
 
 

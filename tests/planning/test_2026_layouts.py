@@ -98,3 +98,19 @@ def test_step_3_7_flash_as_aiconfigurator_keeps_it(client: TestClient) -> None:
     # equal pages (4,096 x 16 = 65,536 B), groups of 12: 1 full + 3 sliding groups (3 padding
     # layers); 10 GiB // 65,536 // 12 = 163,840 // 12 = 13,653 blocks.
     assert body["num_gpu_blocks"] == 10 * GIB // 65_536 // 12 == 13_653
+
+
+def test_gemma_4_31b_global_layers_keep_their_own_heads_and_head_size(
+    client: TestClient,
+) -> None:
+    # nvidia Gemma-4-31B-IT-NVFP4 config.json, text_config: 60 layers, layer_types 50 sliding
+    # (num_key_value_heads 16 x head_dim 256, window 1024) and 10 full (num_global_key_value_heads
+    # 4 x global_head_dim 512). Its quantization_config declares an fp8 KV cache, which vLLM
+    # takes for --kv-cache-dtype auto (1 B per element):
+    # 50 x 2 x 16 x 256 x 1 + 10 x 2 x 4 x 512 x 1 = 409,600 + 40,960 = 450,560 B per token.
+    body = _ask(client, _config("nvidia--Gemma-4-31B-IT-NVFP4.json"))
+    assert body["explanation"]["kv_bytes_per_token"]["element_bytes"] == 1
+    assert body["kv_bytes_per_token"] == 50 * 2 * 16 * 256 + 10 * 2 * 4 * 512 == 450_560
+    # in bf16, asked by name: twice that, 901,120 B (the catalog's gemma-4-31b-it)
+    bf16 = _ask(client, _config("nvidia--Gemma-4-31B-IT-NVFP4.json"), kv_cache_dtype="bfloat16")
+    assert bf16["kv_bytes_per_token"] == 2 * 450_560
