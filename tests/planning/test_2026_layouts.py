@@ -13,6 +13,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from tests.helpers import problem
+
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
 GIB = 2**30
 
@@ -84,6 +86,43 @@ def test_mimo_v2_flash_splits_each_kind_of_layer_heads_by_tensor_parallelism(
     body = _ask(client, _config("XiaomiMiMo--MiMo-V2-Flash.json"), tensor_parallel_size=4)
     per_gpu = body["explanation"]["per_gpu"]["kv_bytes_per_token_per_gpu"]
     assert per_gpu == 9 * 1 * 320 * 2 + 39 * 2 * 320 * 2 == 55_680
+
+
+def test_mimo_v2_flash_is_refused_for_tensorrt_llm_by_name(client: TestClient) -> None:
+    # TensorRT-LLM's KV cache keeps one head size for K and V; no release kvplan models runs
+    # MiMo-V2 (docs/engines/vllm.md#mimo-v2-flash-full-and-sliding-layers-of-their-own).
+    response = client.post(
+        "/v1/capacity",
+        json={
+            "model": {"hf_config": _config("XiaomiMiMo--MiMo-V2-Flash.json")},
+            "gpu": "h100-sxm-80gb",
+            "engine": "trtllm",
+            "max_model_len": 8192,
+            "kv_pool_bytes": 10 * GIB,
+        },
+    )
+    body = problem(response, 422)
+    assert "K heads of 192 beside V heads of 128" in body["detail"]
+
+
+def test_mimo_v2_flash_on_sglang_keeps_k_and_v_of_their_own_sizes(client: TestClient) -> None:
+    # sgl-project/sglang python/sglang/srt/mem_cache/swa_memory_pool.py SWAKVPool: the SWA
+    # pool is built with swa_head_num / swa_head_dim / swa_v_head_dim, the full pool with
+    # head_num / head_dim / v_head_dim, so K and V keep their own sizes as in vLLM: the same
+    # 222,720 B per token and 214,302,720 B per 8,192-token sequence (worked above).
+    response = client.post(
+        "/v1/capacity",
+        json={
+            "model": {"hf_config": _config("XiaomiMiMo--MiMo-V2-Flash.json")},
+            "gpu": "h100-sxm-80gb",
+            "engine": "sglang",
+            "max_model_len": 8192,
+            "kv_pool_bytes": 10 * GIB,
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["kv_bytes_per_token"] == 222_720
+    assert response.json()["kv_bytes_per_sequence"] == 214_302_720
 
 
 def test_step_3_7_flash_as_aiconfigurator_keeps_it(client: TestClient) -> None:
