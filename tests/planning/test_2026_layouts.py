@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.helpers import problem
@@ -86,6 +87,39 @@ def test_mimo_v2_flash_splits_each_kind_of_layer_heads_by_tensor_parallelism(
     body = _ask(client, _config("XiaomiMiMo--MiMo-V2-Flash.json"), tensor_parallel_size=4)
     per_gpu = body["explanation"]["per_gpu"]["kv_bytes_per_token_per_gpu"]
     assert per_gpu == 9 * 1 * 320 * 2 + 39 * 2 * 320 * 2 == 55_680
+
+
+@pytest.mark.parametrize(
+    ("engine_version", "why"),
+    [
+        # read in each PyPI wheel (service/sizing/engines/vllm_diffkv.py)
+        ("0.13.0", "has no MiMo-V2 model"),
+        ("0.19.1", "padded V to the K head size"),
+        ("0.31.0", "ran MiMo-V2's full layers with the config's 128-token sliding_window"),
+    ],
+)
+def test_mimo_v2_flash_on_a_vllm_release_that_built_another_layout_is_refused(
+    client: TestClient, engine_version: str, why: str
+) -> None:
+    response = client.post(
+        "/v1/capacity",
+        json={
+            "model": {"hf_config": _config("XiaomiMiMo--MiMo-V2-Flash.json")},
+            "gpu": "h100-sxm-80gb",
+            "engine_version": engine_version,
+            "max_model_len": 8192,
+            "kv_pool_bytes": 10 * GIB,
+        },
+    )
+    body = problem(response, 422)
+    assert body["field"] == "engine_version"
+    assert why in body["detail"]
+
+
+def test_mimo_v2_flash_is_sized_from_vllm_0_32(client: TestClient) -> None:
+    # 0.32.0 MiMoV2DecoderLayer clears cache_config.sliding_window: the layout worked above.
+    body = _ask(client, _config("XiaomiMiMo--MiMo-V2-Flash.json"), engine_version="0.32.0")
+    assert body["kv_bytes_per_sequence"] == 214_302_720
 
 
 def test_mimo_v2_flash_is_refused_for_tensorrt_llm_by_name(client: TestClient) -> None:

@@ -59,6 +59,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
+from .vllm_diffkv import check_diffkv_release
 
 Version = tuple[int, int, int]
 
@@ -1150,6 +1151,7 @@ def release_sizing(asked: str) -> tuple[VllmRelease, str | None]:
 
 def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
     """Raise for models this release does not size (or does not run)."""
+    check_diffkv_release(arch, release.version, release.label)
     if arch.has_state_layers and not release.state_in_pool:
         raise SizingError(
             "engine_version",
