@@ -360,6 +360,16 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     "qk_head_dim": "qk_nope_head_dim + qk_rope_head_dim, which are read: weights, not the cache",
     "n_shared_experts": "weights: read where no shared-expert width key (shared_intermediate_size)"
     " gives the shared experts' size",
+    # XiaomiMiMo MiMo-V2-Flash (vLLM mimo_v2.py MiMoV2DecoderLayer / MiMoV2Attention).
+    "swa_rope_theta": _POSITIONS,
+    "swa_num_attention_heads": "the sliding layers' query heads: K/V heads and sizes are read",
+    "attention_value_scale": _NUMERICS,
+    "add_swa_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
+    "add_full_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
+    "layernorm_epsilon": _NUMERICS,
+    # stepfun-ai Step-3.7-Flash as ai-dynamo/aiconfigurator keeps it (read as step3p7).
+    "use_moe_router_bias": _ROUTING,
+    "moe_router_scaling_factor": _ROUTING,
 }
 
 # A cache key that this config switches off or that another key supersedes: (why, test).

@@ -52,6 +52,7 @@ from .hf_kimi_minimax import (
     kimi_linear_layers,
     minimax_m3_layers,
 )
+from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
 from .weight_format import (
     CheckpointSize,
@@ -113,6 +114,7 @@ _KNOWN_TYPES: Final = (
         "qwen3_vl_moe_text",
         "step3p7",
     }
+    | MIMO_V2_TYPES
 )
 # model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
 # plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
@@ -139,9 +141,6 @@ _UNSUPPORTED_KEYS: Final[dict[str, str]] = {
     # Kimi-Linear / Kimi-K3 (model_type kimi_linear) are read by hf_kimi_minimax; elsewhere
     # KDA layers mixed with MLA are not something a reader has placed.
     "linear_attn_config": "Kimi Delta Attention (KDA) linear-attention hybrid",
-    # XiaomiMiMo/MiMo-V2-Flash config.json: window layers with their own heads/head_dim.
-    "hybrid_layer_pattern": "MiMo-V2 hybrid sliding-window layers with separate geometry "
-    "(swa_num_key_value_heads, swa_head_dim)",
     # MiniMax-M3 (model_type minimax_m3) is read by hf_kimi_minimax; elsewhere unplaced.
     "sparse_attention_config": "MiniMax sparse attention with an index cache",
 }
@@ -374,6 +373,8 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
         return _jamba_layers(cfg, heads)
     if cfg.model_type == "granitemoehybrid":
         return _granite_hybrid_layers(cfg, heads)
+    if cfg.model_type in MIMO_V2_TYPES:
+        return mimo_v2_layers(cfg)
     return _attention_layers(cfg, heads)
 
 

@@ -76,16 +76,16 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 
 
 def test_the_catalog_sizes() -> None:
-    # 63 shared entries - 3 left out (gemma-3-12b-it, gemma-4-26b-a4b, granite-4.0-h-small)
-    # + 3 added for calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19) = 65 models;
-    # 25 shared GPUs - 6 left out + rtx-3090 = 20,
+    # 63 shared entries - 2 left out (gemma-3-12b-it, granite-4.0-h-small) + 3 added for
+    # calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19, part B) + gemma-4-31b-it
+    # (issue 19, part A) = 67 models; 25 shared GPUs - 6 left out + rtx-3090 = 20,
     # + a10, h20, l40, mi325x, rtx-5090 (issue 20; docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 65
+    assert len(models()) == 67
     assert len(gpus()) == 25
 
 
 def test_models_without_verified_geometry_are_left_out() -> None:
-    for slug in ("gemma-3-12b-it", "gemma-4-26b-a4b", "granite-4.0-h-small"):
+    for slug in ("gemma-3-12b-it", "granite-4.0-h-small"):
         assert slug not in MODEL_SLUGS
 
 
@@ -188,6 +188,12 @@ PER_TOKEN = [
     ("qwen3.8-2.4t-a95b", 94_208),
     # GLM-5.3: 78 MLA layers x 576 x 2 B + 21 'full' indexer layers x 132 B = 92,628
     ("glm-5.3", 92_628),
+    # Gemma 4 26B A4B (its config.json): 25 sliding layers x 2 x 8 x 256 x 2 B = 204,800 plus
+    # 5 global layers x 2 x num_global_key_value_heads 2 x global_head_dim 512 x 2 B = 20,480
+    ("gemma-4-26b-a4b", 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2),
+    # Gemma 4 31B IT: 50 sliding layers x 2 x 16 x 256 x 2 B = 819,200 plus 10 global layers
+    # x 2 x 4 x 512 x 2 B = 81,920
+    ("gemma-4-31b-it", 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2),
 ]
 
 

@@ -212,6 +212,26 @@ NO_MAMBA1 = (
 )
 
 
+def check_trtllm_head_sizes(arch: ModelArchitecture) -> None:
+    """Refuse attention whose V head is narrower than its K head (MiMo-V2-Flash: 192 / 128).
+
+    TensorRT-LLM's KVCacheManager keeps one head_dim for K and V. No release kvplan models has
+    a MiMo-V2 model; the one port found (github:WeiHaocheng/TensorRT-LLM, a fork,
+    tensorrt_llm/_torch/models/modeling_mimo_v2_flash.py MiMoV2FlashAttention) pads V to
+    head_dim in the cache, which no release is known to ship: refused rather than sized.
+    """
+    for layer in _attention_layers(arch.layers):
+        if isinstance(layer, MultiHeadLatentAttention) or layer.v_head_dim is None:
+            continue
+        if layer.v_head_dim != layer.head_dim:
+            raise SizingError(
+                "layer_schedule",
+                f"K heads of {layer.head_dim} beside V heads of {layer.v_head_dim} "
+                "(MiMo-V2): TensorRT-LLM's KV cache keeps one head size for K and V, and no "
+                "TensorRT-LLM release kvplan models runs this architecture",
+            )
+
+
 def trtllm_state_slot(layer: StateLayer, tensor_parallel_size: int) -> TrtllmStateSlot:
     """_torch/pyexecutor/mamba_cache_manager.py `MambaCacheManager.__init__` (0.20 ... 1.2):
     conv_dim = head_dim x heads + 2 x groups x d_state, split by tp (no group replication;
@@ -641,6 +661,7 @@ def trtllm_capacity(inputs: SizingInputs) -> Capacity:
     arch, engine = inputs.arch, inputs.engine
     trtllm_release(engine.engine_version)  # what is not a version is refused on every path
     refuse_unmodelled(arch, "TensorRT-LLM")
+    check_trtllm_head_sizes(arch)
     if arch.has_state_layers:
         return _mamba_capacity(inputs)
     warnings = inputs.warnings

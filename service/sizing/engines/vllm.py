@@ -60,6 +60,7 @@ from .common import (
     given_pool_budget,
 )
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
+from .vllm_diffkv import check_diffkv_release
 
 Version = tuple[int, int, int]
 
@@ -1157,6 +1158,7 @@ def release_sizing(asked: str) -> tuple[VllmRelease, str | None]:
 
 def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
     """Raise for models this release does not size (or does not run)."""
+    check_diffkv_release(arch, release.version, release.label)
     if arch.has_state_layers and not release.state_in_pool:
         raise SizingError(
             "engine_version",
