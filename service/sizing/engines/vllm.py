@@ -59,8 +59,8 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
-from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 from .vllm_diffkv import check_diffkv_release
+from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 
 Version = tuple[int, int, int]
 
