@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -96,17 +96,56 @@ def install_limits(app: FastAPI, settings: Settings) -> None:
 
 
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
+    """What `kvplan serve` runs: the catalog cache, the app and its state, the middleware
+    layers, the routers (each step below)."""
     settings = settings or Settings()
     logging.basicConfig(level=settings.log_level.upper())
     install_key_redaction()  # an `api_key` in a URL never reaches the access log
     database = database or Database.from_settings(settings)
     metrics = Metrics()
+    catalog = _catalog_cache(settings, database, metrics)
+    app = KvplanApp(
+        lifespan=_lifespan(settings, catalog),
+        # kvplan exports Prometheus metrics and no OpenTelemetry: FastAPI's native telemetry
+        # would look for OpenTelemetry providers on every request (three environment reads).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+        title="kvplan",
+        version=__version__,
+        summary="KV-cache capacity planning for LLM inference",
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
+        license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        docs_url=None,
+        redoc_url=None,
+    )
+    _install_state(app, settings, database, metrics, catalog)
+    _install_layers(app, settings, metrics)
+    _include_routers(app)
+    return app
+
+
+def _catalog_cache(settings: Settings, database: Database, metrics: Metrics) -> CatalogCache:
+    """The catalog snapshot every request reads, its size and staleness in the metrics."""
 
     def on_load(snapshot: CatalogSnapshot) -> None:
         metrics.catalog_entries.labels("model").set(len(snapshot.models))
         metrics.catalog_entries.labels("gpu").set(len(snapshot.gpus))
         metrics.catalog_version.set(snapshot.version)
 
+    catalog = CatalogCache(
+        database,
+        settings.catalog_ttl_seconds,
+        on_load,
+        wait_seconds=settings.db_answer_timeout_seconds or 2.0,
+        wait_after_write_seconds=settings.catalog_wait_after_write_seconds,
+    )
+    metrics.catalog_stale.set_function(lambda: float(catalog.stale))
+    return catalog
+
+
+def _lifespan(
+    settings: Settings, catalog: CatalogCache
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.catalog_ttl_seconds > 0:
@@ -123,38 +162,26 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 catalog.warm()
         yield
 
-    app = KvplanApp(
-        lifespan=lifespan,
-        # kvplan exports Prometheus metrics and no OpenTelemetry: FastAPI's native telemetry
-        # would look for OpenTelemetry providers on every request (three environment reads).
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-        title="kvplan",
-        version=__version__,
-        summary="KV-cache capacity planning for LLM inference",
-        description=DESCRIPTION,
-        openapi_tags=TAGS,
-        license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
-        docs_url=None,
-        redoc_url=None,
-    )
+    return lifespan
+
+
+def _install_state(
+    app: FastAPI, settings: Settings, database: Database, metrics: Metrics, catalog: CatalogCache
+) -> None:
+    """What the routers reach through `app.state`."""
     app.state.settings = settings
     app.state.db = database
     app.state.metrics = metrics
     app.state.write_limiter = WriteLimiter(settings.write_rate_per_second, settings.write_burst)
-    catalog = CatalogCache(
-        database,
-        settings.catalog_ttl_seconds,
-        on_load,
-        wait_seconds=settings.db_answer_timeout_seconds or 2.0,
-        wait_after_write_seconds=settings.catalog_wait_after_write_seconds,
-    )
-    metrics.catalog_stale.set_function(lambda: float(catalog.stale))
     app.state.catalog = catalog
     # Recent capacity answers, keyed by catalog token, one cache of each per app: the deployment
     # profiles' computed answers, and the bytes GET /v1/capacity sent.
     app.state.capacity_answers = AnswerCache()
     app.state.capacity_encoded = EncodedAnswers()
     metrics.registry.register(DeploymentGauges(database, catalog, app.state.capacity_answers))
+
+
+def _install_layers(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     install_problem_handlers(app)
     install_problem_openapi(app)
     # Layers, innermost first: repeated capacity questions answered from their bytes, the HTTP
@@ -163,6 +190,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     metrics.install(app, AccessLog(settings.access_log_sample))
     install_docs(app)
     install_limits(app, settings)
+
+
+def _include_routers(app: FastAPI) -> None:
     app.include_router(health_router)
     app.include_router(planning_router)
     app.include_router(models_router)
@@ -172,4 +202,3 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.include_router(web_router)
     app.include_router(engine_logs_router)
     app.include_router(calibrations_router)
-    return app

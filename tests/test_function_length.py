@@ -1,4 +1,11 @@
-"""No function in service/ is longer than 80 lines (issue 6: the longest must stay under 80).
+"""No function in service/ is longer than 70 lines.
+
+Issue 6 set 80; issue 18 found eight functions at 69-78, a limit met by trimming rather than by
+design. They are now cut along their own steps (the engine's, as `vllm_layout` was: SGLang's
+SWAKVPool and MambaPool sizing, vLLM's Worker.determine_available_memory, TensorRT-LLM's
+KvCacheCreator and KVCacheManager; create_app's start-up steps); when this limit was set the
+longest function in service/ had 60 lines. The limit sits 10 lines above that, so it is not a
+target to trim to: a step may grow a case, but a function that has become two steps is refused.
 
 ruff's PLR0915 (max 50 statements) catches long logic; this census also catches long functions
 of data and layout, which statements undercount. Lines run from `def` to the body's last line.
@@ -10,10 +17,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIMIT = 80
+LIMIT = 70
 
 
-def test_no_function_in_service_is_over_80_lines() -> None:
+def test_no_function_in_service_is_over_70_lines() -> None:
     too_long = []
     for path in sorted((ROOT / "service").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
-from pydantic import AfterValidator
 
 from .. import conditional
 from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
@@ -27,12 +26,20 @@ from ..routes import (
     problem_responses,
 )
 from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
-from ..sizing import LayerKind
 from . import answers, reads, service
+from .filters import (
+    Family,
+    Fp8Support,
+    LayerKindFilter,
+    MaxParameters,
+    MaxPriceUsdPerHour,
+    MinMemoryBytes,
+    MinParameters,
+    Search,
+    Vendor,
+)
 from .reads import STALE_HEADER, STALE_HEADER_DOC
 from .schemas import (
-    MAX_MEMORY_BYTES,
-    MAX_PARAMETERS,
     GpuCreate,
     GpuPage,
     GpuPatch,
@@ -44,7 +51,6 @@ from .schemas import (
     ModelPatch,
     ModelRead,
     ModelReplace,
-    no_nul,
 )
 
 models_router = APIRouter(prefix="/v1/models", tags=["models"], route_class=AdminRoute)
@@ -224,32 +230,10 @@ def list_gpus(
     catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
-    vendor: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=100,
-            description="Only this vendor (case-insensitive), e.g. `NVIDIA`.",
-        ),
-        AfterValidator(no_nul),
-    ] = None,
-    min_memory_bytes: Annotated[
-        int | None,
-        Query(ge=1, le=MAX_MEMORY_BYTES, description="Only GPUs with at least this memory."),
-    ] = None,
-    max_price_usd_per_hour: Annotated[
-        float | None,
-        Query(
-            ge=0,
-            le=1_000_000,
-            allow_inf_nan=False,
-            description="Only GPUs with a reference price at most this (unpriced GPUs are left "
-            "out).",
-        ),
-    ] = None,
-    fp8_support: Annotated[
-        bool | None, Query(description="Only GPUs with (true) or without (false) native FP8.")
-    ] = None,
+    vendor: Vendor = None,
+    min_memory_bytes: MinMemoryBytes = None,
+    max_price_usd_per_hour: MaxPriceUsdPerHour = None,
+    fp8_support: Fp8Support = None,
     format: ListFormat = None,
 ) -> GpuPage | Response:
     """GPUs in slug order, one page at a time; follow `next` (or the `Link` header).
@@ -400,36 +384,11 @@ def list_models(
     catalog: CatalogCacheDep,
     limit: Limit = 50,
     cursor: Cursor = None,
-    family: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=100,
-            description="Only this family (case-insensitive), e.g. `qwen3_5_text`.",
-        ),
-        AfterValidator(no_nul),
-    ] = None,
-    layer_kind: Annotated[
-        LayerKind | None,
-        Query(description="Only models with at least one layer of this kind."),
-    ] = None,
-    q: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=200,
-            description="Substring of the slug or name (case-insensitive).",
-        ),
-        AfterValidator(no_nul),
-    ] = None,
-    min_parameters: Annotated[
-        int | None,
-        Query(ge=0, le=MAX_PARAMETERS, description="Only models with at least this many."),
-    ] = None,
-    max_parameters: Annotated[
-        int | None,
-        Query(ge=0, le=MAX_PARAMETERS, description="Only models with at most this many."),
-    ] = None,
+    family: Family = None,
+    layer_kind: LayerKindFilter = None,
+    q: Search = None,
+    min_parameters: MinParameters = None,
+    max_parameters: MaxParameters = None,
     format: ListFormat = None,
 ) -> ModelPage | Response:
     """Models in slug order, one page at a time; follow `next` (or the `Link` header).

@@ -231,6 +231,21 @@ def create(
     assert model_key is not None  # a log is matched to a catalog slug or a config.json
     weight_format = planning.weight_format(explained.question, catalog)
     key = calibration_key(model_key, target.gpu, detail, weight_format)
+    _refuse_calibrated(session, key)
+    fit = fit_pool(parsed, explained.question, catalog, detail.gpu_memory_bytes)
+    row = _calibration_row(key, detail, parsed, fit, log=question.log, notes=notes)
+    try:
+        repository.add(session, row)
+    except IntegrityError as exc:  # a concurrent write stored the same key first
+        raise Conflict(
+            "this deployment was calibrated meanwhile; GET the list", field="log"
+        ) from exc
+    catalog_repository.bump_catalog_version(session)
+    return row
+
+
+def _refuse_calibrated(session: Session, key: CalibrationKey) -> None:
+    """409 where this deployment (the same key) is calibrated already."""
     existing = repository.get_by_key(session, key.digest)
     if existing is not None:
         raise Conflict(
@@ -239,11 +254,22 @@ def create(
             field="log",
             calibration_id=existing.id,
         )
-    fit = fit_pool(parsed, explained.question, catalog, detail.gpu_memory_bytes)
+
+
+def _calibration_row(
+    key: CalibrationKey,
+    detail: CapacityDetail,
+    parsed: ParsedLog,
+    fit: PoolFit,
+    *,
+    log: str,
+    notes: str | None,
+) -> CalibrationRow:
+    """What the log measured, beside kvplan's prediction, as the row kept under `key`."""
     reported = parsed.reported
     fraction_name = FRACTION_OF[detail.engine]
     fraction = detail.engine_settings.get(fraction_name)
-    row = CalibrationRow(
+    return CalibrationRow(
         key_digest=key.digest,
         **dataclasses.asdict(key),
         fraction_name=fraction_name,
@@ -269,17 +295,9 @@ def create(
             for name, value in dataclasses.asdict(parsed.settings).items()
             if value is not None
         },
-        log_sha256=hashlib.sha256(question.log.encode("utf-8", errors="replace")).hexdigest(),
+        log_sha256=hashlib.sha256(log.encode("utf-8", errors="replace")).hexdigest(),
         notes=notes,
     )
-    try:
-        repository.add(session, row)
-    except IntegrityError as exc:  # a concurrent write stored the same key first
-        raise Conflict(
-            "this deployment was calibrated meanwhile; GET the list", field="log"
-        ) from exc
-    catalog_repository.bump_catalog_version(session)
-    return row
 
 
 def read(row: CalibrationRow) -> CalibrationRead:

@@ -370,11 +370,21 @@ def differences(
     """Each budget line kvplan predicts against the engine's (a line neither has is left out)."""
     if prediction is None:
         return []
-    lines = budget_lines(prediction)
+    rows = [
+        *_budget_rows(reported, budget_lines(prediction), budget),
+        *_pool_rows(reported, prediction, budget),
+    ]
+    return [row for row in rows if row.predicted is not None or row.reported is not None]
+
+
+def _budget_rows(
+    reported: Reported, lines: dict[str, int], budget: int | None
+) -> tuple[Difference, ...]:
+    """The memory budget's terms, as the engine profiles them before it sizes the pool."""
     weights = _first(
         reported.weights_bytes, reported.model_loading_bytes, reported.engine_allocation_bytes
     )
-    rows = [
+    return (
         _line(
             "weights",
             "bytes",
@@ -408,6 +418,14 @@ def differences(
             budget=budget,
             note="CUDA-graph memory (predicted only where the release subtracts it)",
         ),
+    )
+
+
+def _pool_rows(
+    reported: Reported, prediction: CapacityDetail, budget: int | None
+) -> tuple[Difference, ...]:
+    """The KV cache pool the budget leaves, and what it holds: blocks, tokens, sequences."""
+    return (
         _line(
             "kv_pool",
             "bytes",
@@ -440,5 +458,4 @@ def differences(
             budget=budget,
             note="sequences of max_model_len the pool holds ('Maximum concurrency')",
         ),
-    ]
-    return [row for row in rows if row.predicted is not None or row.reported is not None]
+    )

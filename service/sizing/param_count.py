@@ -18,7 +18,7 @@ multi-token-prediction layers (vLLM loads them only as a speculative draft) and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from .architecture import (
@@ -518,70 +518,82 @@ class _Decoder:
     # -- multi-token prediction ------------------------------------------------------------
 
     def mtp(self, vocab: int) -> None:
-        cfg, out, h, mt = self.cfg, self.out, self.hidden, self.mt
-        n = len(self.mixers)
+        """The multi-token-prediction layers the checkpoint holds, by family (vLLM's *_mtp.py);
+        the server does not load them (`_unserved_mtp`)."""
+        cfg, mt = self.cfg, self.mt
         if mt in _DEEPSEEK or mt in _GLM_MOE:
             count = cfg.layer_count("num_nextn_predict_layers", default=0)
-            if not count:
-                return
-            out.served = False
-            start = len(out.items)
-            for k in range(count):
-                # vLLM deepseek_mtp.py DeepSeekMultiTokenPredictorLayer (glm4_moe_mtp.py the
-                # same): checkpoint layer num_hidden_layers + k holds its own embed_tokens,
-                # enorm, hnorm, eh_proj (2 x hidden -> hidden), a full decoder layer and a
-                # shared_head (norm + head).
-                p = f"{self.prefix}.layers.{n + k}"
-                out.embedding(f"{p}.embed_tokens", TensorClass.EMBEDDING, vocab, h)
-                out.norm(f"{p}.enorm", _N, h)
-                out.norm(f"{p}.hnorm", _N, h)
-                out.linear(f"{p}.eh_proj", TensorClass.MLP, h, 2 * h)
-                self.layer(p, n + k, self.mixers[-1], mtp=True)
-                out.norm(f"{p}.shared_head.norm", _N, h)
-                out.linear(f"{p}.shared_head.head", TensorClass.LM_HEAD, vocab, h)
-            self._relabel_mtp(start)
-            out.served = True
-            return
-        if mt in _QWEN_GDN:
+            if count:
+                self._unserved_mtp(lambda: self._deepseek_mtp(vocab, count))
+        elif mt in _QWEN_GDN:
             count = cfg.layer_count("mtp_num_hidden_layers", default=0)
-            if not count:
-                return
-            # transformers Qwen3_5 / vLLM qwen3_next_mtp.py Qwen3NextMultiTokenPredictor:
-            # mtp.fc (2 x hidden -> hidden), pre_fc_norm_embedding, pre_fc_norm_hidden,
-            # mtp.layers.k (full-attention decoder layers) and mtp.norm; embeddings shared.
-            attention = next(
-                (m for m in self.mixers if isinstance(m, FullAttention | SlidingWindowAttention)),
-                None,
-            )
-            if attention is None:
-                raise SizingError(cfg.where("layer_types"), "no attention layer to copy for MTP")
-            out.served = False
-            start = len(out.items)
-            out.linear("mtp.fc", TensorClass.MLP, h, 2 * h)
-            out.norm("mtp.pre_fc_norm_embedding", _N, h)
-            out.norm("mtp.pre_fc_norm_hidden", _N, h)
-            for k in range(count):
-                self.layer(f"mtp.layers.{k}", n + k, attention, mtp=True)
-            out.norm("mtp.norm", _N, h)
-            self._relabel_mtp(start)
-            out.served = True
-            return
-        if mt == "mimo":
+            if count:
+                attention = next(
+                    (
+                        m
+                        for m in self.mixers
+                        if isinstance(m, FullAttention | SlidingWindowAttention)
+                    ),
+                    None,
+                )
+                if attention is None:
+                    raise SizingError(
+                        cfg.where("layer_types"), "no attention layer to copy for MTP"
+                    )
+                self._unserved_mtp(lambda: self._qwen_next_mtp(count, attention))
+        elif mt == "mimo":
             count = cfg.layer_count("num_nextn_predict_layers", default=0)
-            out.served = False
-            start = len(out.items)
-            for k in range(count):
-                # vLLM mimo_mtp.py MiMoMultiTokenPredictorLayer: token_layernorm,
-                # hidden_layernorm, input_proj (2 x hidden -> hidden), a Qwen2 decoder layer,
-                # final_layernorm.
-                p = f"model.mtp_layers.{k}"
-                out.norm(f"{p}.token_layernorm", _N, h)
-                out.norm(f"{p}.hidden_layernorm", _N, h)
-                out.linear(f"{p}.input_proj", TensorClass.MLP, h, 2 * h)
-                self.layer(p, n + k, self.mixers[-1], mtp=True)
-                out.norm(f"{p}.final_layernorm", _N, h)
-            self._relabel_mtp(start)
-            out.served = True
+            self._unserved_mtp(lambda: self._mimo_mtp(count))
+
+    def _unserved_mtp(self, build: Callable[[], None]) -> None:
+        """The tensors `build` adds, marked not served and relabelled MTP."""
+        out = self.out
+        out.served = False
+        start = len(out.items)
+        build()
+        self._relabel_mtp(start)
+        out.served = True
+
+    def _deepseek_mtp(self, vocab: int, count: int) -> None:
+        out, h, n = self.out, self.hidden, len(self.mixers)
+        for k in range(count):
+            # vLLM deepseek_mtp.py DeepSeekMultiTokenPredictorLayer (glm4_moe_mtp.py the
+            # same): checkpoint layer num_hidden_layers + k holds its own embed_tokens,
+            # enorm, hnorm, eh_proj (2 x hidden -> hidden), a full decoder layer and a
+            # shared_head (norm + head).
+            p = f"{self.prefix}.layers.{n + k}"
+            out.embedding(f"{p}.embed_tokens", TensorClass.EMBEDDING, vocab, h)
+            out.norm(f"{p}.enorm", _N, h)
+            out.norm(f"{p}.hnorm", _N, h)
+            out.linear(f"{p}.eh_proj", TensorClass.MLP, h, 2 * h)
+            self.layer(p, n + k, self.mixers[-1], mtp=True)
+            out.norm(f"{p}.shared_head.norm", _N, h)
+            out.linear(f"{p}.shared_head.head", TensorClass.LM_HEAD, vocab, h)
+
+    def _qwen_next_mtp(self, count: int, attention: Layer) -> None:
+        # transformers Qwen3_5 / vLLM qwen3_next_mtp.py Qwen3NextMultiTokenPredictor:
+        # mtp.fc (2 x hidden -> hidden), pre_fc_norm_embedding, pre_fc_norm_hidden,
+        # mtp.layers.k (full-attention decoder layers) and mtp.norm; embeddings shared.
+        out, h, n = self.out, self.hidden, len(self.mixers)
+        out.linear("mtp.fc", TensorClass.MLP, h, 2 * h)
+        out.norm("mtp.pre_fc_norm_embedding", _N, h)
+        out.norm("mtp.pre_fc_norm_hidden", _N, h)
+        for k in range(count):
+            self.layer(f"mtp.layers.{k}", n + k, attention, mtp=True)
+        out.norm("mtp.norm", _N, h)
+
+    def _mimo_mtp(self, count: int) -> None:
+        out, h, n = self.out, self.hidden, len(self.mixers)
+        for k in range(count):
+            # vLLM mimo_mtp.py MiMoMultiTokenPredictorLayer: token_layernorm,
+            # hidden_layernorm, input_proj (2 x hidden -> hidden), a Qwen2 decoder layer,
+            # final_layernorm.
+            p = f"model.mtp_layers.{k}"
+            out.norm(f"{p}.token_layernorm", _N, h)
+            out.norm(f"{p}.hidden_layernorm", _N, h)
+            out.linear(f"{p}.input_proj", TensorClass.MLP, h, 2 * h)
+            self.layer(p, n + k, self.mixers[-1], mtp=True)
+            out.norm(f"{p}.final_layernorm", _N, h)
 
     def _relabel_mtp(self, start: int) -> None:
         items = self.out.items

@@ -799,12 +799,41 @@ def estimate_performance(
         ),
         efficiency,
     )
-    wait: float | None = 0.0
+    return _estimate(
+        decode,
+        peak,
+        prefill,
+        batch=batch,
+        wait=_prefill_wait(prefill.ms, arrivals_per_second),
+        arrivals_per_second=arrivals_per_second,
+        efficiency=efficiency,
+        error_band=error_band,
+    )
+
+
+def _prefill_wait(prefill_ms: float, arrivals_per_second: float | None) -> float | None:
+    """The wait before a prompt's prefill: 0 without an arrival rate, else the M/D/1 wait
+    (`queue_wait_ms`; None when the queue grows without bound)."""
+    if arrivals_per_second is None:
+        return 0.0
+    if not arrivals_per_second >= 0:
+        raise SizingError("arrivals_per_second", "must be zero or a positive number")
+    return queue_wait_ms(prefill_ms, arrivals_per_second)
+
+
+def _estimate(
+    decode: StepTime,
+    peak: StepTime | None,
+    prefill: StepTime,
+    *,
+    batch: int,
+    wait: float | None,
+    arrivals_per_second: float | None,
+    efficiency: Efficiency,
+    error_band: float,
+) -> PerformanceEstimate:
+    """TPOT, throughput and TTFT from the decode and prefill step times and the wait."""
     decode_ms, prefill_ms = decode.ms, prefill.ms
-    if arrivals_per_second is not None:
-        if not arrivals_per_second >= 0:
-            raise SizingError("arrivals_per_second", "must be zero or a positive number")
-        wait = queue_wait_ms(prefill_ms, arrivals_per_second)
     return PerformanceEstimate(
         decode_ms_per_token=decode_ms,
         decode_ms_per_token_at_peak=None if peak is None else peak.ms,

@@ -319,6 +319,11 @@ class Storage(StrEnum):
     NVFP4 = "nvfp4"
 
 
+# Storages that pack integer values into int32 words, and four-bit ones (LinearStorage.bytes).
+_INT32_PACKED: Final = frozenset({Storage.INT_PACKED, Storage.AWQ, Storage.GPTQ})
+_FOUR_BIT: Final = frozenset({Storage.BNB_4BIT, Storage.MXFP4, Storage.NVFP4})
+
+
 @dataclass(frozen=True, slots=True)
 class LinearStorage:
     """The tensors one (out_features x in_features) weight becomes in the checkpoint."""
@@ -333,6 +338,16 @@ class LinearStorage:
     double_quant: bool = False
 
     def bytes(self, out: int, inp: int) -> int:
+        """The checkpoint bytes of one (out x in) weight, by how its values are held: a byte
+        each with scales, packed into int32 words by group, or four-bit floats."""
+        if self.storage in _INT32_PACKED:
+            return self._int32_packed_bytes(out, inp)
+        if self.storage in _FOUR_BIT:
+            return self._four_bit_bytes(out, inp)
+        return self._byte_bytes(out, inp)
+
+    def _byte_bytes(self, out: int, inp: int) -> int:
+        """One byte a value (FP8, INT8, bitsandbytes 8-bit) plus its scales."""
         n = out * inp
         s = self.scale_bytes
         # One input-activation scale per tensor when activations are statically quantized.
@@ -352,6 +367,17 @@ class LinearStorage:
             case Storage.FP8_TENSOR:
                 # modelopt FP8 / compressed-tensors strategy "tensor": one weight_scale.
                 return n + s + extra
+            case Storage.BNB_8BIT:
+                # bitsandbytes Int8Params (LLM.int8): int8 values, an SCB float32 scale per
+                # output row and a one-byte weight_format tensor.
+                return n + out * 4 + 1
+        raise AssertionError(self.storage)  # pragma: no cover - `bytes` sends only these here
+
+    def _int32_packed_bytes(self, out: int, inp: int) -> int:
+        """Integer values packed into int32 words, with scales (and zeros) per group."""
+        s = self.scale_bytes
+        extra = s if self.input_scale else 0
+        match self.storage:
             case Storage.INT_PACKED:
                 # compressed-tensors pack-quantized (w4a16): weight_packed int32
                 # [out, in x bits / 32], weight_scale [out, in / group], weight_shape int64[2],
@@ -379,6 +405,12 @@ class LinearStorage:
                     + groups * out * 2
                     + inp * 4
                 )
+        raise AssertionError(self.storage)  # pragma: no cover - `bytes` sends only these here
+
+    def _four_bit_bytes(self, out: int, inp: int) -> int:
+        """Four-bit values two per byte (bitsandbytes NF4/FP4, MXFP4, NVFP4) plus scales."""
+        n = out * inp
+        match self.storage:
             case Storage.BNB_4BIT:
                 # bitsandbytes Params4bit (nf4/fp4): two values per byte, absmax per block of 64
                 # as float32, or with bnb_4bit_use_double_quant as uint8 plus a float32
@@ -390,10 +422,6 @@ class LinearStorage:
                 else:
                     absmax = blocks * 4
                 return cdiv(n, 2) + absmax + 16 * 4
-            case Storage.BNB_8BIT:
-                # bitsandbytes Int8Params (LLM.int8): int8 values, an SCB float32 scale per
-                # output row and a one-byte weight_format tensor.
-                return n + out * 4 + 1
             case Storage.MXFP4:
                 # OCP MXFP4 (gpt-oss *_blocks / *_scales): E2M1 values two per byte, one uint8
                 # E8M0 scale per 32 values.
@@ -404,7 +432,7 @@ class LinearStorage:
                 # input_global_scale): E2M1 values two per byte, one FP8 scale per 16, a float32
                 # global scale, and a float32 input scale when activations are FP4 too.
                 return cdiv(n, 2) + cdiv(n, 16) + 4 + (4 if self.input_scale else 0)
-        raise AssertionError(self.storage)  # pragma: no cover - the match is exhaustive
+        raise AssertionError(self.storage)  # pragma: no cover - `bytes` sends only these here
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..architecture import (
 )
 from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
+from ..frozen import frozen
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from ..units import GiB, MiB, cdiv
 from ..versions import parse_engine_version, predecessor, release_label, sizing_note
@@ -629,7 +630,8 @@ def _swa_pools(
     ratio: float,
     requested: int | None,
 ) -> tuple[SglangHybrid, tuple[str, ...]]:
-    """SWAKVPool: the split, then the sequences each pool holds (M = max_model_len)."""
+    """SWAKVPool, M = max_model_len: the split (`_tightest_stage_split`), the requests each
+    pool admits (`_swa_admission`), the pools as answered (`_swa_hybrid`)."""
     tp, page, m = tensor_parallel_size, page_size, max_model_len
     best = _tightest_stage_split(
         release,
@@ -647,6 +649,53 @@ def _swa_pools(
         len(stages),
         {token_bytes_per_layer(g, kv_element_bytes, tp) for g in [*full, *windowed]},
     )
+    admission = _swa_admission(
+        release, split, windowed, page_size=page, max_model_len=m, requested=requested
+    )
+    if admission.by_swa < admission.by_full and admission.by_swa < admission.running:
+        notes.append(
+            f"the SWA pool ({split.swa_tokens} tokens) binds before the full-attention pool: "
+            f"kvplan charges each sequence min(max_model_len, window) + one page = "
+            f"{admission.swa_need} SWA tokens; when SGLang frees out-of-window tokens differs "
+            "by version"
+        )
+    return _swa_hybrid(
+        release,
+        best,
+        admission,
+        kv_element_bytes=kv_element_bytes,
+        tensor_parallel_size=tp,
+        ratio=ratio,
+        max_model_len=m,
+    ), tuple(notes)
+
+
+@frozen
+class _SwaAdmission:
+    """The requests the SWA pools admit at once: by the full-attention pages one request of
+    M tokens holds, by the SWA tokens it pins, and by max_running_requests."""
+
+    window: int  # the widest sliding window or attention chunk
+    page_size: int
+    running: int  # max_running_requests
+    full_pages: int  # full-attention pages one request holds: cdiv(M, page)
+    by_full: int
+    swa_need: int  # SWA tokens one request pins
+    by_swa: int
+    sequences: int
+
+
+def _swa_admission(
+    release: SglangRelease,
+    split: SwaSplit,
+    windowed: Sequence[WindowedLayer],
+    *,
+    page_size: int,
+    max_model_len: int,
+    requested: int | None,
+) -> _SwaAdmission:
+    """max_running_requests from the full pool, then the sequences each pool holds."""
+    page, m = page_size, max_model_len
     window = max(
         g.sliding_window if isinstance(g, SlidingWindowAttention) else g.attention_chunk_size
         for g in windowed
@@ -658,28 +707,38 @@ def _swa_pools(
         context_len=m,
         requested=requested,
     )
-    per_request = cdiv(m, page)
-    by_full = split.full_tokens // page // per_request
+    full_pages = cdiv(m, page)
+    by_full = split.full_tokens // page // full_pages
     # A request pins min(M, window) SWA tokens plus a page (the prefill admission floor of
     # pool_configurator.validate_swa_pool_size, 0.5.23).
     swa_need = min(m, window) + page
     by_swa = split.swa_tokens // swa_need
     sequences = min(by_full, by_swa, running)
-    if by_swa < by_full and by_swa < running:
-        notes.append(
-            f"the SWA pool ({split.swa_tokens} tokens) binds before the full-attention pool: "
-            f"kvplan charges each sequence min(max_model_len, window) + one page = {swa_need} "
-            "SWA tokens; when SGLang frees out-of-window tokens differs by version"
-        )
-    log = _SwaLog(split, tuple(full), tuple(windowed), kv_element_bytes, tp, running, m)
-    hybrid = SglangHybrid(
+    return _SwaAdmission(window, page, running, full_pages, by_full, swa_need, by_swa, sequences)
+
+
+def _swa_hybrid(
+    release: SglangRelease,
+    best: _StageSplit,
+    admission: _SwaAdmission,
+    *,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+    ratio: float,
+    max_model_len: int,
+) -> SglangHybrid:
+    """The SWA pools as kvplan answers them: tokens, settings, the problem, the log lines."""
+    split, full, windowed, tp = best.split, best.full, best.windowed, tensor_parallel_size
+    page, running = admission.page_size, admission.running
+    log = _SwaLog(split, tuple(full), tuple(windowed), kv_element_bytes, tp, running, max_model_len)
+    return SglangHybrid(
         tokens=split.full_tokens,
         full_layers=len(full),
         pool_bytes_per_token=_bytes_per_token(full, kv_element_bytes, tp)
         + ratio * _bytes_per_token(windowed, kv_element_bytes, tp),
         running=running,
-        sequences=max(0, sequences),
-        concurrency=min(split.full_tokens / page / per_request, by_swa, running),
+        sequences=max(0, admission.sequences),
+        concurrency=min(split.full_tokens / page / admission.full_pages, admission.by_swa, running),
         settings={
             "engine_version": release.label,
             "swa_full_tokens_ratio": ratio,
@@ -689,11 +748,15 @@ def _swa_pools(
             "max_num_seqs": running,
         },
         problem=_swa_problem(
-            release, split, window=window, page_size=page, sequences=sequences, max_model_len=m
+            release,
+            split,
+            window=admission.window,
+            page_size=page,
+            sequences=admission.sequences,
+            max_model_len=max_model_len,
         ),
         describe=log.describe,
     )
-    return hybrid, tuple(notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -908,17 +971,74 @@ def _mamba_pools(
     max_model_len: int,
     options: EngineOptions,
 ) -> tuple[SglangHybrid, tuple[str, ...]]:
-    """HybridLinearKVPool + MambaPool: support, radix cache, SSM dtype, state slots, tokens."""
-    tp, page, m = tensor_parallel_size, page_size, max_model_len
-    state_layers, token_layers = _recurrent(arch.layers), _attention(arch.layers)
-    check_mamba_support(release, state_layers, token_layers)
+    """HybridLinearKVPool + MambaPool: the state slots (`_mamba_slots`), the token pool in
+    whole pages and the requests it runs (`mamba_batch`), the pools as answered."""
+    tp, m = tensor_parallel_size, max_model_len
+    token_layers = _attention(arch.layers)
+    slots = _mamba_slots(
+        arch,
+        release,
+        stages=stages,
+        pool_bytes=pool_bytes,
+        tensor_parallel_size=tp,
+        options=options,
+    )
+    cells = [_bytes_per_token(_attention(stage.layers), kv_element_bytes, tp) for stage in stages]
+    batch = mamba_batch(
+        release,
+        slots.split,
+        profiled_tokens=mamba_tokens(slots.split.rest_bytes, cells, bool(token_layers), m),
+        radix_cache=slots.radix_cache,
+        page_size=page_size,
+        max_model_len=m,
+        requested=options.max_num_seqs,
+    )
+    hybrid = _mamba_hybrid(
+        release,
+        slots,
+        batch,
+        token_layers,
+        pool_bytes_per_token=float(max(cells) if cells else 0),
+        kv_element_bytes=kv_element_bytes,
+        tensor_parallel_size=tp,
+        page_size=page_size,
+        max_model_len=m,
+    )
+    return hybrid, slots.notes + _mamba_notes(token_layers, len(stages))
+
+
+@frozen
+class _MambaSlots:
+    """MambaPool before the token pool: the radix cache, the SSM dtype, one request's state
+    and the slots the memory ratio (or --max-mamba-cache-size) gives."""
+
+    radix_cache: bool
+    ssm_dtype: str
+    state: MambaState
+    ratio: float  # mamba_full_memory_ratio
+    split: MambaSplit
+    notes: tuple[str, ...]
+
+
+def _mamba_slots(
+    arch: ModelArchitecture,
+    release: SglangRelease,
+    *,
+    stages: Sequence[ModelArchitecture],
+    pool_bytes: int,
+    tensor_parallel_size: int,
+    options: EngineOptions,
+) -> _MambaSlots:
+    """Support, radix cache, SSM dtype, one request's state, then the state slots."""
+    state_layers = _recurrent(arch.layers)
+    check_mamba_support(release, state_layers, _attention(arch.layers))
     radix, notes = mamba_radix_cache(release, state_layers, options.enable_prefix_caching)
     ssm_name = mamba_ssm_dtype(release, arch, options.mamba_ssm_cache_dtype)
     state = mamba_state(
         release,
         stages=stages,
         state_layers=state_layers,
-        tensor_parallel_size=tp,
+        tensor_parallel_size=tensor_parallel_size,
         ssm_element_bytes=MODEL_DTYPE_BYTES[ssm_name],
     )
     ratio = (
@@ -934,32 +1054,46 @@ def _mamba_pools(
         ratio=ratio,
         slots=options.max_mamba_cache_size,
     )
-    cells = [_bytes_per_token(_attention(stage.layers), kv_element_bytes, tp) for stage in stages]
-    batch = mamba_batch(
-        release,
-        split,
-        profiled_tokens=mamba_tokens(split.rest_bytes, cells, bool(token_layers), m),
-        radix_cache=radix,
-        page_size=page,
-        max_model_len=m,
-        requested=options.max_num_seqs,
-    )
+    return _MambaSlots(radix, ssm_name, state, ratio, split, notes)
+
+
+def _mamba_hybrid(
+    release: SglangRelease,
+    slots: _MambaSlots,
+    batch: MambaBatch,
+    token_layers: Sequence[TokenLayer],
+    *,
+    pool_bytes_per_token: float,
+    kv_element_bytes: int,
+    tensor_parallel_size: int,
+    page_size: int,
+    max_model_len: int,
+) -> SglangHybrid:
+    """The Mamba and token pools as kvplan answers them: settings, the problem, the log."""
+    split, state, m = slots.split, slots.state, max_model_len
     tokens, running = batch.tokens, batch.running
     log = _MambaLog(
-        split.slots, state, tokens, tuple(token_layers), kv_element_bytes, tp, running, m
+        split.slots,
+        state,
+        tokens,
+        tuple(token_layers),
+        kv_element_bytes,
+        tensor_parallel_size,
+        running,
+        m,
     )
-    hybrid = SglangHybrid(
+    return SglangHybrid(
         tokens=tokens,
         full_layers=len(token_layers),
-        pool_bytes_per_token=float(max(cells) if cells else 0),
+        pool_bytes_per_token=pool_bytes_per_token,
         running=running,
         sequences=batch.sequences,
-        concurrency=min(tokens / page / cdiv(m, page), running),
+        concurrency=min(tokens / page_size / cdiv(m, page_size), running),
         settings={
             "engine_version": release.label,
-            "radix_cache": radix,
-            "mamba_ssm_dtype": ssm_name,
-            "mamba_full_memory_ratio": ratio if split.by_ratio else None,
+            "radix_cache": slots.radix_cache,
+            "mamba_ssm_dtype": slots.ssm_dtype,
+            "mamba_full_memory_ratio": slots.ratio if split.by_ratio else None,
             "max_mamba_cache_size": split.slots,
             "mamba_state_bytes_per_request": state.per_request,
             "mamba_slots_per_request": batch.slots_per_request,
@@ -969,7 +1103,6 @@ def _mamba_pools(
         problem=_mamba_problem(split, state, batch, m),
         describe=log.describe,
     )
-    return hybrid, notes + _mamba_notes(token_layers, len(stages))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from ..architecture import (
 )
 from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
 from ..errors import SizingError
+from ..frozen import frozen
 from ..kv import packed_mla, token_bytes_per_layer
 from ..units import GiB, cdiv
 from ..versions import parse_engine_version
@@ -446,7 +447,56 @@ def trtllm_mamba_pools(
     conv, ssm = trtllm_state_bytes_per_slot(
         stage, tensor_parallel_size, conv_element_bytes, ssm_element_bytes
     )
-    max_tokens = max(0, pool_bytes) // size.kv_size_per_token
+    pool = _mamba_blocks(
+        pool_bytes,
+        kv_size_per_token=size.kv_size_per_token,
+        tokens_per_block=tpb,
+        max_model_len=max_model_len,
+        max_batch_size=max_batch_size,
+    )
+    log = _MambaPoolsLog(pool_bytes, size.kv_size_per_token, pool, tpb, max_batch_size, conv, ssm)
+    return TrtllmMambaPools(
+        pool_bytes=pool_bytes,
+        slots=max_batch_size,
+        conv_bytes_per_slot=conv,
+        ssm_bytes_per_slot=ssm,
+        kv_size_per_token=size.kv_size_per_token,
+        attention_layers=size.attention_layers,
+        attention_bytes_per_token=size.attention_bytes_per_token,
+        max_tokens=pool.max_tokens,
+        blocks=pool.blocks,
+        blocks_per_request=pool.per_request,
+        sequences=max(0, pool.sequences),
+        concurrency=min(pool.blocks / pool.per_request, float(max_batch_size)),
+        problem=pool.problem,
+        notes=size.notes + _newer_note(release, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
+        describe=log.describe,
+    )
+
+
+@frozen
+class _MambaBlocks:
+    """One stage's KV blocks beside the Mamba state, and the sequences they hold."""
+
+    max_tokens: int
+    blocks: int
+    per_request: int  # blocks one request of max_model_len needs
+    sequences: int
+    problem: str | None
+
+
+def _mamba_blocks(
+    pool_bytes: int,
+    *,
+    kv_size_per_token: int,
+    tokens_per_block: int,
+    max_model_len: int,
+    max_batch_size: int,
+) -> _MambaBlocks:
+    """KvCacheCreator's max_tokens, KVCacheManager.calculate_max_num_blocks' blocks (rounded
+    up), then the requests: each needs its blocks and one of the max_batch_size state slots."""
+    tpb = tokens_per_block
+    max_tokens = max(0, pool_bytes) // kv_size_per_token
     blocks = cdiv(max_tokens, tpb)
     per_request = cdiv(max_model_len, tpb)
     sequences = min(blocks // per_request, max_batch_size)
@@ -458,35 +508,32 @@ def trtllm_mamba_pools(
             f"{blocks} blocks of {tpb} tokens cannot hold one sequence of "
             f"{max_model_len} tokens ({per_request} blocks)"
         )
+    return _MambaBlocks(max_tokens, blocks, per_request, sequences, problem)
 
-    def describe() -> tuple[str, ...]:
+
+@frozen
+class _MambaPoolsLog:
+    """What TensorRT-LLM logs for one stage's KV and Mamba pools, written on demand."""
+
+    pool_bytes: int
+    kv_size_per_token: int
+    pool: _MambaBlocks
+    tokens_per_block: int
+    slots: int  # max_batch_size
+    conv_bytes_per_slot: int
+    ssm_bytes_per_slot: int
+
+    def describe(self) -> tuple[str, ...]:
+        slots = self.slots
         return (
-            f"Estimated max memory in KV cache : {pool_bytes / GiB:.2f} GiB",
-            f"max_tokens={max_tokens} (kv size per token {size.kv_size_per_token} B), "
-            f"blocks={blocks} of {tpb} tokens",
+            f"Estimated max memory in KV cache : {self.pool_bytes / GiB:.2f} GiB",
+            f"max_tokens={self.pool.max_tokens} (kv size per token {self.kv_size_per_token} B), "
+            f"blocks={self.pool.blocks} of {self.tokens_per_block} tokens",
             # MambaCacheManager.__init__ (its GB is 2^30 bytes)
-            f"Mamba Cache is allocated. max_mamba_cache_size: {max_batch_size}, "
-            f"conv_state size: {max_batch_size * conv / GiB:.2f}GB, "
-            f"ssm_state size: {max_batch_size * ssm / GiB:.2f}GB",
+            f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, "
+            f"conv_state size: {slots * self.conv_bytes_per_slot / GiB:.2f}GB, "
+            f"ssm_state size: {slots * self.ssm_bytes_per_slot / GiB:.2f}GB",
         )
-
-    return TrtllmMambaPools(
-        pool_bytes=pool_bytes,
-        slots=max_batch_size,
-        conv_bytes_per_slot=conv,
-        ssm_bytes_per_slot=ssm,
-        kv_size_per_token=size.kv_size_per_token,
-        attention_layers=size.attention_layers,
-        attention_bytes_per_token=size.attention_bytes_per_token,
-        max_tokens=max_tokens,
-        blocks=blocks,
-        blocks_per_request=per_request,
-        sequences=max(0, sequences),
-        concurrency=min(blocks / per_request, float(max_batch_size)),
-        problem=problem,
-        notes=size.notes + _newer_note(release, "Mamba-state arithmetic", MAMBA_SINCE_1_3),
-        describe=describe,
-    )
 
 
 # --- variable sliding window (VSWA) --------------------------------------------------------
@@ -823,28 +870,12 @@ def _mamba_capacity(inputs: SizingInputs) -> Capacity:
             "pipeline parallel: each stage holds its own layers' state and KV; TensorRT-LLM "
             "keeps the smallest max_tokens of all ranks and kvplan reports that stage",
         )
-    block_bytes = block * pools.attention_bytes_per_token
     return Capacity(
         engine=Engine.TRTLLM,
         engine_version=engine.engine_version,
         facts=inputs.facts,
         budget=budget,
-        layout=CacheLayout(
-            groups=(
-                CacheGroup(
-                    "full_attention",
-                    pools.attention_layers,
-                    block,
-                    block_bytes,
-                    pools.blocks_per_request,
-                ),
-            ),
-            bytes_per_block=block_bytes,
-            blocks_per_request=pools.blocks_per_request,
-            block_size=block,
-            padding_layers=0,
-            notes=(),
-        ),
+        layout=_mamba_layout(pools, block),
         report=PoolReport(
             pools.blocks, pools.blocks * block, pools.concurrency, pools.sequences, pools.describe
         ),
@@ -862,6 +893,28 @@ def _mamba_capacity(inputs: SizingInputs) -> Capacity:
         warnings=inputs.warnings + notes,
         fits=pools.problem is None,
         reason=pools.problem,
+    )
+
+
+def _mamba_layout(pools: TrtllmMambaPools, tokens_per_block: int) -> CacheLayout:
+    """MambaHybridCacheManager's KVCacheManager: one paged pool over the attention layers (the
+    recurrent state sits in its own slots, outside the blocks)."""
+    block_bytes = tokens_per_block * pools.attention_bytes_per_token
+    return CacheLayout(
+        groups=(
+            CacheGroup(
+                "full_attention",
+                pools.attention_layers,
+                tokens_per_block,
+                block_bytes,
+                pools.blocks_per_request,
+            ),
+        ),
+        bytes_per_block=block_bytes,
+        blocks_per_request=pools.blocks_per_request,
+        block_size=tokens_per_block,
+        padding_layers=0,
+        notes=(),
     )
 
 

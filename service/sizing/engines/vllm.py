@@ -941,6 +941,9 @@ def vllm_budget(
     max_num_seqs: int,
     pipeline_parallel_size: int = 1,
 ) -> MemoryBudget:
+    """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
+    them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
+    memory, the CUDA graphs (`_cudagraph_bytes`), and what is left (`_profiled_budget`)."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -951,49 +954,92 @@ def vllm_budget(
         )
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     util = options.gpu_memory_utilization or release.default_utilization
-    requested = requested_memory(release, total_bytes, util)
-    weights = model_memory_usage(arch, weights_per_gpu, tp)
     peak = profile_peak(
         arch, release, tp, max_num_batched_tokens, max_num_seqs, pipeline_parallel_size=pp
     )
-    non_torch = vllm_non_torch_bytes(release, tp, pp)
-    cudagraph = 0
-    if _counts_cudagraphs(release, options):
-        cudagraph = (
-            options.cudagraph_memory_bytes
-            if options.cudagraph_memory_bytes is not None
-            else vllm_cudagraph_estimate(
-                arch,
-                release,
-                pipeline_parallel_size=pp,
-                max_num_seqs=max_num_seqs,
-                max_num_batched_tokens=max_num_batched_tokens,
-                enforce_eager=options.enforce_eager,
-            )
-        )
-    pool = requested - weights - peak.bytes - non_torch - cudagraph
+    return _profiled_budget(
+        release,
+        options,
+        utilization=util,
+        total_bytes=total_bytes,
+        requested_bytes=requested_memory(release, total_bytes, util),
+        weights_bytes=model_memory_usage(arch, weights_per_gpu, tp),
+        peak=peak,
+        non_torch_bytes=vllm_non_torch_bytes(release, tp, pp),
+        cudagraph_bytes=_cudagraph_bytes(
+            arch,
+            release,
+            options,
+            pipeline_parallel_size=pp,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens,
+        ),
+    )
+
+
+def _cudagraph_bytes(
+    arch: ModelArchitecture,
+    release: VllmRelease,
+    options: EngineOptions,
+    *,
+    pipeline_parallel_size: int,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> int:
+    """The CUDA-graph term of Worker.determine_available_memory: 0 where this release leaves
+    it out of the budget or the graphs are off; else --cudagraph-memory-bytes, else the
+    estimate (vllm_cudagraph_estimate)."""
+    if not _counts_cudagraphs(release, options):
+        return 0
+    if options.cudagraph_memory_bytes is not None:
+        return options.cudagraph_memory_bytes
+    return vllm_cudagraph_estimate(
+        arch,
+        release,
+        pipeline_parallel_size=pipeline_parallel_size,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=options.enforce_eager,
+    )
+
+
+def _profiled_budget(
+    release: VllmRelease,
+    options: EngineOptions,
+    *,
+    utilization: float,
+    total_bytes: int,
+    requested_bytes: int,
+    weights_bytes: int,
+    peak: ProfilePeak,
+    non_torch_bytes: int,
+    cudagraph_bytes: int,
+) -> MemoryBudget:
+    """The last step of Worker.determine_available_memory: what the requested memory leaves
+    for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
+    pool = requested_bytes - weights_bytes - peak.bytes - non_torch_bytes - cudagraph_bytes
     describe = partial(
         _budget_lines,
         release=release,
         options=options,
-        utilization=util,
+        utilization=utilization,
         total_bytes=total_bytes,
-        requested_bytes=requested,
-        weights_bytes=weights,
+        requested_bytes=requested_bytes,
+        weights_bytes=weights_bytes,
         peak=peak,
-        non_torch_bytes=non_torch,
-        cudagraph_bytes=cudagraph,
+        non_torch_bytes=non_torch_bytes,
+        cudagraph_bytes=cudagraph_bytes,
         pool_bytes=pool,
     )
     return MemoryBudget(
         total_bytes=total_bytes,
-        fraction=util,
+        fraction=utilization,
         fraction_name="gpu_memory_utilization",
-        requested_bytes=requested,
-        weights_bytes=weights,
+        requested_bytes=requested_bytes,
+        weights_bytes=weights_bytes,
         activation_bytes=peak.bytes,
-        non_torch_bytes=non_torch,
-        cudagraph_bytes=cudagraph,
+        non_torch_bytes=non_torch_bytes,
+        cudagraph_bytes=cudagraph_bytes,
         pool_bytes=pool,
         pool_given=False,
         describe=describe,
