@@ -30,6 +30,7 @@ from .sizing import (
     compute_capacity,
     kv,
     parallel,
+    parse_kv_cache_dtype,
     performance,
     plan,
     planner,
@@ -118,7 +119,7 @@ def bench_speed(repeat: int) -> None:
     ]
     for slug, gpu, tp, dtype, ctx in cases:
         arch, g = models[slug], gpus[gpu]
-        workload, parallel = Workload(ctx, dtype), Parallelism(tp)
+        workload, parallel = Workload(ctx, parse_kv_cache_dtype(dtype)), Parallelism(tp)
 
         def one(
             arch: ModelArchitecture = arch,
@@ -144,7 +145,11 @@ def bench_speed(repeat: int) -> None:
                 plan(
                     arch,
                     all_gpus,
-                    PlanRequest(max_model_len=32768, peak_concurrency=256, kv_cache_dtype=dtype),
+                    PlanRequest(
+                        max_model_len=32768,
+                        peak_concurrency=256,
+                        kv_cache_dtype=parse_kv_cache_dtype(dtype),
+                    ),
                 )
 
         count = (

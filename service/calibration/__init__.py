@@ -40,6 +40,7 @@ from ..sizing import (
     Workload,
     architecture_from_hf_config,
     compute_capacity,
+    parse_kv_cache_dtype,
 )
 from ..sizing.engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 
@@ -248,7 +249,8 @@ def case_options(item: LogCase) -> tuple[Workload, Parallelism, EngineOptions]:
         weight_format=model.get("weight_format"),
     )
     parallel = Parallelism(log.get("tp") or 1, log.get("pp") or 1)
-    return Workload(int(context), log.get("kv_cache_dtype") or "auto"), parallel, options
+    kv_cache_dtype = parse_kv_cache_dtype(log.get("kv_cache_dtype") or "auto")
+    return Workload(int(context), kv_cache_dtype), parallel, options
 
 
 def predicted_cudagraph_estimate(arch: ModelArchitecture, capacity: Capacity) -> int | None:

@@ -12,7 +12,12 @@ from importlib import resources
 from typing import Any
 
 from ..catalog.seed import load_seed
-from ..sizing import ModelArchitecture, architecture_from_dict
+from ..sizing import (
+    ModelArchitecture,
+    architecture_from_dict,
+    parse_kv_cache_dtype,
+    parse_weight_format,
+)
 from ..sizing.performance import LINK_GB_S, GpuPerformance
 from ..sizing.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
 
@@ -40,8 +45,8 @@ def load_points() -> list[MeasuredPoint]:
             batch=p["batch"],
             input_tokens=p["input_tokens"],
             output_tokens=p["output_tokens"],
-            weight_format=p["weight_format"],
-            kv_cache_dtype=p["kv_cache_dtype"],
+            weight_format=parse_weight_format(p["weight_format"]),
+            kv_cache_dtype=parse_kv_cache_dtype(p["kv_cache_dtype"]),
             metric=Metric(p["metric"]),
             measured=float(p["measured"]),
             source=sources[p["source"]]["cite"],

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..formats import gib_twins
 from ..sizing import SizingError, architecture_from_dict
+from ..sizing.dtypes import KvCacheDtype
 from ..sizing.kv import kv_bytes_per_token
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
@@ -25,7 +26,7 @@ def model_read(row: ModelRow) -> ModelRead:
     counts: dict[str, int] = {}
     try:
         arch = architecture_from_dict(row.architecture)
-        kv_bytes = kv_bytes_per_token(arch, "bfloat16")
+        kv_bytes = kv_bytes_per_token(arch, KvCacheDtype.BFLOAT16)
         counts = dict(Counter(layer.kind.value for layer in arch.layers))
     except SizingError as exc:  # a stored row the arithmetic cannot read: show it, loudly
         log.error("model %s has an unreadable architecture: %s", row.slug, exc)

@@ -23,7 +23,7 @@ from ..errors import InvalidRequest, Problem
 from ..planning import service as planning
 from ..planning.schemas import CapacityDetail, CapacityFields, GpuRef, HfConfigModel, InlineGpu
 from ..planning.service import CapacityQuestion
-from ..sizing import SizingError, normalize_weight_format
+from ..sizing import SizingError, parse_weight_format
 from .model import ParsedLog, Reported, Settings
 from .schemas import (
     MAX_LOG_BYTES,
@@ -237,7 +237,7 @@ def weight_format_of_quantization(quantization: str | None) -> str | None:
     if method in _QUANTIZATION_FORMATS:
         return _QUANTIZATION_FORMATS[method]
     try:
-        return normalize_weight_format(method)
+        return parse_weight_format(method)
     except SizingError:
         known = ", ".join(sorted(_QUANTIZATION_FORMATS))
         raise InvalidRequest(

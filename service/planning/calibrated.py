@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
 from ..errors import InvalidRequest
-from ..sizing import Capacity, Gpu, ModelArchitecture, normalize_weight_format
+from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat, parse_weight_format
 from .schemas import CalibratedFrom, HfConfigModel, ModelRef
 
 
@@ -50,11 +50,11 @@ def gpu_key(gpu: Gpu, catalog: CatalogSnapshot) -> str:
     return known.slug if known is not None else f"{gpu.memory_bytes}B"
 
 
-def weight_format_of(asked: str | None, arch: ModelArchitecture) -> str:
+def weight_format_of(asked: str | None, arch: ModelArchitecture) -> WeightFormat:
     """The format the weights are stored in: the question's `weight_format`, else the model's
     own (the catalog's, or what its config.json's quantization_config declares), by one name
     (`fp8_e4m3` and `fp8` are one format)."""
-    return normalize_weight_format(asked) if asked is not None else arch.weight_format
+    return parse_weight_format(asked) if asked is not None else arch.weight_format
 
 
 def key_of(model: str, gpu: str, capacity: Capacity, weight_format: str) -> CalibrationKey:

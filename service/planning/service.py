@@ -39,11 +39,11 @@ from ..sizing import (
     architecture_from_dict,
     capacity_speed,
     compute_capacity,
+    parse_kv_cache_dtype,
     served_model,
 )
 from ..sizing.config_assumptions import config_assumptions
 from ..sizing.context_limit import max_model_len_limit
-from ..sizing.dtypes import normalize_kv_cache_dtype
 from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.frozen import frozen
 from ..sizing.hf_config import architecture_from_hf_config
@@ -157,7 +157,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
     recognised = _recognised_gpu(question.gpu, gpu, catalog)
     fields = question.fields
     max_model_len = _default_context(arch, fields.max_model_len, fields.engine)
-    workload = Workload(max_model_len, fields.kv_cache_dtype)
+    workload = Workload(max_model_len, parse_kv_cache_dtype(fields.kv_cache_dtype))
     parallel = Parallelism(
         fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
@@ -285,15 +285,16 @@ def speed_by_batch(
     limit = min(detail.max_num_seqs, cap) if isinstance(cap, int) else detail.max_num_seqs
     if not detail.fits or limit < 1:
         return SpeedCurve(detail, (), detail.reason or "the layout holds no sequence", max_tpot_ms)
+    options = engine_options(question.fields)
     speed = SpeedQuestion(
         tensor_parallel_size=detail.tensor_parallel_size,
         batch=limit,
         context_tokens=detail.max_model_len,
         prompt_tokens=detail.max_model_len,
-        kv_cache_dtype=detail.kv_cache_dtype,
-        weight_format=question.fields.weight_format,
+        kv_cache_dtype=parse_kv_cache_dtype(detail.kv_cache_dtype),
+        weight_format=options.weight_format,
     )
-    arch, _ = served_model(arch, gpu, engine_options(question.fields))  # weights at --dtype
+    arch, _ = served_model(arch, gpu, options)  # weights at --dtype
     points = batch_curve(arch, gpu, speed, batch_sizes(limit))
     if isinstance(points, NoEstimate):
         return SpeedCurve(detail, (), points.reason, max_tpot_ms)
@@ -349,7 +350,9 @@ def plan(
         raise
     if metrics is not None:
         metrics.plans.labels("feasible" if result.recommendation else "infeasible").inc()
+    # The answer echoes the cache dtype as asked (an alias stays the alias, as it always has).
     answer = _plan_answer(result, label, catalog.version, question.explain, hook)
+    answer.kv_cache_dtype = question.fields.kv_cache_dtype
     answer.warnings[:0] = _notes(question.model)
     return answer
 
@@ -625,11 +628,9 @@ def _plan_request(fields: PlanFields) -> PlanRequest:
     """The three sizing questions and the search options, copied by name."""
     values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(PlanRequest)}
     values["engine"] = engine_options(fields)
-    request = PlanRequest(**values)
-    # sizing.plan checks the candidate list before the dtype: naming an unknown dtype here
-    # keeps a request wrong in both ways answered on the dtype, as it always was.
-    normalize_kv_cache_dtype(request.kv_cache_dtype)
-    return request
+    # PlanRequest parses the cache dtype: sizing.plan checks the candidate list after it, so a
+    # request wrong in both ways is answered on the dtype, as it always was.
+    return PlanRequest(**values)
 
 
 # The speed figures a plan's option carries (a capacity answer's, less the peak's).

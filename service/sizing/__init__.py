@@ -14,7 +14,14 @@ from .capacity import (
     compute_capacity,
     served_model,
 )
-from .dtypes import ModelDtype, normalize_weight_format
+from .dtypes import (
+    FloatDtype,
+    KvCacheDtype,
+    ModelDtype,
+    WeightFormat,
+    parse_kv_cache_dtype,
+    parse_weight_format,
+)
 from .engines.common import Engine, EngineOptions
 from .errors import SizingError
 from .explain import explain
@@ -34,8 +41,10 @@ __all__ = [
     "Capacity",
     "Engine",
     "EngineOptions",
+    "FloatDtype",
     "GiB",
     "Gpu",
+    "KvCacheDtype",
     "LatencyTargets",
     "LayerKind",
     "ModelArchitecture",
@@ -49,6 +58,7 @@ __all__ = [
     "Rejection",
     "SizingError",
     "Speed",
+    "WeightFormat",
     "Workload",
     "architecture_from_dict",
     "architecture_from_hf_config",
@@ -57,7 +67,8 @@ __all__ = [
     "compute_capacity",
     "explain",
     "kv_bytes_per_token",
-    "normalize_weight_format",
+    "parse_kv_cache_dtype",
+    "parse_weight_format",
     "plan",
     "served_model",
 ]

@@ -14,7 +14,13 @@ from enum import StrEnum
 from functools import cached_property
 from typing import ClassVar, TypeAlias
 
-from .dtypes import normalize_checkpoint_kv_cache, normalize_model_dtype, normalize_weight_format
+from .dtypes import (
+    FloatDtype,
+    WeightFormat,
+    normalize_checkpoint_kv_cache,
+    parse_float_dtype,
+    parse_weight_format,
+)
 from .errors import SizingError, UnknownLayerKind
 
 
@@ -221,14 +227,15 @@ class ModelArchitecture:
 
     layers: tuple[Layer, ...]
     num_attention_heads: int
-    dtype: str = "bfloat16"
-    state_dtype: str | None = None
+    # Parsed once here from a name (`torch.bfloat16`, `bf16`), typed from then on.
+    dtype: FloatDtype = FloatDtype.BFLOAT16
+    state_dtype: FloatDtype | None = None
     hidden_size: int | None = None
     intermediate_size: int | None = None
     vocab_size: int | None = None
     num_parameters: int | None = None
     weight_bytes: int | None = None
-    weight_format: str = "bfloat16"
+    weight_format: WeightFormat = WeightFormat.BFLOAT16
     max_position_embeddings: int | None = None
     # The longest max_model_len the engine starts with, where a config.json gave more than
     # max_position_embeddings says (rope scaling, other length keys: context_limit.py
@@ -258,12 +265,12 @@ class ModelArchitecture:
                     "layer_schedule", f"unknown layer object {type(layer).__name__}"
                 )
         _positive("num_attention_heads", self.num_attention_heads)
-        object.__setattr__(self, "dtype", normalize_model_dtype(self.dtype))
+        object.__setattr__(self, "dtype", parse_float_dtype(self.dtype))
         if self.state_dtype is not None:
             object.__setattr__(
-                self, "state_dtype", normalize_model_dtype(self.state_dtype, "state_dtype")
+                self, "state_dtype", parse_float_dtype(self.state_dtype, "state_dtype")
             )
-        object.__setattr__(self, "weight_format", normalize_weight_format(self.weight_format))
+        object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
         if self.checkpoint_kv_cache is not None:
             normalize_checkpoint_kv_cache(self.checkpoint_kv_cache)
         if not any(not isinstance(layer, NoCache) for layer in self.layers):

@@ -17,7 +17,7 @@ from typing import assert_never
 
 from .architecture import ModelArchitecture
 from .context_limit import check_max_model_len
-from .dtypes import kv_cache_dtype_bytes
+from .dtypes import KvCacheDtype, WeightFormat
 from .engines.common import (
     MAX_CONTEXT_TOKENS,
     Capacity,
@@ -133,7 +133,7 @@ def _check_workload(
     too_long = check_max_model_len(arch, workload.max_model_len, engine)
     if too_long is not None:
         warnings.append(too_long)
-    kv_element_bytes = kv_cache_dtype_bytes(workload.kv_cache_dtype, arch.dtype)
+    kv_element_bytes = workload.kv_cache_dtype.bytes_at(arch.dtype)
     packed = packed_mla(arch, workload.kv_cache_dtype)
     if packed and engine.engine is not Engine.VLLM:
         raise InvalidDtype(
@@ -149,7 +149,7 @@ def _check_workload(
 
 
 def _weights_if_needed(
-    arch: ModelArchitecture, *, weights_needed: bool, weight_format: str | None
+    arch: ModelArchitecture, *, weights_needed: bool, weight_format: WeightFormat | None
 ) -> int:
     """The weights of one copy of the model, or 0 where the answer does not need them.
 
@@ -226,16 +226,16 @@ class _PerTokenFacts:
 def _per_token_facts(
     arch: ModelArchitecture,
     stages: tuple[ModelArchitecture, ...],
-    kv_cache_dtype: str,
+    kv_cache_dtype: KvCacheDtype,
     parallel: Parallelism,
     *,
     weights_needed: bool,
-    weight_format: str | None,
+    weight_format: WeightFormat | None,
 ) -> _PerTokenFacts:
     tp = parallel.tensor_parallel_size
     weights = _weights_if_needed(arch, weights_needed=weights_needed, weight_format=weight_format)
     return _PerTokenFacts(
-        kv_element_bytes=kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype),
+        kv_element_bytes=kv_cache_dtype.bytes_at(arch.dtype),
         kv_bytes_per_token=kv_bytes_per_token(arch, kv_cache_dtype),
         kv_bytes_per_token_per_gpu=max(
             kv_bytes_per_token(stage, kv_cache_dtype, tp) for stage in stages

@@ -38,7 +38,6 @@ KV_CACHE_DTYPE_BYTES: Final[dict[str, int | None]] = {
     # bf16 rope; only MLA layers with a sparse-attention indexer take it (kv.mla_latent_bytes).
     "fp8_ds_mla": 1,
 }
-PACKED_MLA_KV_DTYPE: Final = "fp8_ds_mla"
 _KV_DTYPE_ALIASES: Final[dict[str, str]] = {
     "bf16": "bfloat16",
     "fp16": "float16",
@@ -127,25 +126,81 @@ def normalize_checkpoint_kv_cache(name: str, field: str = "checkpoint_kv_cache")
     return name
 
 
-def model_dtype_bytes(name: str, field: str = "dtype") -> int:
-    return MODEL_DTYPE_BYTES[normalize_model_dtype(name, field)]
+class FloatDtype(StrEnum):
+    """A floating-point element a model stores at: its `torch_dtype`, a recurrent state's dtype,
+    `--mamba-ssm-cache-dtype`. Parsed once from its name (`parse_float_dtype`)."""
+
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+    @property
+    def element_bytes(self) -> int:
+        return _FLOAT_BYTES[self]
+
+
+_FLOAT_BYTES: Final[dict[FloatDtype, int]] = {d: MODEL_DTYPE_BYTES[d.value] for d in FloatDtype}
+
+
+def parse_float_dtype(name: str | FloatDtype, field: str = "dtype") -> FloatDtype:
+    """A model / state dtype name (`torch.bfloat16`, `bf16`, `half`, ...) -> its `FloatDtype`."""
+    if isinstance(name, FloatDtype):
+        return name
+    return FloatDtype(normalize_model_dtype(name, field))
+
+
+class KvCacheDtype(StrEnum):
+    """vLLM's `--kv-cache-dtype` (vllm/config/cache.py `CacheDType`), canonical names only;
+    `parse_kv_cache_dtype` maps the aliases. `auto` takes the model's dtype."""
+
+    AUTO = "auto"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+    FP8 = "fp8"
+    FP8_E4M3 = "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2"
+    FP8_DS_MLA = "fp8_ds_mla"
+
+    @property
+    def element_bytes(self) -> int | None:
+        """Bytes per element; None for `auto` (the model dtype's)."""
+        return _KV_BYTES[self]
+
+    def bytes_at(self, model_dtype: FloatDtype) -> int:
+        """Bytes per KV element; `auto` follows the model dtype (vLLM
+        `STR_DTYPE_TO_TORCH_DTYPE`)."""
+        size = _KV_BYTES[self]
+        return model_dtype.element_bytes if size is None else size
+
+    @property
+    def packed_mla(self) -> bool:
+        """DeepSeek's packed sparse-MLA rows (kv.packed_mla says which models take them)."""
+        return self is KvCacheDtype.FP8_DS_MLA
+
+
+_KV_BYTES: Final[dict[KvCacheDtype, int | None]] = {
+    d: KV_CACHE_DTYPE_BYTES[d.value] for d in KvCacheDtype
+}
+PACKED_MLA_KV_DTYPE: Final = KvCacheDtype.FP8_DS_MLA
 
 
 @lru_cache(maxsize=256)
-def normalize_kv_cache_dtype(name: str, field: str = "kv_cache_dtype") -> str:
+def _kv_cache_dtype_name(name: str, field: str) -> KvCacheDtype:
     key = name.strip().lower()
     key = _KV_DTYPE_ALIASES.get(key, key)
     if key not in KV_CACHE_DTYPE_BYTES:
         accepted = ", ".join(ACCEPTED_KV_CACHE_DTYPES)
         raise InvalidDtype(field, f"unknown KV-cache dtype {name!r}; accepted: {accepted}")
-    return key
+    return KvCacheDtype(key)
 
 
-@lru_cache(maxsize=256)
-def kv_cache_dtype_bytes(name: str, model_dtype: str, field: str = "kv_cache_dtype") -> int:
-    """Bytes per KV element; `auto` follows the model dtype (vLLM `STR_DTYPE_TO_TORCH_DTYPE`)."""
-    size = KV_CACHE_DTYPE_BYTES[normalize_kv_cache_dtype(name, field)]
-    return model_dtype_bytes(model_dtype) if size is None else size
+def parse_kv_cache_dtype(name: str | KvCacheDtype, field: str = "kv_cache_dtype") -> KvCacheDtype:
+    """A `--kv-cache-dtype` value as vLLM spells it (or an alias) -> its `KvCacheDtype`; once,
+    at the door. A typed value passes through."""
+    if isinstance(name, KvCacheDtype):
+        return name
+    return _kv_cache_dtype_name(name, field)
 
 
 # Weight storage formats as bits per parameter, including their block scales.
@@ -180,14 +235,44 @@ _WEIGHT_ALIASES: Final[dict[str, str]] = {
 }
 
 
-def normalize_weight_format(name: str, field: str = "weight_format") -> str:
+class WeightFormat(StrEnum):
+    """How a checkpoint stores its weights (`WEIGHT_FORMAT_BITS`), canonical names only;
+    `parse_weight_format` maps the aliases (`bf16`, `w8a8`, `modelopt_fp4`, ...)."""
+
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+    AWQ = "awq"
+    GPTQ = "gptq"
+    NVFP4 = "nvfp4"
+    MXFP4 = "mxfp4"
+
+    @property
+    def bits(self) -> Fraction:
+        """Bits per parameter, block scales included."""
+        return _WEIGHT_BITS[self]
+
+
+_WEIGHT_BITS: Final[dict[WeightFormat, Fraction]] = {
+    f: WEIGHT_FORMAT_BITS[f.value] for f in WeightFormat
+}
+
+
+@lru_cache(maxsize=256)
+def _weight_format_name(name: str, field: str) -> WeightFormat:
     key = name.strip().lower()
     key = _WEIGHT_ALIASES.get(key, key)
     if key not in WEIGHT_FORMAT_BITS:
         accepted = ", ".join(sorted(WEIGHT_FORMAT_BITS) + sorted(_WEIGHT_ALIASES))
         raise InvalidDtype(field, f"unknown weight format {name!r}; accepted: {accepted}")
-    return key
+    return WeightFormat(key)
 
 
-def weight_format_bits(name: str, field: str = "weight_format") -> Fraction:
-    return WEIGHT_FORMAT_BITS[normalize_weight_format(name, field)]
+def parse_weight_format(name: str | WeightFormat, field: str = "weight_format") -> WeightFormat:
+    """A weight format name (or alias) -> its `WeightFormat`; once, at the door."""
+    if isinstance(name, WeightFormat):
+        return name
+    return _weight_format_name(name, field)

@@ -43,7 +43,7 @@ from .config_guard import (
 from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .context_limit import derived_max_model_len, sglang_context_len
-from .dtypes import normalize_model_dtype
+from .dtypes import FloatDtype, parse_float_dtype
 from .errors import SizingError, UnknownLayerKind
 from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, deepseek_v4_refusal, refuse_deepseek_v4
 from .hf_kimi_minimax import (
@@ -320,7 +320,7 @@ def _num_attention_heads(cfg: _Cfg) -> int:
     )
 
 
-def _state_dtype(cfg: _Cfg) -> str | None:
+def _state_dtype(cfg: _Cfg) -> FloatDtype | None:
     # Qwen3.5/3.6 text_config `mamba_ssm_dtype`; Nemotron-3 `mamba_ssm_cache_dtype`.
     for key in ("mamba_ssm_dtype", "mamba_ssm_cache_dtype"):
         found = cfg.top_or_lm(key)
@@ -331,14 +331,14 @@ def _state_dtype(cfg: _Cfg) -> str | None:
             raise SizingError(where, f"must be a dtype name, got {value!r}")
         if value == "auto":
             return None
-        return normalize_model_dtype(value, where)
+        return parse_float_dtype(value, where)
     if cfg.model_type in KIMI_LINEAR_TYPES:
         # vLLM mamba_utils.py kda_state_dtype: the KDA recurrent state is float32 ("auto").
-        return "float32"
+        return FloatDtype.FLOAT32
     if cfg.model_type == "nemotron_h":
         # vLLM NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32" (used when the
         # HF config has none); transformers NemotronHConfig defaults mamba_ssm_cache_dtype the same.
-        return "float32"
+        return FloatDtype.FLOAT32
     return None
 
 

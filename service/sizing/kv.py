@@ -29,12 +29,7 @@ from .architecture import (
     StateLayer,
     TokenLayer,
 )
-from .dtypes import (
-    MODEL_DTYPE_BYTES,
-    PACKED_MLA_KV_DTYPE,
-    kv_cache_dtype_bytes,
-    normalize_kv_cache_dtype,
-)
+from .dtypes import PACKED_MLA_KV_DTYPE, FloatDtype, KvCacheDtype
 from .errors import InvalidDtype
 from .frozen import frozen
 
@@ -163,15 +158,14 @@ def state_bytes_per_sequence(
 
 
 def state_dtype_bytes(
-    arch: ModelArchitecture, ssm_cache_dtype: str | None = None
+    arch: ModelArchitecture, ssm_cache_dtype: FloatDtype | None = None
 ) -> tuple[int, int]:
     """(conv, ssm) element sizes: the model dtype unless the model or engine says otherwise.
 
     The KV-cache dtype never applies here (vllm#55196: fp8 KV leaves Mamba state alone).
     """
-    conv = MODEL_DTYPE_BYTES[arch.dtype]
-    ssm_name = ssm_cache_dtype or arch.state_dtype or arch.dtype
-    return conv, MODEL_DTYPE_BYTES[ssm_name]
+    ssm = ssm_cache_dtype or arch.state_dtype or arch.dtype
+    return arch.dtype.element_bytes, ssm.element_bytes
 
 
 @frozen
@@ -229,10 +223,10 @@ class LayerBytes:
 
 @lru_cache(maxsize=4096)
 def kv_bytes_per_token(
-    arch: ModelArchitecture, kv_cache_dtype: str, tensor_parallel_size: int = 1
+    arch: ModelArchitecture, kv_cache_dtype: KvCacheDtype, tensor_parallel_size: int = 1
 ) -> int:
     """Bytes each token adds, summed over every layer that stores keys/values per token."""
-    kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    kv_bytes = kv_cache_dtype.bytes_at(arch.dtype)
     packed = packed_mla(arch, kv_cache_dtype)
     return sum(
         count * token_bytes_per_layer(layer, kv_bytes, tensor_parallel_size, packed)
@@ -241,9 +235,9 @@ def kv_bytes_per_token(
     )
 
 
-def packed_mla(arch: ModelArchitecture, kv_cache_dtype: str) -> bool:
+def packed_mla(arch: ModelArchitecture, kv_cache_dtype: KvCacheDtype) -> bool:
     """Whether the cache is DeepSeek's packed fp8_ds_mla rows; refused for other models."""
-    if normalize_kv_cache_dtype(kv_cache_dtype) != PACKED_MLA_KV_DTYPE:
+    if not kv_cache_dtype.packed_mla:
         return False
     if not arch.has_sparse_mla or any(
         not isinstance(layer, MultiHeadLatentAttention)
@@ -260,10 +254,10 @@ def packed_mla(arch: ModelArchitecture, kv_cache_dtype: str) -> bool:
 
 def sequence_breakdown(
     arch: ModelArchitecture,
-    kv_cache_dtype: str,
+    kv_cache_dtype: KvCacheDtype,
     context_tokens: int,
     tensor_parallel_size: int = 1,
-    ssm_cache_dtype: str | None = None,
+    ssm_cache_dtype: FloatDtype | None = None,
 ) -> tuple[LayerBytes, ...]:
     """What one sequence of `context_tokens` holds, per layer geometry: each geometry's bytes
     per token (`_per_layer_bytes`) times the tokens it holds, or its fixed state."""
@@ -297,13 +291,13 @@ def sequence_breakdown(
 @lru_cache(maxsize=4096)
 def _per_layer_bytes(
     arch: ModelArchitecture,
-    kv_cache_dtype: str,
+    kv_cache_dtype: KvCacheDtype,
     tensor_parallel_size: int,
-    ssm_cache_dtype: str | None,
+    ssm_cache_dtype: FloatDtype | None,
 ) -> tuple[LayerBytes, ...]:
     """Each layer geometry's bytes per token, or its state per sequence; the token lines hold
     0 tokens until `sequence_breakdown` places a sequence in them."""
-    kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    kv_bytes = kv_cache_dtype.bytes_at(arch.dtype)
     packed = packed_mla(arch, kv_cache_dtype)
     conv_b, ssm_b = state_dtype_bytes(arch, ssm_cache_dtype)
     tp = tensor_parallel_size
@@ -323,10 +317,10 @@ def _per_layer_bytes(
 
 def kv_bytes_per_sequence(
     arch: ModelArchitecture,
-    kv_cache_dtype: str,
+    kv_cache_dtype: KvCacheDtype,
     context_tokens: int,
     tensor_parallel_size: int = 1,
-    ssm_cache_dtype: str | None = None,
+    ssm_cache_dtype: FloatDtype | None = None,
 ) -> int:
     """The model's own state for one sequence: windows capped, recurrent state fixed."""
     return sum(

@@ -41,14 +41,7 @@ from .architecture import (
     StateLayer,
     TokenLayer,
 )
-from .dtypes import (
-    MODEL_DTYPE_BYTES,
-    PACKED_MLA_KV_DTYPE,
-    kv_cache_dtype_bytes,
-    normalize_kv_cache_dtype,
-    normalize_weight_format,
-    weight_format_bits,
-)
+from .dtypes import KvCacheDtype, WeightFormat
 from .errors import SizingError
 from .frozen import frozen
 from .kv import state_bytes_per_sequence, state_dtype_bytes, state_shape, token_bytes_per_layer
@@ -95,7 +88,7 @@ LINK_GB_S: Final[dict[str, float]] = {
 # Weight formats whose matmuls run on FP8 (or finer) tensor cores where the GPU has them: FP8
 # checkpoints are W8A8 (TensorRT-LLM docs/source/blogs/H100vsA100.md: "FP8 is a W8A8 format");
 # FP4 formats have no peak figure in the catalog, so they are given the FP8 one.
-FP8_COMPUTE_FORMATS: Final = frozenset({"fp8", "nvfp4", "mxfp4"})
+FP8_COMPUTE_FORMATS: Final = frozenset({WeightFormat.FP8, WeightFormat.NVFP4, WeightFormat.MXFP4})
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +271,7 @@ def _parameters(arch: ModelArchitecture) -> int:
     if arch.num_parameters is not None:
         return arch.num_parameters
     if arch.weight_bytes is not None:
-        bits = weight_format_bits(arch.weight_format)
+        bits = arch.weight_format.bits
         return arch.weight_bytes * 8 * bits.denominator // bits.numerator
     raise SizingError(
         "model.num_parameters", "the model needs num_parameters or weight_bytes to estimate speed"
@@ -390,11 +383,10 @@ def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
     )
 
 
-def peak_flops_per_s(gpu: GpuPerformance, weight_format: str) -> float:
+def peak_flops_per_s(gpu: GpuPerformance, weight_format: WeightFormat) -> float:
     """FP8 tensor-core peak for FP8/FP4 weights on a GPU that has one, else the BF16 peak
     (weight-only formats such as AWQ and GPTQ dequantize to 16-bit before the matmul)."""
-    fmt = normalize_weight_format(weight_format)
-    if fmt in FP8_COMPUTE_FORMATS and gpu.dense_fp8_tflops is not None:
+    if weight_format in FP8_COMPUTE_FORMATS and gpu.dense_fp8_tflops is not None:
         return gpu.dense_fp8_tflops * TERA
     return gpu.dense_bf16_tflops * TERA
 
@@ -423,16 +415,16 @@ def _check_tp(tensor_parallel_size: int) -> None:
         raise SizingError("tensor_parallel_size", "must be a positive integer")
 
 
-def _weight_format(arch: ModelArchitecture, weight_format: str | None) -> str:
-    return normalize_weight_format(weight_format or arch.weight_format)
+def _weight_format(arch: ModelArchitecture, weight_format: WeightFormat | None) -> WeightFormat:
+    return weight_format or arch.weight_format
 
 
 # Memoised: a constant of the model and its format, asked by every decode and prefill step.
 @lru_cache(maxsize=512)
-def _bytes_per_parameter(arch: ModelArchitecture, weight_format: str | None) -> float:
-    if weight_format is None or normalize_weight_format(weight_format) == arch.weight_format:
+def _bytes_per_parameter(arch: ModelArchitecture, weight_format: WeightFormat | None) -> float:
+    if weight_format is None or weight_format == arch.weight_format:
         return weight_bytes_total(arch) / parameter_split(arch).total
-    return float(weight_format_bits(weight_format)) / 8
+    return float(weight_format.bits) / 8
 
 
 def _attention_flops_per_pair(layer: TokenLayer | StateLayer, heads: int) -> int:
@@ -478,13 +470,13 @@ def causal_pairs(layer: TokenLayer, prompt_tokens: int) -> int:
 
 
 def _kv_bytes_per_token_layer(
-    arch: ModelArchitecture, layer: TokenLayer, kv_cache_dtype: str, tp: int
+    arch: ModelArchitecture, layer: TokenLayer, kv_cache_dtype: KvCacheDtype, tp: int
 ) -> int:
-    kv_bytes = kv_cache_dtype_bytes(kv_cache_dtype, arch.dtype)
+    kv_bytes = kv_cache_dtype.bytes_at(arch.dtype)
     packed = (
         isinstance(layer, MultiHeadLatentAttention)
         and layer.indexer_head_dim is not None
-        and normalize_kv_cache_dtype(kv_cache_dtype) == PACKED_MLA_KV_DTYPE
+        and kv_cache_dtype.packed_mla
     )
     return token_bytes_per_layer(layer, kv_bytes, tp, packed)
 
@@ -496,8 +488,8 @@ def decode_cost(
     context_tokens: int,
     *,
     tensor_parallel_size: int = 1,
-    kv_cache_dtype: str = "auto",
-    weight_format: str | None = None,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    weight_format: WeightFormat | None = None,
 ) -> StepCost:
     """One decode step: B sequences each add one token at context C.
 
@@ -533,7 +525,7 @@ def prefill_cost(
     *,
     prompts: int = 1,
     tensor_parallel_size: int = 1,
-    weight_format: str | None = None,
+    weight_format: WeightFormat | None = None,
 ) -> StepCost:
     """One prefill pass over `prompts` prompts of P tokens each (compute-bound for all but the
     shortest prompts). FLOPs: 2 x active parameters x P, plus the causal attention's quadratic
@@ -601,7 +593,7 @@ class _PassConstants:
 # and a plan dozens, each of which would otherwise look up every constant on its own.
 @lru_cache(maxsize=4096)
 def _pass_constants(
-    arch: ModelArchitecture, gpu: GpuPerformance, tp: int, weight_format: str | None
+    arch: ModelArchitecture, gpu: GpuPerformance, tp: int, weight_format: WeightFormat | None
 ) -> _PassConstants:
     fmt = _weight_format(arch, weight_format)
     terms = _attention_terms(arch)
@@ -614,7 +606,7 @@ def _pass_constants(
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tb_s * TB,
         peak_flops_per_s=peak_flops_per_s(gpu, fmt),
         allreduces=allreduces_per_pass(arch),
-        allreduce_bytes_per_token=_hidden(arch, tp) * MODEL_DTYPE_BYTES[arch.dtype],
+        allreduce_bytes_per_token=_hidden(arch, tp) * arch.dtype.element_bytes,
         link_bytes_per_s=_link(gpu, tp),
     )
 
@@ -652,7 +644,7 @@ def _attention_terms(arch: ModelArchitecture) -> _LayerSums:
 
 # Memoised per model, cache dtype and TP size, for the same reason as `_attention_terms`.
 @lru_cache(maxsize=1024)
-def _cache_reads(arch: ModelArchitecture, kv_cache_dtype: str, tp: int) -> _LayerSums:
+def _cache_reads(arch: ModelArchitecture, kv_cache_dtype: KvCacheDtype, tp: int) -> _LayerSums:
     """Cache bytes one decode step reads per sequence: per cached token attended for the
     attention layers (`_kv_bytes_per_token_layer`); a recurrent layer's whole state, read and
     written back (`state_bytes_per_sequence`, twice)."""
@@ -765,8 +757,8 @@ def estimate_performance(
     context_tokens: int,
     prompt_tokens: int,
     tensor_parallel_size: int = 1,
-    kv_cache_dtype: str = "auto",
-    weight_format: str | None = None,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    weight_format: WeightFormat | None = None,
     peak_batch: int | None = None,
     arrivals_per_second: float | None = None,
     efficiency: Efficiency = FITTED,

@@ -28,6 +28,7 @@ from itertools import product
 from typing import Final
 
 from .architecture import ModelArchitecture
+from .dtypes import KvCacheDtype, WeightFormat
 from .errors import SizingError
 from .performance import (
     Efficiency,
@@ -55,8 +56,8 @@ class MeasuredPoint:
     batch: int
     input_tokens: int
     output_tokens: int
-    weight_format: str
-    kv_cache_dtype: str
+    weight_format: WeightFormat
+    kv_cache_dtype: KvCacheDtype
     metric: Metric
     measured: float
     source: str

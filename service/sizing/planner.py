@@ -29,7 +29,7 @@ from functools import lru_cache
 from .architecture import ModelArchitecture
 from .capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from .context_limit import check_max_model_len
-from .dtypes import ModelDtype, kv_cache_dtype_bytes
+from .dtypes import KvCacheDtype, ModelDtype, parse_kv_cache_dtype
 from .engines.common import Engine, EngineOptions
 from .errors import InvalidDtype, SizingError
 from .kv import packed_mla
@@ -63,7 +63,8 @@ CalibratedPool = Callable[[Capacity, Gpu], int | None]
 class PlanRequest:
     max_model_len: int
     peak_concurrency: int
-    kv_cache_dtype: str = "auto"
+    # A name (or alias) is parsed once, here; a `KvCacheDtype` from then on.
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     engine: EngineOptions = field(default_factory=EngineOptions)
     max_gpus_per_node: int | None = None
     headroom_fraction: float = DEFAULT_HEADROOM_FRACTION
@@ -104,6 +105,7 @@ class PlanRequest:
             raise SizingError("max_gpus_per_node", "must be at least 1")
         if self.rank_by not in RANK_BY:
             raise SizingError("rank_by", f"must be one of {', '.join(RANK_BY)}")
+        object.__setattr__(self, "kv_cache_dtype", parse_kv_cache_dtype(self.kv_cache_dtype))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,13 +262,13 @@ def engine_flags(
     return {"vllm": vllm, "sglang": sglang}
 
 
-def _vllm_kv_dtype(dtype: str) -> str:
+def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
     # vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 names; fp16/fp32 are "auto"
     # on a model of that dtype.
     return dtype if dtype in {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"} else "auto"
 
 
-def _sglang_kv_dtype(dtype: str) -> str:
+def _sglang_kv_dtype(dtype: KvCacheDtype) -> str:
     return {"fp8": "fp8_e4m3", "bfloat16": "bf16"}.get(
         dtype, dtype if dtype != "float16" else "auto"
     )
@@ -281,8 +283,6 @@ def plan(
     if not gpus:
         raise SizingError("gpus", "no candidate GPUs")
     workload = Workload(request.max_model_len, request.kv_cache_dtype)
-    # A dtype the model cannot take is the request's fault, not every candidate's.
-    kv_cache_dtype_bytes(request.kv_cache_dtype, arch.dtype)
     if packed_mla(arch, request.kv_cache_dtype) and request.engine.engine is not Engine.VLLM:
         raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
     options: list[PlanOption] = []

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .architecture import ModelArchitecture
+from .dtypes import KvCacheDtype, WeightFormat
 from .engines.common import Capacity, Gpu
 from .errors import SizingError
 from .frozen import frozen
@@ -95,8 +96,8 @@ class SpeedQuestion:
     batch: int
     context_tokens: int
     prompt_tokens: int
-    kv_cache_dtype: str = "auto"
-    weight_format: str | None = None
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    weight_format: WeightFormat | None = None
     peak_batch: int | None = None
 
 
@@ -137,7 +138,7 @@ def capacity_speed(
     gpu: Gpu,
     capacity: Capacity,
     *,
-    weight_format: str | None = None,
+    weight_format: WeightFormat | None = None,
     peak_concurrency: int | None = None,
     prompt_tokens: int | None = None,
 ) -> Speed:

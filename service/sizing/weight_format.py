@@ -24,7 +24,7 @@ from fnmatch import translate as fnmatch_translate
 from typing import Any, Final
 
 from .config_view import HFConfig
-from .dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
+from .dtypes import MODEL_DTYPE_BYTES, FloatDtype, WeightFormat, parse_float_dtype
 from .errors import SizingError
 from .tensors import ParameterCount, Tensor, TensorClass, TensorRole
 from .units import cdiv
@@ -33,7 +33,7 @@ from .units import cdiv
 # the model dtype
 
 
-def model_dtype(cfg: HFConfig) -> str:
+def model_dtype(cfg: HFConfig) -> FloatDtype:
     # transformers >= 4.56 writes `dtype`, older `torch_dtype`; multimodal configs may carry it
     # only at the top level. Missing -> bfloat16 (gpt-oss ships none).
     for key in ("torch_dtype", "dtype"):
@@ -43,15 +43,15 @@ def model_dtype(cfg: HFConfig) -> str:
         where, value = found
         if not isinstance(value, str):
             raise SizingError(where, f"must be a dtype name, got {value!r}")
-        return normalize_model_dtype(value, where)
-    return "bfloat16"
+        return parse_float_dtype(value, where)
+    return FloatDtype.BFLOAT16
 
 
 # ---------------------------------------------------------------------------------------------
 # the format name (one per checkpoint)
 
 
-def detect_weight_format(config: Mapping[str, Any]) -> str:
+def detect_weight_format(config: Mapping[str, Any]) -> WeightFormat:
     """The storage format of the checkpoint's (bulk of) weights, a `dtypes.WEIGHT_FORMAT_BITS` key.
 
     From `quantization_config` (config.json), `compression_config` (older compressed-tensors) or
@@ -64,8 +64,8 @@ def detect_weight_format(config: Mapping[str, Any]) -> str:
         where, section = found
         fmt = _format_from_quantization(section, where)
         if fmt is not None:
-            return fmt
-    return model_dtype(cfg)
+            return WeightFormat(fmt)
+    return WeightFormat(model_dtype(cfg))
 
 
 def declared_kv_cache(config: Mapping[str, Any]) -> str | None:

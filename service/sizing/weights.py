@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from .architecture import ModelArchitecture
-from .dtypes import weight_format_bits
+from .dtypes import WeightFormat
 from .errors import SizingError
 from .units import cdiv
 
 
-def weight_bytes_total(arch: ModelArchitecture, weight_format: str | None = None) -> int:
+def weight_bytes_total(arch: ModelArchitecture, weight_format: WeightFormat | None = None) -> int:
     """All weights of one copy of the model; MoE counts every expert (all are resident).
 
     An explicit `weight_bytes` (the checkpoint's real footprint) wins unless a different
@@ -30,7 +30,7 @@ def weight_bytes_total(arch: ModelArchitecture, weight_format: str | None = None
         raise SizingError(
             "model.num_parameters", "the model needs num_parameters or weight_bytes to size weights"
         )
-    bits = weight_format_bits(weight_format or arch.weight_format)
+    bits = (weight_format or arch.weight_format).bits
     # bytes = parameters x bits / 8, rounded up to a whole byte.
     return cdiv(arch.num_parameters * bits.numerator, 8 * bits.denominator)
 

@@ -14,6 +14,7 @@ import pytest
 
 from service.catalog.seed import load_seed
 from service.sizing.architecture import GatedDeltaNet, LayerKind, Mamba1, Mamba2, ModelArchitecture
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.kv import (
     kv_bytes_per_token,
     state_bytes_per_sequence,
@@ -199,18 +200,18 @@ PER_TOKEN = [
 
 @pytest.mark.parametrize(("slug", "expected"), PER_TOKEN, ids=[s for s, _ in PER_TOKEN])
 def test_per_token_kv_bytes(slug: str, expected: int) -> None:
-    assert kv_bytes_per_token(arch(slug), "auto") == expected
+    assert kv_bytes_per_token(arch(slug), KvCacheDtype.AUTO) == expected
 
 
 def test_fp8_kv_halves_mla_per_token_bytes() -> None:
     # seed-examples 16: fp8 MLA = 61 x 576 x 1 B = 35,136
-    assert kv_bytes_per_token(arch("deepseek-v3"), "fp8") == 35_136
+    assert kv_bytes_per_token(arch("deepseek-v3"), KvCacheDtype.FP8) == 35_136
 
 
 def test_fp8_kv_leaves_the_sparse_indexer_key_alone() -> None:
     # The indexer key is fp8 + an fp32 scale whatever --kv-cache-dtype says (vLLM
     # DeepseekV32IndexerCache is uint8): 61 x (576 x 1 B + 132 B) = 43,188, not half of 78,324.
-    assert kv_bytes_per_token(arch("deepseek-v3.2"), "fp8") == 61 * (576 + 132) == 43_188
+    assert kv_bytes_per_token(arch("deepseek-v3.2"), KvCacheDtype.FP8) == 61 * (576 + 132) == 43_188
 
 
 # --- layer schedules ---------------------------------------------------------------------------

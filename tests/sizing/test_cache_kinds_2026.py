@@ -22,6 +22,7 @@ from service.sizing.architecture import (
 )
 from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
 from service.sizing.config_view import HFConfig
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import SizingError, UnknownLayerKind
 from service.sizing.hf_config import architecture_from_hf_config
@@ -139,12 +140,12 @@ def test_kimi_k3_reads_kda_and_mla_layers_from_its_one_based_lists() -> None:
 def test_kimi_k3_bytes_per_token_and_per_sequence_by_hand() -> None:
     arch = kimi_k3()
     # MLA: 24 layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 B = 27,648 B per token.
-    assert kv_bytes_per_token(arch, "auto") == 24 * 576 * 2 == 27_648
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 24 * 576 * 2 == 27_648
     # KDA per layer (kda_state_shape, tp 1): conv (4 - 1) x (96 x 128 x 3) = 110,592 bf16
     # values, recurrent 96 x 128 x 128 = 1,572,864 float32 values: 6,512,640 B, 69 layers.
     state = 110_592 * 2 + 1_572_864 * 4
     assert state == 6_512_640
-    assert kv_bytes_per_sequence(arch, "auto", 8192) == 27_648 * 8192 + 69 * state
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, 8192) == 27_648 * 8192 + 69 * state
 
 
 def test_kimi_k3_on_vllm_0_33_with_tp8_by_hand() -> None:
@@ -226,9 +227,9 @@ def test_minimax_m3_keeps_an_index_key_on_its_sparse_layers() -> None:
     plain, indexed = FullAttention(4, 128), FullAttention(4, 128, indexer_head_dim=128)
     assert arch.layers == (plain,) * 3 + (indexed,) * 57
     # K and V: 4 heads x 128 x 2 x 2 B = 2,048 B; an index key: 128 bf16 = 256 B.
-    assert kv_bytes_per_token(arch, "auto") == 3 * 2048 + 57 * (2048 + 256) == 137_472
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 3 * 2048 + 57 * (2048 + 256) == 137_472
     # fp8 KV halves K and V, not the bf16 index key.
-    assert kv_bytes_per_token(arch, "fp8") == 3 * 1024 + 57 * (1024 + 256)
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8) == 3 * 1024 + 57 * (1024 + 256)
 
 
 def test_minimax_m3_on_vllm_0_33_is_one_group_of_128_token_pages() -> None:

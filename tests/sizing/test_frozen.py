@@ -15,6 +15,7 @@ from service.sizing.frozen import frozen
 # be the error `make lint` (mypy --strict on service/) refuses.
 ASSIGNMENTS = """
 import dataclasses
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.engines.common import Workload
 from service.sizing.frozen import frozen
 
@@ -23,7 +24,7 @@ class Point:
     x: int
     y: int = 0
 
-w = Workload(8192, "fp8")
+w = Workload(8192, KvCacheDtype.FP8)
 w.max_model_len = 4096
 p = Point(1)
 p.y = 2

@@ -25,6 +25,7 @@ from service.sizing.architecture import (
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.errors import SizingError, UnknownLayerKind
 from service.sizing.hf_config import architecture_from_hf_config, detect_weight_format
 from service.sizing.kv import kv_bytes_per_token
@@ -73,7 +74,7 @@ LLAMA_3_1_8B: dict[str, Any] = {
 def test_llama_3_1_8b_gqa_config_sizes_32_full_attention_layers() -> None:
     arch = architecture_from_hf_config(LLAMA_3_1_8B, name="meta-llama/Llama-3.1-8B")
     # 2 x 32 layers x 8 kv heads x 128 x 2 B = 131,072 (models.json meta-llama/Llama-3.1-8B)
-    assert kv_bytes_per_token(arch, "auto") == 131_072
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 131_072
     assert kinds(arch) == {"full_attention": 32}
     assert arch.layers[0] == FullAttention(num_kv_heads=8, head_dim=128)
     assert (arch.num_attention_heads, arch.hidden_size, arch.intermediate_size) == (32, 4096, 14336)
@@ -92,7 +93,7 @@ def test_missing_num_key_value_heads_means_multi_head_attention() -> None:
     del config["num_key_value_heads"]
     arch = architecture_from_hf_config(config)
     # 2 x 32 layers x 32 kv heads x 128 x 2 B = 524,288 (seed example 1, Llama 2 7B shape)
-    assert kv_bytes_per_token(arch, "auto") == 524_288
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 524_288
 
 
 # aiconfigurator src/aiconfigurator/model_configs/Qwen--Qwen2.5-7B_config.json (read at the parent
@@ -128,7 +129,7 @@ QWEN2_5_7B: dict[str, Any] = {
 def test_qwen2_5_sliding_window_present_but_disabled_is_full_attention() -> None:
     arch = architecture_from_hf_config(QWEN2_5_7B)
     # 2 x 28 layers x 4 kv heads x 128 x 2 B = 57,344 (seed example 6)
-    assert kv_bytes_per_token(arch, "auto") == 57_344
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 57_344
     assert kinds(arch) == {"full_attention": 28}
 
 
@@ -178,7 +179,7 @@ def test_qwen3_reads_explicit_head_dim_not_hidden_over_heads() -> None:
     arch = architecture_from_hf_config(QWEN3_32B)
     # head_dim 128, not 5120 / 64 = 80:
     # 2 x 64 layers x 8 kv heads x 128 x 2 B = 262,144 (the trap would give 163,840)
-    assert kv_bytes_per_token(arch, "auto") == 262_144
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 262_144
     assert arch.layers[0] == FullAttention(num_kv_heads=8, head_dim=128)
 
 
@@ -237,7 +238,7 @@ def test_qwen3_next_full_attention_interval_gives_36_linear_and_12_full() -> Non
         num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4
     )
     # only the 12 full layers grow: 2 x 12 x 2 kv heads x 256 x 2 B = 24,576
-    assert kv_bytes_per_token(arch, "auto") == 24_576
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 24_576
     assert arch.moe == MixtureOfExperts(
         num_experts=512,
         experts_per_token=10,
@@ -304,9 +305,9 @@ def test_qwen3_5_27b_nested_text_config_is_48_linear_and_16_full_layers() -> Non
     arch = architecture_from_hf_config(QWEN3_5_27B)
     assert kinds(arch) == {"linear_attention": 48, "full_attention": 16}
     # seed example 15: 2 x 16 full layers x 4 kv heads x 256 x 1 B (fp8) = 32,768 = 32 KiB
-    assert kv_bytes_per_token(arch, "fp8") == 32_768
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8) == 32_768
     # the trap counts all 64 layers: 2 x 64 x 4 x 256 x 1 B = 131,072
-    assert kv_bytes_per_token(arch, "fp8") * 4 == 131_072
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8) * 4 == 131_072
     # dtype read from text_config.dtype; the recurrent state from mamba_ssm_dtype
     assert (arch.dtype, arch.state_dtype, arch.moe) == ("bfloat16", "float32", None)
     assert arch.layers[0] == GatedDeltaNet(
@@ -356,7 +357,7 @@ def test_mistral_7b_v0_1_slides_every_layer_at_4096() -> None:
         SlidingWindowAttention(num_kv_heads=8, head_dim=128, sliding_window=4096)
     }
     # 2 x 32 layers x 8 kv heads x 128 x 2 B = 131,072 per token (capped at 4,096 tokens)
-    assert kv_bytes_per_token(arch, "auto") == 131_072
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 131_072
 
 
 def test_null_sliding_window_is_full_attention() -> None:
@@ -398,7 +399,7 @@ MIXTRAL_8X7B: dict[str, Any] = {
 def test_mixtral_experts_use_intermediate_size_and_attention_is_full() -> None:
     arch = architecture_from_hf_config(MIXTRAL_8X7B)
     # 2 x 32 layers x 8 kv heads x 128 x 2 B = 131,072
-    assert kv_bytes_per_token(arch, "auto") == 131_072
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 131_072
     assert kinds(arch) == {"full_attention": 32}
     assert arch.moe == MixtureOfExperts(
         num_experts=8, experts_per_token=2, moe_intermediate_size=14336
@@ -446,7 +447,7 @@ def test_gemma2_9b_alternates_21_sliding_and_21_full_layers() -> None:
     )
     assert arch.layers[1] == FullAttention(num_kv_heads=8, head_dim=256)
     # head_dim 256 (not 3584 / 16 = 224): 2 x 42 layers x 8 x 256 x 2 B = 344,064
-    assert kv_bytes_per_token(arch, "auto") == 344_064
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 344_064
 
 
 # google/gemma-3-27b-it config.json: the LM under text_config, torch_dtype only at the top
@@ -488,7 +489,7 @@ def test_gemma3_27b_sliding_window_pattern_gives_52_sliding_and_10_full() -> Non
         num_kv_heads=16, head_dim=128, sliding_window=1024
     )
     # head_dim 128 (not 5376 / 32 = 168): 2 x 62 layers x 16 x 128 x 2 B = 507,904
-    assert kv_bytes_per_token(arch, "auto") == 507_904
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 507_904
     assert arch.dtype == "bfloat16"  # from the top-level torch_dtype
 
 
@@ -577,7 +578,7 @@ def test_gemma4_global_layers_use_global_head_dim_and_global_kv_heads() -> None:
     # attention_k_eq_v: global layers use num_global_key_value_heads and global_head_dim
     assert arch.layers[5] == FullAttention(num_kv_heads=2, head_dim=512)
     # 25 x 2 x 8 x 256 x 2 B = 204,800 + 5 x 2 x 2 x 512 x 2 B = 20,480 -> 225,280
-    assert kv_bytes_per_token(arch, "auto") == 225_280
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 225_280
     assert arch.moe == MixtureOfExperts(
         num_experts=128, experts_per_token=8, moe_intermediate_size=704
     )
@@ -673,8 +674,8 @@ def test_deepseek_v32_adds_the_indexer_key_to_every_layer() -> None:
     assert arch.layers[0] == MultiHeadLatentAttention(512, 64, indexer_head_dim=128)
     # vLLM DeepseekV32IndexerCache: 128 + 128 // 128 x 4 = 132 B (uint8) per token per layer
     # on top of the latent: 61 x (1,152 + 132) = 78,324 bf16; 61 x (576 + 132) = 43,188 fp8
-    assert kv_bytes_per_token(arch, "auto") == 78_324
-    assert kv_bytes_per_token(arch, "fp8") == 43_188
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 78_324
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8) == 43_188
 
 
 def test_shared_indexer_layers_keep_no_indexer_key() -> None:
@@ -686,7 +687,7 @@ def test_shared_indexer_layers_keep_no_indexer_key() -> None:
     }
     arch = architecture_from_hf_config(config)
     # 2 layers x (1,152 + 132) + 2 layers x 1,152 = 4,872
-    assert kv_bytes_per_token(arch, "auto") == 2 * 1284 + 2 * 1152 == 4872
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 2 * 1284 + 2 * 1152 == 4872
 
 
 def test_an_unknown_indexer_type_is_refused_by_name() -> None:
@@ -703,8 +704,8 @@ def test_deepseek_v3_mla_ignores_the_128_kv_heads() -> None:
     assert kinds(arch) == {"mla": 61}
     assert arch.layers[0] == MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64)
     # seed example 16: 61 x (512 + 64) x 2 B = 70,272 (bf16); x 1 B = 35,136 (fp8)
-    assert kv_bytes_per_token(arch, "auto") == 70_272
-    assert kv_bytes_per_token(arch, "fp8") == 35_136
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 70_272
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8) == 35_136
     # the trap: 2 x 61 x 128 kv heads x (128 + 64) x 2 B = 5,996,544, about 85x more
     assert arch.weight_format == "fp8"
     # shared expert: n_shared_experts 1 x moe_intermediate_size 2048
@@ -775,7 +776,7 @@ def test_gpt_oss_120b_alternates_window_128_and_full_layers() -> None:
     assert arch.layers[1] == FullAttention(num_kv_heads=8, head_dim=64)
     # head_dim 64 (not 2880 / 64 = 45): 2 x 36 x 8 x 64 x 2 B = 73,728 per token, half of it
     # in layers that keep only the last 128 tokens
-    assert kv_bytes_per_token(arch, "auto") == 73_728
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 73_728
     # no torch_dtype in this config -> bfloat16; experts are MXFP4
     assert (arch.dtype, arch.weight_format) == ("bfloat16", "mxfp4")
     assert arch.moe == MixtureOfExperts(
@@ -820,7 +821,7 @@ def test_phi3_mini_4k_sliding_window_2047_applies_to_every_layer() -> None:
         SlidingWindowAttention(num_kv_heads=32, head_dim=96, sliding_window=2047)
     }
     # MHA, head_dim 3072 / 32 = 96: 2 x 32 x 32 x 96 x 2 B = 393,216
-    assert kv_bytes_per_token(arch, "auto") == 393_216
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 393_216
 
 
 def test_phi3_5_window_beyond_the_context_is_kept_as_a_window() -> None:
@@ -888,7 +889,7 @@ def test_falcon_multi_query_config_has_one_kv_head(config: dict[str, Any]) -> No
     assert set(arch.layers) == {FullAttention(num_kv_heads=1, head_dim=64)}
     assert arch.num_attention_heads == 71
     # 4544 / 71 = 64: 2 x 32 layers x 1 kv head x 64 x 2 B = 8,192 (MHA would be 71x: 581,632)
-    assert kv_bytes_per_token(arch, "auto") == 8_192
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 8_192
 
 
 def test_falcon_new_decoder_architecture_reads_num_kv_heads() -> None:
@@ -965,7 +966,7 @@ def test_nemotron_h_56b_pattern_has_10_attention_blocks_of_118() -> None:
         num_heads=256, head_dim=64, state_size=256, n_groups=8, conv_kernel=4
     )
     # only '*' grows: 2 x 10 x 8 kv heads x 128 x 2 B = 40,960
-    assert kv_bytes_per_token(arch, "auto") == 40_960
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 40_960
     # vLLM NemotronHForCausalLMConfig: SSM state float32 unless the config says otherwise
     assert arch.state_dtype == "float32"
 
@@ -1019,7 +1020,7 @@ def test_jamba_attention_every_8th_layer_from_offset_4() -> None:
     # Mamba-1 width: mamba_expand 2 x hidden_size 4096 = 8192
     assert arch.layers[0] == Mamba1(intermediate_size=8192, state_size=16, conv_kernel=4)
     # 2 x 4 attention layers x 8 kv heads x 128 x 2 B = 16,384
-    assert kv_bytes_per_token(arch, "auto") == 16_384
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 16_384
     assert arch.moe == MixtureOfExperts(
         num_experts=16, experts_per_token=2, moe_intermediate_size=14336
     )
@@ -1077,7 +1078,7 @@ def test_llama4_scout_three_chunked_layers_per_global_nope_layer() -> None:
     )
     assert arch.layers[3] == FullAttention(num_kv_heads=8, head_dim=128)
     # 2 x 48 x 8 x 128 x 2 B = 196,608 per token; 36 of the 48 layers cap at 8,192 tokens
-    assert kv_bytes_per_token(arch, "auto") == 196_608
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 196_608
     # Llama4TextMoe: 16 experts of intermediate_size plus one shared expert of the same size
     assert arch.moe == MixtureOfExperts(
         num_experts=16,
@@ -1124,7 +1125,7 @@ def test_granite_hybrid_layer_types_pick_mamba2_or_attention() -> None:
         num_heads=48, head_dim=64, state_size=128, n_groups=1, conv_kernel=4
     )
     # 1536 / 12 = 128: 2 x 2 attention layers x 4 kv heads x 128 x 2 B = 4,096
-    assert kv_bytes_per_token(arch, "auto") == 4_096
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 4_096
     assert arch.moe is None  # num_local_experts 0: dense
 
 
@@ -1179,7 +1180,7 @@ def test_unknown_model_type_without_attention_fields_names_model_type() -> None:
 
 def test_unknown_model_type_with_standard_attention_fields_is_sized_generically() -> None:
     arch = architecture_from_hf_config({**LLAMA_3_1_8B, "model_type": "some_llama_clone"})
-    assert kv_bytes_per_token(arch, "auto") == 131_072
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 131_072
 
 
 @pytest.mark.parametrize(
@@ -1348,7 +1349,7 @@ def test_a_nested_llama_text_config_without_shapes_reads_llamaconfig_defaults() 
     assert (arch.vocab_size, arch.max_position_embeddings) == (32064, 4096)
     assert set(arch.layers) == {FullAttention(num_kv_heads=32, head_dim=128)}
     # 2 x 32 layers x 32 heads x 128 x 2 B = 524,288
-    assert kv_bytes_per_token(arch, "auto") == 524_288
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 524_288
 
 
 def test_a_top_level_llama_config_without_heads_is_still_refused() -> None:

@@ -19,6 +19,7 @@ from service.sizing.architecture import (
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
+from service.sizing.dtypes import WeightFormat
 from service.sizing.errors import SizingError
 from service.sizing.performance import (
     Efficiency,
@@ -204,11 +205,12 @@ def test_causal_pairs_by_layer_kind() -> None:
 
 def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one() -> None:
     # H100: 1978 TFLOPS for FP8, 989 for AWQ (dequantized to 16-bit); A100 has no FP8 units.
-    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format="fp8").peak_flops_per_s == 1978e12
-    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format="awq").peak_flops_per_s == 989e12
-    assert prefill_cost(LLAMA_31_8B, A100, 8, weight_format="fp8").peak_flops_per_s == 312e12
+    fp8, awq = WeightFormat.FP8, WeightFormat.AWQ
+    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format=fp8).peak_flops_per_s == 1978e12
+    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format=awq).peak_flops_per_s == 989e12
+    assert prefill_cost(LLAMA_31_8B, A100, 8, weight_format=fp8).peak_flops_per_s == 312e12
     # FP8 weights are 1 B per parameter: 8,030,261,248 B.
-    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format="fp8").weight_bytes == 8_030_261_248
+    assert prefill_cost(LLAMA_31_8B, H100, 8, weight_format=fp8).weight_bytes == 8_030_261_248
 
 
 def test_overlap_chooses_between_the_roofline_max_and_the_sum() -> None:

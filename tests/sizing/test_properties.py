@@ -25,6 +25,7 @@ from service.sizing.architecture import (
     SlidingWindowAttention,
 )
 from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.dtypes import FloatDtype, KvCacheDtype
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.engines.vllm import parse_vllm_version, vllm_layout, vllm_release, vllm_report
 from service.sizing.errors import SizingError
@@ -40,7 +41,9 @@ kv_heads = st.sampled_from([1, 2, 4, 8, 16, 32])
 head_dims = st.sampled_from([64, 80, 96, 128, 192, 256])
 layer_counts = st.integers(min_value=1, max_value=96)
 contexts = st.integers(min_value=1, max_value=1 << 21)
-attention_dtypes = st.sampled_from(["auto", "bfloat16", "float16", "float32", "fp8", "fp8_e5m2"])
+attention_dtypes = st.sampled_from(
+    [KvCacheDtype(name) for name in ("auto", "bfloat16", "float16", "float32", "fp8", "fp8_e5m2")]
+)
 VLLM_VERSIONS = ["0.6.4", "0.8.5", "0.9.2", "0.11.0", "0.20.0", "0.21.0", "0.28.0", "0.33.0"]
 
 
@@ -127,14 +130,16 @@ def test_sliding_layers_stop_growing_at_the_window(
     only_sliding = model((sw,) * sliding)
     per_layer = 2 * heads * dim * 2  # K and V, bf16
     # design §1.3: a sliding layer keeps at most `sliding_window` tokens
-    assert kv_bytes_per_sequence(only_sliding, "auto", n) == sliding * per_layer * min(n, window)
+    assert kv_bytes_per_sequence(only_sliding, KvCacheDtype.AUTO, n) == sliding * per_layer * min(
+        n, window
+    )
     if n >= window:
-        assert kv_bytes_per_sequence(only_sliding, "auto", n) == kv_bytes_per_sequence(
-            only_sliding, "auto", window
+        assert kv_bytes_per_sequence(only_sliding, KvCacheDtype.AUTO, n) == kv_bytes_per_sequence(
+            only_sliding, KvCacheDtype.AUTO, window
         )
     # with full layers beside them, only the full layers keep growing
     mixed = model((sw,) * sliding + (FullAttention(heads, dim),) * full)
-    assert kv_bytes_per_sequence(mixed, "auto", n) == (
+    assert kv_bytes_per_sequence(mixed, KvCacheDtype.AUTO, n) == (
         sliding * per_layer * min(n, window) + full * per_layer * n
     )
 
@@ -153,11 +158,13 @@ def test_chunked_layers_are_flat_past_the_chunk(
 ) -> None:
     layer = ChunkedLocalAttention(num_kv_heads=heads, head_dim=dim, attention_chunk_size=chunk)
     arch = model((layer,) * count)
-    at_chunk = kv_bytes_per_sequence(arch, "auto", chunk)
+    at_chunk = kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, chunk)
     # design §1.3: a chunked-local layer keeps at most `attention_chunk_size` tokens
-    assert kv_bytes_per_sequence(arch, "auto", chunk + more) == at_chunk
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, chunk + more) == at_chunk
     if n <= chunk:
-        assert kv_bytes_per_sequence(arch, "auto", n) == n * kv_bytes_per_token(arch, "auto")
+        assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, n) == n * kv_bytes_per_token(
+            arch, KvCacheDtype.AUTO
+        )
 
 
 # --- per-request blocks against concurrency ---------------------------------------------------
@@ -212,7 +219,7 @@ def test_sglang_and_trtllm_sequences_are_linear_in_the_pool(
         # (engines/trtllm.py check_trtllm_head_sizes), not sized.
         layer = FullAttention(layer.num_kv_heads, layer.head_dim)
     arch = model((layer,) * count)
-    cell = kv_bytes_per_token(arch, "auto")
+    cell = kv_bytes_per_token(arch, KvCacheDtype.AUTO)
     gpu = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3")
     if engine is Engine.SGLANG:
         # page 1: a request holds m tokens; one byte short of k requests holds k - 1
@@ -242,8 +249,12 @@ def test_fp8_halves_attention_and_mla_bytes_exactly(
 ) -> None:
     arch = model(tuple(layers) * repeat)
     # seed: "fewer bytes per element (FP8 KV halves it)": 1 B instead of bf16's 2 B
-    assert kv_bytes_per_token(arch, "bfloat16") == 2 * kv_bytes_per_token(arch, "fp8")
-    assert kv_bytes_per_sequence(arch, "auto", n) == 2 * kv_bytes_per_sequence(arch, "fp8", n)
+    assert kv_bytes_per_token(arch, KvCacheDtype.BFLOAT16) == 2 * kv_bytes_per_token(
+        arch, KvCacheDtype.FP8
+    )
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, n) == 2 * kv_bytes_per_sequence(
+        arch, KvCacheDtype.FP8, n
+    )
 
 
 @FAST
@@ -253,7 +264,7 @@ def test_fp8_halves_attention_and_mla_bytes_exactly(
     period=st.integers(min_value=1, max_value=7),
     repeat=st.integers(min_value=1, max_value=12),
     n=contexts,
-    ssm_dtype=st.sampled_from([None, "float32"]),
+    ssm_dtype=st.sampled_from([None, FloatDtype.FLOAT32]),
 )
 def test_fp8_leaves_recurrent_state_alone_so_hybrids_shrink_by_less_than_half(
     attention: FullAttention,
@@ -261,18 +272,18 @@ def test_fp8_leaves_recurrent_state_alone_so_hybrids_shrink_by_less_than_half(
     period: int,
     repeat: int,
     n: int,
-    ssm_dtype: str | None,
+    ssm_dtype: FloatDtype | None,
 ) -> None:
     arch = model(((state,) * period + (attention,)) * repeat)
-    bf16 = sequence_breakdown(arch, "bfloat16", n, ssm_cache_dtype=ssm_dtype)
-    fp8 = sequence_breakdown(arch, "fp8", n, ssm_cache_dtype=ssm_dtype)
+    bf16 = sequence_breakdown(arch, KvCacheDtype.BFLOAT16, n, ssm_cache_dtype=ssm_dtype)
+    fp8 = sequence_breakdown(arch, KvCacheDtype.FP8, n, ssm_cache_dtype=ssm_dtype)
     by_kind_bf16 = {line.kind: line.bytes_per_sequence for line in bf16}
     by_kind_fp8 = {line.kind: line.bytes_per_sequence for line in fp8}
     # design §1.3 / vllm#55196: --kv-cache-dtype fp8 does not touch Mamba/GDN state
     assert by_kind_fp8[state.kind.value] == by_kind_bf16[state.kind.value] > 0
     assert by_kind_bf16["full_attention"] == 2 * by_kind_fp8["full_attention"]
-    total_bf16 = kv_bytes_per_sequence(arch, "bfloat16", n, ssm_cache_dtype=ssm_dtype)
-    total_fp8 = kv_bytes_per_sequence(arch, "fp8", n, ssm_cache_dtype=ssm_dtype)
+    total_bf16 = kv_bytes_per_sequence(arch, KvCacheDtype.BFLOAT16, n, ssm_cache_dtype=ssm_dtype)
+    total_fp8 = kv_bytes_per_sequence(arch, KvCacheDtype.FP8, n, ssm_cache_dtype=ssm_dtype)
     # only the attention half goes: the hybrid keeps more than half its bytes
     assert total_bf16 - total_fp8 == by_kind_fp8["full_attention"]
     assert 2 * total_fp8 > total_bf16

@@ -6,6 +6,7 @@ import pytest
 
 from service.sizing import architecture_from_dict
 from service.sizing.architecture import LayerKind, MultiHeadLatentAttention, NoCache
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.errors import SizingError, UnknownLayerKind
 from service.sizing.kv import kv_bytes_per_token
 from service.sizing.schedule import architecture_to_dict
@@ -33,7 +34,7 @@ def test_two_geometries_of_one_kind_are_named_specs() -> None:
     assert arch.layers == (INDEXED, SHARED, SHARED, SHARED) * 2
     assert {layer.kind for layer in arch.layers} == {LayerKind.MLA}
     # 2 layers x (576 x 2 B + 132 B indexer) + 6 layers x 1,152 B = 2,568 + 6,912 = 9,480
-    assert kv_bytes_per_token(arch, "auto") == 2 * 1284 + 6 * 1152 == 9480
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 2 * 1284 + 6 * 1152 == 9480
 
 
 def test_the_dict_form_round_trips_every_geometry() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.engines.vllm import vllm_release
 from service.sizing.engines.vllm_kv_dtype import vllm_kv_cache_dtype
 from service.sizing.weight_format import declared_kv_cache
@@ -33,13 +34,17 @@ from service.sizing.weight_format import declared_kv_cache
 def test_the_cache_dtype_each_release_allocates(
     declared: str, requested: str, version: tuple[int, int, int], expected: str
 ) -> None:
-    resolved = vllm_kv_cache_dtype(requested, declared, vllm_release(version), mla=False)
+    resolved = vllm_kv_cache_dtype(
+        KvCacheDtype(requested), declared, vllm_release(version), mla=False
+    )
     assert resolved.kv_cache_dtype == expected
 
 
 def test_mla_layers_have_no_compressed_tensors_step() -> None:
     # MLAAttention.__init__ reads the flag only; the kv_cache_scheme step is Attention's.
-    resolved = vllm_kv_cache_dtype("auto", "compressed_tensors_fp8", vllm_release((0, 33, 0)), True)
+    resolved = vllm_kv_cache_dtype(
+        KvCacheDtype.AUTO, "compressed_tensors_fp8", vllm_release((0, 33, 0)), True
+    )
     assert resolved.kv_cache_dtype == "auto"
 
 

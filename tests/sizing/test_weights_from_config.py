@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.sizing.dtypes import KvCacheDtype
 from service.sizing.errors import SizingError
 from service.sizing.hf_config import architecture_from_hf_config, checkpoint_weights
 from service.sizing.kv import kv_bytes_per_token
@@ -700,7 +701,7 @@ def test_a_missing_number_is_named_not_guessed(name: str, drop: str, field: str)
     assert arch.weights_unknown is not None
     assert arch.weights_unknown[0] == field
     assert (arch.num_parameters, arch.weight_bytes) == (None, None)
-    assert kv_bytes_per_token(arch, "auto") > 0
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) > 0
 
 
 def test_unknown_quantization_method_is_named() -> None:

@@ -19,7 +19,6 @@ from ..architecture import (
     ModelArchitecture,
     SlidingWindowAttention,
 )
-from ..dtypes import MODEL_DTYPE_BYTES
 
 
 @lru_cache(maxsize=4096)
@@ -55,7 +54,7 @@ def forward_bytes_per_token(arch: ModelArchitecture, tensor_parallel_size: int) 
             widths.append(2 * q + kv + hidden)  # qkv output, attention output, o_proj output
     if not widths:
         return None
-    return MODEL_DTYPE_BYTES[arch.dtype] * (2 * hidden + max(widths))
+    return arch.dtype.element_bytes * (2 * hidden + max(widths))
 
 
 def sampler_bytes(vocab_size: int | None, rows: int, fp32_copies: float) -> int:
@@ -98,4 +97,4 @@ def moe_workspace_bytes(arch: ModelArchitecture, tensor_parallel_size: int, toke
     hidden = arch.hidden_size
     per_rank = moe.moe_intermediate_size // tensor_parallel_size
     elements = max(per_rank, hidden) + max(2 * per_rank, hidden)
-    return tokens * moe.experts_per_token * elements * MODEL_DTYPE_BYTES[arch.dtype]
+    return tokens * moe.experts_per_token * elements * arch.dtype.element_bytes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from ..dtypes import FloatDtype
 from ..units import GiB, MiB
 
 Version = tuple[int, int, int]
@@ -186,7 +187,7 @@ SGLANG_MAMBA_FIXED_SLOTS: Final = 512  # max_mamba_cache_size without radix cach
 SGLANG_MAMBA_SLOTS_PER_REQUEST: Final = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 SGLANG_MAMBA_EXTRA_BUFFER_SLOTS: Final = 2  # MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP
 SGLANG_MAMBA_CONV_BYTES: Final = 2  # mamba_utils.CONV_DTYPE = torch.bfloat16
-SGLANG_MAMBA_SSM_DTYPE: Final = "float32"  # ServerArgs.mamba_ssm_dtype default
+SGLANG_MAMBA_SSM_DTYPE: Final = FloatDtype.FLOAT32  # ServerArgs.mamba_ssm_dtype default
 # max_num_reqs = clamp(int(tokens / context_len x 512), 2048, 4096) (model_runner)
 SGLANG_REQS_PER_CONTEXT: Final = 512
 SGLANG_MIN_REQS: Final = 2048

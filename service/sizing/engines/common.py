@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..architecture import ModelArchitecture
-from ..dtypes import ModelDtype, normalize_kv_cache_dtype
+from ..dtypes import (
+    FloatDtype,
+    KvCacheDtype,
+    ModelDtype,
+    WeightFormat,
+    parse_float_dtype,
+    parse_kv_cache_dtype,
+    parse_weight_format,
+)
 from ..errors import SizingError
 from ..frozen import frozen
 from ..kv import LayerBytes
@@ -53,9 +61,10 @@ class EngineOptions:
     # memory" read from a log): replaces the computed budget.
     kv_pool_bytes: int | None = None
     num_gpu_blocks_override: int | None = None
-    mamba_ssm_cache_dtype: str | None = None
+    # Names are parsed once, here (`auto` is no override): typed values from then on.
+    mamba_ssm_cache_dtype: FloatDtype | None = None
     disable_hybrid_kv_cache_manager: bool = False
-    weight_format: str | None = None
+    weight_format: WeightFormat | None = None
     # SGLang hybrid pools: --swa-full-tokens-ratio, --mamba-full-memory-ratio,
     # --max-mamba-cache-size (None = SGLang's defaults).
     swa_full_tokens_ratio: float | None = None
@@ -71,6 +80,18 @@ class EngineOptions:
     # a max_model_len above the model's derived limit is sized with a warning, not refused
     # (context_limit.py check_max_model_len).
     allow_long_max_model_len: bool = False
+
+    def __post_init__(self) -> None:
+        ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
+        if isinstance(ssm, str) and not isinstance(ssm, FloatDtype):
+            parsed = (
+                None
+                if ssm.strip().lower() == "auto"
+                else parse_float_dtype(ssm, "mamba_ssm_cache_dtype")
+            )
+            object.__setattr__(self, "mamba_ssm_cache_dtype", parsed)
+        if self.weight_format is not None:
+            object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,12 +259,13 @@ SPEED_FIGURES = (
 @frozen
 class Workload:
     max_model_len: int
-    kv_cache_dtype: str = "auto"
+    # A name (or alias) is parsed once, here; a `KvCacheDtype` from then on.
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_model_len <= MAX_CONTEXT_TOKENS:
             raise SizingError("max_model_len", f"must be between 1 and {MAX_CONTEXT_TOKENS}")
-        object.__setattr__(self, "kv_cache_dtype", normalize_kv_cache_dtype(self.kv_cache_dtype))
+        object.__setattr__(self, "kv_cache_dtype", parse_kv_cache_dtype(self.kv_cache_dtype))
 
 
 @frozen
@@ -268,7 +290,7 @@ class Parallelism:
 class ModelFacts:
     """The model's own bytes under one question, before any engine cuts them into blocks."""
 
-    kv_cache_dtype: str
+    kv_cache_dtype: KvCacheDtype
     kv_element_bytes: int
     max_model_len: int
     parallel: Parallelism
@@ -319,7 +341,7 @@ class Capacity:
     per_stage_blocks: tuple[int, ...] = field(default=())
 
     @property
-    def kv_cache_dtype(self) -> str:
+    def kv_cache_dtype(self) -> KvCacheDtype:
         return self.facts.kv_cache_dtype
 
     @property

@@ -28,7 +28,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..architecture import ModelArchitecture
-from ..dtypes import MODEL_DTYPE_BYTES, WEIGHT_FORMAT_BITS, ModelDtype
+from ..dtypes import FloatDtype, ModelDtype, WeightFormat
 from ..errors import InvalidDtype
 from ..frozen import frozen
 from ..units import cdiv
@@ -41,7 +41,7 @@ _WHERE_OLD = "vllm/config.py _get_and_verify_dtype"
 _WHERE_NEW = "vllm/config/model.py _resolve_auto_dtype"
 # Unquantized weight formats: loaded at the dtype the engine runs (a quantized checkpoint keeps
 # its own format whatever --dtype says; --dtype then sets the activations and the KV cache).
-_UNQUANTIZED = frozenset({"float32", "bfloat16", "float16"})
+_UNQUANTIZED = frozenset({WeightFormat.FLOAT32, WeightFormat.BFLOAT16, WeightFormat.FLOAT16})
 
 
 @frozen
@@ -49,11 +49,11 @@ class ResolvedDtype:
     """The dtype the engine runs the model at, and the warning saying why where it is not the
     checkpoint's."""
 
-    dtype: str
+    dtype: FloatDtype
     note: str | None = None
 
 
-def resolve_model_dtype(checkpoint: str, engine: EngineOptions, gpu: Gpu) -> ResolvedDtype:
+def resolve_model_dtype(checkpoint: FloatDtype, engine: EngineOptions, gpu: Gpu) -> ResolvedDtype:
     """The dtype `engine` runs a `checkpoint`-dtype model at on `gpu`."""
     return _resolve(
         checkpoint,
@@ -67,7 +67,7 @@ def resolve_model_dtype(checkpoint: str, engine: EngineOptions, gpu: Gpu) -> Res
 
 @lru_cache(maxsize=256)
 def _resolve(
-    checkpoint: str,
+    checkpoint: FloatDtype,
     requested: ModelDtype,
     engine: Engine,
     version_text: str,
@@ -86,13 +86,13 @@ def _resolve(
         if requested.value == checkpoint:
             return ResolvedDtype(checkpoint)
         return ResolvedDtype(
-            requested.value,
+            FloatDtype(requested.value),
             f"the {checkpoint} checkpoint runs as {requested.value} (dtype={requested.value}): "
-            f"weights and an auto KV cache at {MODEL_DTYPE_BYTES[requested.value]} bytes per "
+            f"weights and an auto KV cache at {requested.element_bytes} bytes per "
             "element",
         )
     if engine is not Engine.VLLM:
-        if checkpoint == "float32":
+        if checkpoint is FloatDtype.FLOAT32:
             return ResolvedDtype(
                 checkpoint,
                 f"float32 checkpoint sized at 4 bytes per element under dtype=auto: kvplan "
@@ -103,32 +103,34 @@ def _resolve(
     label = release_label(version)
     if version < cal.VLLM_AUTO_DTYPE_PLATFORM_PREFERRED:
         return _vllm_before_091(checkpoint, bf16, gpu_label, label)
-    preferred = "bfloat16" if bf16 else "float16"
-    if checkpoint == "float32":
+    preferred = FloatDtype.BFLOAT16 if bf16 else FloatDtype.FLOAT16
+    if checkpoint is FloatDtype.FLOAT32:
         why = "the GPU has bfloat16" if bf16 else f"{gpu_label} has no bfloat16"
         return ResolvedDtype(
             preferred,
             f"float32 checkpoint runs as {preferred} under dtype=auto ({why}; vLLM {label} "
             f"{_WHERE_NEW}): weights and an auto KV cache at 2 bytes per element",
         )
-    if checkpoint == "bfloat16" and not bf16:
+    if checkpoint is FloatDtype.BFLOAT16 and not bf16:
         return ResolvedDtype(
-            "float16",
+            FloatDtype.FLOAT16,
             f"bfloat16 checkpoint runs as float16 under dtype=auto: {gpu_label} has no "
             f"bfloat16 (vLLM {label} {_WHERE_NEW} falls back to float16)",
         )
     return ResolvedDtype(checkpoint)
 
 
-def _vllm_before_091(checkpoint: str, bf16: bool, gpu_label: str, label: str) -> ResolvedDtype:
-    if checkpoint == "float32":
+def _vllm_before_091(
+    checkpoint: FloatDtype, bf16: bool, gpu_label: str, label: str
+) -> ResolvedDtype:
+    if checkpoint is FloatDtype.FLOAT32:
         return ResolvedDtype(
-            "float16",
+            FloatDtype.FLOAT16,
             f"float32 checkpoint runs as float16 under dtype=auto (vLLM {label} {_WHERE_OLD}; "
             "from 0.9.1 bfloat16 where the GPU has it): weights and an auto KV cache at 2 "
             "bytes per element",
         )
-    if checkpoint == "bfloat16" and not bf16:
+    if checkpoint is FloatDtype.BFLOAT16 and not bf16:
         raise InvalidDtype(
             "dtype",
             f"{gpu_label} has no bfloat16 (compute capability below 8.0) and vLLM {label} "
@@ -139,7 +141,7 @@ def _vllm_before_091(checkpoint: str, bf16: bool, gpu_label: str, label: str) ->
     return ResolvedDtype(checkpoint)
 
 
-def served_architecture(arch: ModelArchitecture, dtype: str) -> ModelArchitecture:
+def served_architecture(arch: ModelArchitecture, dtype: FloatDtype) -> ModelArchitecture:
     """The architecture as the engine runs it at `dtype`: its model dtype (which an auto KV
     cache and the recurrent state follow) and, for an unquantized checkpoint, its weights."""
     if dtype == arch.dtype:
@@ -149,13 +151,13 @@ def served_architecture(arch: ModelArchitecture, dtype: str) -> ModelArchitectur
 
 
 @lru_cache(maxsize=1024)
-def _served(arch: ModelArchitecture, name: str, dtype: str) -> ModelArchitecture:
+def _served(arch: ModelArchitecture, name: str, dtype: FloatDtype) -> ModelArchitecture:
     if arch.weight_format not in _UNQUANTIZED:
         return replace(arch, dtype=dtype)
     weight_bytes = arch.weight_bytes
     if weight_bytes is not None:
         # the checkpoint's bytes at the new element size (every tensor is at weight_format)
-        old = WEIGHT_FORMAT_BITS[arch.weight_format]
-        new = WEIGHT_FORMAT_BITS[dtype]
+        old = arch.weight_format.bits
+        new = WeightFormat(dtype).bits
         weight_bytes = cdiv(weight_bytes * int(new), int(old))
-    return replace(arch, dtype=dtype, weight_format=dtype, weight_bytes=weight_bytes)
+    return replace(arch, dtype=dtype, weight_format=WeightFormat(dtype), weight_bytes=weight_bytes)

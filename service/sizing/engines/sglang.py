@@ -35,7 +35,7 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
+from ..dtypes import FloatDtype
 from ..errors import SizingError
 from ..frozen import frozen
 from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
@@ -875,15 +875,14 @@ def mamba_radix_cache(
 
 
 def mamba_ssm_dtype(
-    release: SglangRelease, arch: ModelArchitecture, mamba_ssm_cache_dtype: str | None
-) -> str:
+    release: SglangRelease, arch: ModelArchitecture, mamba_ssm_cache_dtype: FloatDtype | None
+) -> FloatDtype:
     """--mamba-ssm-dtype; from 0.5.10 the config's mamba_ssm_dtype; else float32
     (mamba_utils.mamba2_state_dtype). The conv state is bfloat16 in every release."""
-    return normalize_model_dtype(
+    return (
         mamba_ssm_cache_dtype
         or (arch.state_dtype if release.has(cal.SGLANG_SSM_DTYPE_FROM_CONFIG) else None)
-        or cal.SGLANG_MAMBA_SSM_DTYPE,
-        "mamba_ssm_cache_dtype",
+        or cal.SGLANG_MAMBA_SSM_DTYPE
     )
 
 
@@ -1039,7 +1038,7 @@ def _mamba_slots(
         stages=stages,
         state_layers=state_layers,
         tensor_parallel_size=tensor_parallel_size,
-        ssm_element_bytes=MODEL_DTYPE_BYTES[ssm_name],
+        ssm_element_bytes=ssm_name.element_bytes,
     )
     ratio = (
         cal.SGLANG_MAMBA_FULL_MEMORY_RATIO

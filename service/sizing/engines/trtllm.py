@@ -36,7 +36,7 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..dtypes import MODEL_DTYPE_BYTES, normalize_model_dtype
+from ..dtypes import FloatDtype
 from ..errors import SizingError
 from ..frozen import frozen
 from ..kv import packed_mla, token_bytes_per_layer
@@ -320,16 +320,15 @@ def trtllm_state_bytes_per_slot(
 
 def trtllm_state_dtypes(
     arch: ModelArchitecture, release: TrtllmRelease, options: EngineOptions
-) -> tuple[int, int, str]:
-    """(conv bytes, SSM bytes, SSM dtype name). _torch/pyexecutor/model_loader.py
+) -> tuple[int, int, FloatDtype]:
+    """(conv bytes, SSM bytes, SSM dtype). _torch/pyexecutor/model_loader.py
     `validate_and_set_mamba_ssm_cache_dtype` (0.20 ... 1.2): KvCacheConfig.mamba_ssm_cache_dtype
     "auto" is the model's torch_dtype; the conv state is always the model dtype. Newer
     releases read the config's mamba_ssm_dtype first (resolve_ssm_cache_dtype)."""
-    given = options.mamba_ssm_cache_dtype
-    if given is None or given.strip().lower() == "auto":
-        given = (arch.state_dtype if release.newer_than_modelled else None) or arch.dtype
-    name = normalize_model_dtype(given, "mamba_ssm_cache_dtype")
-    return MODEL_DTYPE_BYTES[arch.dtype], MODEL_DTYPE_BYTES[name], name
+    ssm = options.mamba_ssm_cache_dtype  # None: "auto" (EngineOptions)
+    if ssm is None:
+        ssm = (arch.state_dtype if release.newer_than_modelled else None) or arch.dtype
+    return arch.dtype.element_bytes, ssm.element_bytes, ssm
 
 
 def has_windowed_layers(arch: ModelArchitecture) -> bool:

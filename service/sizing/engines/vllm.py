@@ -33,7 +33,6 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..dtypes import MODEL_DTYPE_BYTES
 from ..errors import SizingError
 from ..frozen import frozen
 from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
@@ -671,7 +670,7 @@ def rotary_cos_sin_cache_bytes(arch: ModelArchitecture) -> int:
             rotary_dim = layer.head_dim
         else:
             continue
-        return arch.max_position_embeddings * rotary_dim * MODEL_DTYPE_BYTES[arch.dtype]
+        return arch.max_position_embeddings * rotary_dim * arch.dtype.element_bytes
     return 0
 
 
@@ -732,7 +731,7 @@ def vocab_padding_bytes(arch: ModelArchitecture, tensor_parallel_size: int) -> i
         return 0
     padded = cdiv(arch.vocab_size, 64) * 64
     rows = 2 * (padded - arch.vocab_size)
-    return rows * arch.hidden_size * MODEL_DTYPE_BYTES[arch.dtype] // tensor_parallel_size
+    return rows * arch.hidden_size * arch.dtype.element_bytes // tensor_parallel_size
 
 
 @lru_cache(maxsize=4096)
@@ -837,7 +836,7 @@ def profile_peak(
 def _dummy_sampler_run(arch: ModelArchitecture, release: VllmRelease, rows: int) -> tuple[int, str]:
     """GPUModelRunner._dummy_sampler_run's peak, and how it was worked out."""
     if release.triton_top_k_top_p:
-        element = MODEL_DTYPE_BYTES[arch.dtype]
+        element = arch.dtype.element_bytes
         rows_buffer = cal.VLLM_TOPK_TOPP_BUFFER_ROWS
         return triton_sampler_bytes(arch.vocab_size, rows, element, rows_buffer), (
             f"{element} B logits + fp32 copy, probs and draws, and "
@@ -856,7 +855,7 @@ def _kept_through_sampler(
 
     def kept(tokens: int, rows: int) -> int:
         out = 0
-        hidden, element = arch.hidden_size or 0, MODEL_DTYPE_BYTES[arch.dtype]
+        hidden, element = arch.hidden_size or 0, arch.dtype.element_bytes
         if release.triton_top_k_top_p:
             # profile_run keeps the T x H hidden states and the R rows taken for the logits;
             # _dummy_sampler_run draws R random rows of them (torch.rand_like).

@@ -7,7 +7,7 @@ docs/engines/vllm.md#kda and #minimax-m3-index-keys say what each rule was read 
 from __future__ import annotations
 
 from ..architecture import ModelArchitecture
-from ..dtypes import normalize_model_dtype
+from ..dtypes import FloatDtype
 from ..errors import SizingError
 from ..hf_kimi_minimax import MINIMAX_M3_SPARSE_BLOCK
 from . import calibration as cal
@@ -16,7 +16,7 @@ from .common import EngineOptions
 
 # mamba_utils.py kda_state_dtype (0.30.0+): "KDA recurrent state supports only auto, float32,
 # and bfloat16".
-_KDA_SSM_DTYPES = frozenset({"float32", "bfloat16"})
+_KDA_SSM_DTYPES = frozenset({FloatDtype.FLOAT32, FloatDtype.BFLOAT16})
 
 
 def check_vllm_kinds(
@@ -42,27 +42,26 @@ def check_vllm_kinds(
             )
 
 
-def _check_kda(version: Version, label: str, ssm_dtype: str | None) -> None:
+def _check_kda(version: Version, label: str, ssm_dtype: FloatDtype | None) -> None:
     if version < cal.VLLM_KDA:
         raise SizingError(
             "engine_version",
             f"kvplan sizes Kimi's MLA + KDA hybrids from vLLM 0.27.0 (Kimi-K3's release, "
             f"whose hybrid block alignment it models); {label} is older",
         )
-    if ssm_dtype is None or ssm_dtype == "auto":
+    if ssm_dtype is None:  # "auto" (EngineOptions)
         return
-    name = normalize_model_dtype(ssm_dtype, "mamba_ssm_cache_dtype")
-    if version < cal.VLLM_KDA_SSM_DTYPE and name != "float32":
+    if version < cal.VLLM_KDA_SSM_DTYPE and ssm_dtype is not FloatDtype.FLOAT32:
         raise SizingError(
             "mamba_ssm_cache_dtype",
             f"vLLM {label} keeps the KDA recurrent state in float32 whatever "
             "mamba_ssm_cache_dtype says (mamba_utils.py kda_state_dtype); it takes "
             "bfloat16 from 0.30.0",
         )
-    if name not in _KDA_SSM_DTYPES:
+    if ssm_dtype not in _KDA_SSM_DTYPES:
         raise SizingError(
             "mamba_ssm_cache_dtype",
-            f"{ssm_dtype!r}: vLLM keeps the KDA recurrent state in float32 or bfloat16 only",
+            f"{ssm_dtype.value!r}: vLLM keeps the KDA recurrent state in float32 or bfloat16 only",
         )
 
 

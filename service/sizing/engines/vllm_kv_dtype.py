@@ -20,24 +20,25 @@ checkpoint's KV scales are loaded and left unused.
 from __future__ import annotations
 
 from ..architecture import ModelArchitecture
+from ..dtypes import KvCacheDtype
 from ..frozen import frozen
 from . import calibration as cal
 from .common import EngineOptions, Workload
 from .vllm import VllmRelease, parse_vllm_version, vllm_release
 
-_FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+_FP8_KV_DTYPES = frozenset({KvCacheDtype.FP8, KvCacheDtype.FP8_E4M3, KvCacheDtype.FP8_E5M2})
 
 
 @frozen
 class ResolvedKvDtype:
     """The cache dtype vLLM sizes, and what the answer says about how it came to be."""
 
-    kv_cache_dtype: str
+    kv_cache_dtype: KvCacheDtype
     note: str | None = None
 
 
 def vllm_kv_cache_dtype(
-    requested: str, checkpoint_kv_cache: str | None, release: VllmRelease, mla: bool
+    requested: KvCacheDtype, checkpoint_kv_cache: str | None, release: VllmRelease, mla: bool
 ) -> ResolvedKvDtype:
     """The cache dtype vLLM `release` allocates for `--kv-cache-dtype requested`."""
     version, label = release.version, release.label
@@ -51,9 +52,9 @@ def vllm_kv_cache_dtype(
 
 
 def _modelopt(
-    requested: str, declared: str, version: tuple[int, int, int], label: str
+    requested: KvCacheDtype, declared: str, version: tuple[int, int, int], label: str
 ) -> ResolvedKvDtype:
-    if requested != "auto":
+    if requested is not KvCacheDtype.AUTO:
         return ResolvedKvDtype(requested)
     if version < cal.VLLM_MODELOPT_KV_AUTO:
         return ResolvedKvDtype(
@@ -71,7 +72,7 @@ def _modelopt(
             "sizes the model dtype (a larger cache than vLLM allocates)",
         )
     return ResolvedKvDtype(
-        "fp8_e4m3",
+        KvCacheDtype.FP8_E4M3,
         f"kv_cache_dtype auto resolved to fp8_e4m3: the checkpoint's quantization_config "
         f"declares an FP8 KV cache (modelopt), which vLLM {label} takes for auto "
         "(resolve_kv_cache_dtype_string); pass kv_cache_dtype bfloat16 to keep the model dtype",
@@ -79,20 +80,20 @@ def _modelopt(
 
 
 def _compressed_tensors(
-    requested: str, version: tuple[int, int, int], label: str
+    requested: KvCacheDtype, version: tuple[int, int, int], label: str
 ) -> ResolvedKvDtype:
     if version < cal.VLLM_COMPRESSED_TENSORS_KV_FP8 or requested in _FP8_KV_DTYPES:
         return ResolvedKvDtype(requested)
-    if requested == "auto":
+    if requested is KvCacheDtype.AUTO:
         return ResolvedKvDtype(
-            "fp8",
+            KvCacheDtype.FP8,
             f"kv_cache_dtype auto resolved to fp8: the checkpoint's quantization_config "
             f"declares an FP8 KV cache (compressed-tensors kv_cache_scheme), which vLLM {label} "
             "takes for auto (Attention.__init__)",
         )
     if version < cal.VLLM_COMPRESSED_TENSORS_KV_AUTO_ONLY:
         return ResolvedKvDtype(
-            "fp8",
+            KvCacheDtype.FP8,
             f"kv_cache_dtype {requested} replaced by fp8: vLLM {label} sets the cache of a "
             "checkpoint that declares a compressed-tensors kv_cache_scheme to fp8 whatever the "
             "flag (Attention.__init__); from 0.22.0 an explicit flag wins",
