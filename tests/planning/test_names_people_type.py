@@ -112,10 +112,22 @@ def test_an_unknown_gpu_suggests_its_own_family_first(client: TestClient) -> Non
 
 
 def test_a_gpu_the_catalog_lacks_is_a_404(client: TestClient) -> None:
-    # the catalog holds no RTX 5090: its nearest numbers are the RTX cards it holds
-    body = problem(client.get("/v1/capacity", params={"model": "llama-3.1-8b", "gpu": "5090"}), 404)
+    # the catalog holds no MI355X (docs/catalog-sources.md says why): its nearest names are the
+    # Instinct cards it holds, never an NVIDIA board first
+    body = problem(
+        client.get("/v1/capacity", params={"model": "llama-3.1-8b", "gpu": "mi355x"}), 404
+    )
     assert body["field"] == "gpu"
-    assert set(body["suggestions"][:2]) == {"rtx-4090", "rtx-3090"}
+    assert set(body["suggestions"][:3]) == {"mi325x", "mi300x", "mi250x"}
+
+
+def test_a_short_name_of_a_catalog_gpu_is_that_gpu(client: TestClient) -> None:
+    # "5090", the issue's example: the catalog's one RTX 5090 (added with issue 20's GPUs)
+    answer = client.get(
+        "/v1/capacity", params={"model": "llama-3.1-8b", "gpu": "5090", "max_model_len": 8192}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["gpu"] == "rtx-5090"
 
 
 def test_a_short_name_two_boards_share_lists_them(client: TestClient) -> None:
