@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from service.sizing.config_view import HFConfig
-from service.sizing.engines.vllm_deepseek_v4 import layer_pages
+from service.sizing.engines.vllm_deepseek_v4 import layer_pages, packed_pool
 from service.sizing.hf_deepseek_v4 import CompressedLayer, deepseek_v4_layers
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
@@ -79,3 +79,66 @@ def test_what_one_request_reserves_per_kind() -> None:
     # C4 compressor state, window coff 2 x 4 = 8: min(7 + 8,192, 2^20) = 8,199 ->
     # cdiv(8,199, 4) = 2,050 + 1 = 2,051 x 32,832 = 67,338,432
     assert pages["compressor_state"].request_bytes(ONE_MILLION, 8192) == 67_338_432
+
+
+def load_layers(name: str) -> tuple[CompressedLayer, ...]:
+    config = json.loads((FIXTURES / f"deepseek-ai--DeepSeek-V4-{name}.json").read_text("utf-8"))
+    return deepseek_v4_layers(HFConfig(config))
+
+
+def test_v4_flash_packs_into_five_groups_of_one_block_on_vllm_0_33() -> None:
+    # V4-Flash: 43 layers, 21 C4, 20 C128, 2 window-only (compress_ratios[:43]).
+    # Buckets (block size, window): MLA 256/none {37,440 x 21, 1,728 x 20, 8,640 x 21}
+    # (unbalanced: stays one group), window 64/128 {37,440 x 43}, C4 state 4/8
+    # {32,832 x 21, 8,640 x 21} (balanced, two sizes: floor 21), C128 state 8/128 {32,832 x 20}.
+    # _approximate_gcd([43, 21, 20], lower 21): d=21 pads 20+0+1=21, d=22 pads 1+1+2=4,
+    # d=23 pads 3+2+3=8 ... -> 22 repeats; the window bucket splits into cdiv(43, 22) = 2.
+    pool = packed_pool(
+        load_layers("Flash"),
+        block_size=256,
+        max_model_len=ONE_MILLION,
+        max_in_flight_tokens=16_384,  # 2 async batches x --max-num-batched-tokens 8192
+        available_bytes=100 * 2**30,
+    )
+    assert pool.group_bytes == (
+        22 * 37_440,  # window, layers 0, 2, 4, ...: 823,680
+        21 * 37_440,  # window, the other 21: 786,240
+        21 * 37_440 + 20 * 1_728 + 21 * 8_640,  # MLA + indexer: 1,002,240
+        21 * (32_832 + 8_640),  # C4 states: 870,912
+        20 * 32_832,  # C128 states: 656,640
+    )
+    assert pool.bytes_per_block == 1_002_240
+    # 100 GiB = 107,374,182,400 B // 1,002,240 = 107,134 blocks (x 1,002,240 = 107,373,980,160)
+    assert pool.num_gpu_blocks == 107_134
+    # One 2^20-token request: window cdiv(127 + 16,384, 64) + 1 = 259 (each window group),
+    # MLA 2^20 / 256 = 4,096, C4 state cdiv(7 + 16,384, 4) + 1 = 4,099,
+    # C128 state cdiv(127 + 16,384, 8) + 1 = 2,065: 259 + 259 + 4,096 + 4,099 + 2,065 = 10,778
+    assert pool.group_pages_per_request == (259, 259, 4_096, 4_099, 2_065)
+    assert pool.blocks_per_request == 10_778
+    # 107,134 / 10,778 = 9.94x; int(107,134 / 10,778 x 1,048,576) tokens
+    assert f"{pool.max_concurrency:.2f}" == "9.94"
+    assert pool.kv_cache_tokens == 107_134 * ONE_MILLION // 10_778
+
+
+def test_v4_pro_splits_its_61_windows_by_31_repeats() -> None:
+    # V4-Pro: 61 layers, 30 C4 and 31 C128. Balanced bucket counts [61 window, 31 C128
+    # state, 30 C4 state (two sizes: floor 30)]: d=30 pads 29+29+0=58, d=31 pads 1+0+1=2,
+    # d=32 pads 3+1+2=6 -> 31 repeats; windows split cdiv(61, 31) = 2 (31 and 30 layers).
+    pool = packed_pool(
+        load_layers("Pro"),
+        block_size=256,
+        max_model_len=ONE_MILLION,
+        max_in_flight_tokens=16_384,
+        available_bytes=100 * 2**30,
+    )
+    assert sorted(pool.group_bytes) == sorted(
+        (
+            31 * 37_440,  # 1,160,640
+            30 * 37_440,  # 1,123,200
+            30 * 37_440 + 31 * 1_728 + 30 * 8_640,  # 1,435,968
+            30 * (32_832 + 8_640),  # 1,244,160
+            31 * 32_832,  # 1,017,792
+        )
+    )
+    assert pool.bytes_per_block == 1_435_968
+    assert pool.num_gpu_blocks == 107_374_182_400 // 1_435_968  # 74,774

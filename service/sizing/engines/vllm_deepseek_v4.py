@@ -23,14 +23,21 @@ Per-request bytes: `FullAttentionSpec.max_memory_usage_bytes` (cdiv(max_model_le
 and `SlidingWindowSpec.max_admission_blocks_per_request` (cdiv(min(window - 1 +
 max_in_flight_tokens, max_model_len), block) + 1 pages).
 
-NOT YET MODELLED (so DeepSeek-V4 stays refused by name in hf_deepseek_v4.py): how
-v1/core/kv_cache_planning.py `_get_packed_kv_cache_groups` buckets these specs into groups and
-sizes the shared block (`_get_kv_cache_bytes_per_block`), and `VllmConfig.max_in_flight_tokens`
-from the engine's flags; the in-flight tokens are an input here.
+The pool (`packed_pool`): v1/core/kv_cache_planning.py `_get_packed_kv_cache_groups` buckets
+the specs by uniform type (same block size and window), splits balanced buckets into groups of
+`_approximate_gcd` pattern repeats, and every group draws from one pool of blocks as wide as the
+widest group (`_get_kv_cache_bytes_per_block`, block-outermost); `get_kv_cache_config_from_groups`
+makes `available // bytes_per_block` blocks, and v1/core/kv_cache_utils.py
+`get_max_concurrency_for_kv_cache_config` divides them by the sum over groups of the blocks one
+max_model_len request takes; `update_kv_cache_capacity` logs int(concurrency x max_model_len)
+as "GPU KV cache size". The in-flight tokens the window groups reserve are
+`VllmConfig.max_in_flight_tokens` (`max_concurrent_batches` x max_num_batched_tokens: 2 batches
+with async scheduling, the default), an input here.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Final, Literal
 
 from ..frozen import frozen
@@ -116,4 +123,105 @@ def layer_pages(
     return tuple(pages)
 
 
-__all__ = ["PageSpec", "aligned", "indexer_row_bytes", "layer_pages"]
+@frozen
+class PackedPool:
+    """vLLM's DeepSeek-V4 pool: the groups' page bytes, the block, and what it holds."""
+
+    group_bytes: tuple[int, ...]  # one block's pages of each group, in vLLM's group order
+    group_pages_per_request: tuple[int, ...]
+    bytes_per_block: int
+    num_gpu_blocks: int
+    max_model_len: int
+
+    @property
+    def blocks_per_request(self) -> int:
+        return sum(self.group_pages_per_request)
+
+    @property
+    def max_concurrency(self) -> float:
+        """ "Maximum concurrency for X tokens per request: %.2fx"."""
+        return self.num_gpu_blocks / self.blocks_per_request
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        """ "GPU KV cache size: N tokens": int(concurrency x max_model_len)."""
+        return int(self.max_concurrency * self.max_model_len)
+
+
+def approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """`_approximate_gcd`: the chunk in [lower_bound, max] padding the values least (ties:
+    the larger)."""
+    best_d, best_pad = lower_bound, -1
+    for d in range(max(1, lower_bound), max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad < 0 or pad <= best_pad:
+            best_d, best_pad = d, pad
+    return best_d
+
+
+def _buckets(
+    layers: tuple[CompressedLayer, ...], block_size: int, fp4_indexer: bool
+) -> list[list[PageSpec]]:
+    """Specs bucketed by uniform type (`UniformTypeKVCacheSpecs.is_uniform_type`: one block
+    size, and one window or none), in the order vLLM meets them layer by layer."""
+    buckets: dict[tuple[int, int | None], list[PageSpec]] = {}
+    for layer in layers:
+        for page in layer_pages(layer, block_size, fp4_indexer=fp4_indexer):
+            buckets.setdefault((page.block_tokens, page.sliding_window), []).append(page)
+    return list(buckets.values())
+
+
+def packed_pool(
+    layers: tuple[CompressedLayer, ...],
+    *,
+    block_size: int,
+    max_model_len: int,
+    max_in_flight_tokens: int,
+    available_bytes: int,
+    fp4_indexer: bool = False,
+) -> PackedPool:
+    """`_get_packed_kv_cache_groups` + `get_kv_cache_config_from_groups` for DeepSeek-V4."""
+    buckets = _buckets(layers, block_size, fp4_indexer)
+    counts = [Counter(page.page_bytes for page in bucket) for bucket in buckets]
+    balanced = [len(set(c.values())) == 1 for c in counts]
+    most = [c.most_common(1)[0][1] for c in counts]
+    floor = max(
+        (m for m, b, c in zip(most, balanced, counts, strict=True) if b and len(c) > 1),
+        default=0,
+    )
+    repeats = (
+        approximate_gcd([m for m, b in zip(most, balanced, strict=True) if b], floor)
+        if floor
+        else None
+    )
+    group_bytes: list[int] = []
+    group_pages: list[int] = []
+    for bucket, count, is_balanced, m in zip(buckets, counts, balanced, most, strict=True):
+        # DeepSeek-V4's compressor states are SlidingWindowMLASpec, never a state bucket
+        # (MambaSpec, CircularBufferSpec), so the split is the repeat pattern's alone.
+        n = -(-m // repeats) if is_balanced and repeats is not None else 1
+        pages = bucket[0].request_bytes(max_model_len, max_in_flight_tokens)
+        pages //= bucket[0].page_bytes
+        for i in range(n):
+            # pattern repeat r goes to group r mod n: ceil((count - i) / n) repeats each
+            group_bytes.append(sum(page * len(range(i, c, n)) for page, c in count.items()))
+            group_pages.append(pages)
+    bytes_per_block = max(group_bytes)
+    return PackedPool(
+        tuple(group_bytes),
+        tuple(group_pages),
+        bytes_per_block,
+        available_bytes // bytes_per_block,
+        max_model_len,
+    )
+
+
+__all__ = [
+    "PackedPool",
+    "PageSpec",
+    "aligned",
+    "approximate_gcd",
+    "indexer_row_bytes",
+    "layer_pages",
+    "packed_pool",
+]
