@@ -14,17 +14,19 @@ v1/attention/backends/mla/sparse_swa.py `DeepseekV4SWACache`) keeps:
     index_head_dim.
 Row sizes: vLLM stores `fp8_ds_mla` rows of 584 B (448 fp8 NoPE + 64 bf16 RoPE + 7 UE8M0
 scales + 1 pad; `state_content_bytes=584`; DeepSeek-V4 runs with an fp8 cache only) and
-indexer keys of index_head_dim + index_head_dim / 128 x 4 B (132 B, fp8 with fp32 scales,
-also the size it reserves for the fp4 indexer cache). `16-bit` rows are head_dim x 2 and
-index_head_dim x 2 bytes: the basis of vLLM's published figure (9.62 GiB for V4-Pro at 1M).
+indexer keys of index_head_dim + index_head_dim / 128 x 4 B (132 B, fp8 with fp32 scales;
+68 B with `use_fp4_indexer_cache`, `DeepseekV4Indexer.__init__`, not counted here).
+`16-bit` rows are head_dim x 2 and index_head_dim x 2 bytes: the basis of vLLM's published
+figure (9.62 GiB for V4-Pro at 1M).
 
 Only `num_hidden_layers` entries of `compress_ratios` are layers; the rest describe the MTP
 draft layers, which kvplan does not count (hf_config module docstring).
 
-kvplan does not model how an engine packs these five kinds of cache into its pool (vLLM
+kvplan does not yet answer how an engine packs these five kinds of cache into its pool (vLLM
 0.33 v1/core/kv_cache_planning.py `_get_packed_kv_cache_groups`: compressed, indexer,
 window and compressor-state pages of different sizes bucketed into block-outermost groups,
-the window and state groups reserving in-flight tokens per request). Public start-up logs
+the window and state groups reserving in-flight tokens per request; modelled, not yet wired,
+in engines/vllm_deepseek_v4.py, and earlier releases pack differently). Public start-up logs
 show the pool per token moves with max_model_len for that reason (vllm#51041, vllm#54703),
 so a capacity from the model's own bytes would be wrong. The config is read and refused by
 name, with the bytes it holds in the reason.
