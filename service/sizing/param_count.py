@@ -33,6 +33,8 @@ from .architecture import (
 )
 from .config_view import ConfigView, HFConfig
 from .errors import SizingError
+from .hf_more import MIMO_V2_TYPES
+from .param_count_2026 import mimo_v2
 from .tensors import ParameterCount, Tensor, TensorClass, TensorList, TensorRole, summarize
 from .towers import count_towers
 
@@ -96,6 +98,8 @@ def count_parameters(cfg: HFConfig, mixers: Sequence[Layer]) -> ParameterCount:
         _nemotron_h(cfg, mixers, out)
     elif mt == "jamba":
         _jamba(cfg, mixers, out)
+    elif mt in MIMO_V2_TYPES:
+        mimo_v2(cfg, mixers, out)
     elif mt in _DECODER_TYPES:
         _Decoder(cfg, mixers, out).build()
     else:
