@@ -75,7 +75,7 @@ def mimo_v2(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
 
 
 def _gated(
-    out: TensorList, name: str, cls: TensorClass, hidden: int, inter: int, count: int = 1
+    out: TensorList, name: str, cls: TensorClass, hidden: int, inter: int, *, count: int = 1
 ) -> None:
     # vLLM MergedColumnParallelLinear gate_up_proj, loaded from the checkpoint's gate_proj and
     # up_proj (hidden -> intermediate each), and down_proj (intermediate -> hidden).
