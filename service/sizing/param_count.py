@@ -766,8 +766,12 @@ def _nemotron_h(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None
             router, experts = TensorClass.ROUTER, TensorClass.ROUTED_EXPERTS
             out.linear(f"{m}.gate", router, e, h)
             out.vector(f"{m}.gate.e_score_correction_bias", router, (e,))
-            out.linear(f"{m}.experts.0.up_proj", experts, inter, h, bias=mlp_bias, count=e)
-            out.linear(f"{m}.experts.0.down_proj", experts, h, inter, bias=mlp_bias, count=e)
+            # vLLM nemotron_h.py NemotronHMoE: with moe_latent_size (Nemotron 3 Super/Ultra)
+            # the routed experts work in the latent width, entered through fc1_latent_proj
+            # (hidden -> latent) and left through fc2_latent_proj (latent -> hidden).
+            width = _nemotron_latent(cfg, out, m, h, mlp_bias)
+            out.linear(f"{m}.experts.0.up_proj", experts, inter, width, bias=mlp_bias, count=e)
+            out.linear(f"{m}.experts.0.down_proj", experts, width, inter, bias=mlp_bias, count=e)
             shared_cls = TensorClass.SHARED_EXPERTS
             out.linear(f"{m}.shared_experts.up_proj", shared_cls, shared, h, bias=mlp_bias)
             out.linear(f"{m}.shared_experts.down_proj", shared_cls, h, shared, bias=mlp_bias)
@@ -776,6 +780,15 @@ def _nemotron_h(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None
     out.norm("backbone.norm_f", _N, h)
     if not _tied(cfg):
         out.linear("lm_head", TensorClass.LM_HEAD, vocab, h)
+
+
+def _nemotron_latent(cfg: HFConfig, out: TensorList, m: str, h: int, bias: bool) -> int:
+    latent = cfg.opt_int("moe_latent_size")
+    if latent is None:
+        return h
+    out.linear(f"{m}.fc1_latent_proj", TensorClass.ROUTED_EXPERTS, latent, h, bias=bias)
+    out.linear(f"{m}.fc2_latent_proj", TensorClass.ROUTED_EXPERTS, h, latent, bias=bias)
+    return latent
 
 
 def _jamba(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:

@@ -48,3 +48,44 @@ def test_mimo_v2_flash_by_class_and_against_the_model_card() -> None:
     # MiMoV2Model.load_weights). Residual (308.78 - 309) / 309 = -0.07 %.
     assert counts.total == 308_778_780_864 == counts.served_total
     assert abs(counts.total - 309e9) <= 309e9 * 0.001
+
+
+def test_nemotron_3_super_latent_moe_against_nvidia() -> None:
+    # NVIDIA-Nemotron-3-Super-120B-A12B-FP8 config.json: hidden 4096, vocab 131072,
+    # hybrid_override_pattern of 88 blocks: 40 M, 40 E, 8 *. vLLM nemotron_h.py NemotronHMoE with
+    # moe_latent_size 1024: routed experts in the latent width (fc1/fc2_latent_proj around them),
+    # the shared expert and the router in the hidden width.
+    counts = checkpoint_weights(load("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8")).parameters
+    by = dict(counts.by_class)
+    assert by[TensorClass.EMBEDDING] == by[TensorClass.LM_HEAD] == 131_072 * 4_096
+    # per E block: fc1 + fc2 2 x 1024 x 4096 = 8,388,608 and 512 experts x (up 2688 x 1024 +
+    # down 1024 x 2688) = 2,818,572,288 -> 2,826,960,896; x 40 = 113,078,435,840 (without the
+    # latent the experts would be 512 x 2 x 2688 x 4096 a block: 451B in all)
+    assert by[TensorClass.ROUTED_EXPERTS] == 40 * (2 * 1_024 * 4_096 + 512 * 2 * 2_688 * 1_024)
+    assert by[TensorClass.ROUTED_EXPERTS] == 113_078_435_840
+    # shared expert up + down 2 x 5376 x 4096 = 44,040,192; router 512 x 4096 + 512 bias
+    assert by[TensorClass.SHARED_EXPERTS] == 40 * 44_040_192
+    assert by[TensorClass.ROUTER] == 40 * (512 * 4_096 + 512)
+    # * block: q, o 32 x 128 x 4096 = 16,777,216 each; k, v 2 x 128 x 4096 = 1,048,576 each
+    assert by[TensorClass.ATTENTION] == 8 * (2 * 16_777_216 + 2 * 1_048_576)
+    # M block (inner 128 x 64 = 8192, 8 groups of state 128): in_proj (2 x 8192 + 2 x 8 x 128
+    # + 128 = 18,560) x 4096 + out_proj 4096 x 8192 = 109,576,192
+    assert by[TensorClass.MAMBA] == 40 * (18_560 * 4_096 + 4_096 * 8_192)
+    # Sum 120,668,707,840. research.nvidia.com/labs/nemotron/Nemotron-3-Super: "12B active 120B
+    # total parameter" model. Residual (120.669 - 120) / 120 = +0.56 % (MTP block, "*E",
+    # not counted: vLLM loads it only as a speculative draft).
+    assert counts.total == 120_668_707_840
+    assert abs(counts.total - 120e9) <= 120e9 * 0.01
+
+
+def test_nemotron_3_ultra_latent_moe_against_its_name() -> None:
+    # NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json: hidden 8192, layers_block_type of 108
+    # blocks: 48 mamba, 48 moe, 12 attention; moe_latent_size 2048, 512 experts of 5120.
+    counts = checkpoint_weights(load("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16")).parameters
+    by = dict(counts.by_class)
+    # fc1 + fc2 2 x 2048 x 8192 = 33,554,432; experts 512 x 2 x 5120 x 2048 = 10,737,418,240
+    assert by[TensorClass.ROUTED_EXPERTS] == 48 * (33_554_432 + 10_737_418_240)
+    assert by[TensorClass.SHARED_EXPERTS] == 48 * 2 * 10_240 * 8_192
+    # Sum 549,308,993,536 against the checkpoint's name, 550B: residual -0.13 %.
+    assert counts.total == 549_308_993_536
+    assert abs(counts.total - 550e9) <= 550e9 * 0.01
