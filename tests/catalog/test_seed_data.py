@@ -78,10 +78,11 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 2 left out (gemma-3-12b-it, granite-4.0-h-small) + 3 added for
     # calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19, part B) + gemma-4-31b-it
-    # (issue 19, part A) + mimo-v2-flash (issue 19 item 4) = 68 models; 25 shared GPUs - 6
+    # (issue 19, part A) + mimo-v2-flash and Nemotron 3 Super and Ultra (issue 19 item 4)
+    # = 70 models; 25 shared GPUs - 6
     # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
     # docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 68
+    assert len(models()) == 70
     assert len(gpus()) == 25
 
 
@@ -199,6 +200,10 @@ PER_TOKEN = [
     # v_head_dim 128): 9 full layers x 4 KV heads x (192 + 128) x 2 B = 23,040 plus 39 sliding
     # layers x 8 x 320 x 2 B = 199,680
     ("mimo-v2-flash", 9 * 4 * (192 + 128) * 2 + 39 * 8 * (192 + 128) * 2),
+    # Nemotron 3 Super: 8 '*' layers x 2 x 2 kv x 128 x 2 B = 8,192
+    ("nvidia-nemotron-3-super-120b-a12b-bf16", 8_192),
+    # Nemotron 3 Ultra: 12 attention layers x 2 x 2 kv x 128 x 2 B = 12,288
+    ("nvidia-nemotron-3-ultra-550b-a55b-bf16", 12_288),
 ]
 
 
@@ -267,6 +272,16 @@ LAYER_COUNTS = [
     # MiMo-V2-Flash hybrid_layer_pattern: 9 zeros (full: 0, 5, 11, ..., 47) and 39 ones (window
     # sliding_window_size 128)
     ("mimo-v2-flash", {LayerKind.FULL_ATTENTION: 9, LayerKind.SLIDING_ATTENTION: 39}),
+    # pattern string: 40 M + 8 * + 40 E = 88 blocks
+    (
+        "nvidia-nemotron-3-super-120b-a12b-bf16",
+        {LayerKind.MAMBA2: 40, LayerKind.FULL_ATTENTION: 8, LayerKind.NO_CACHE: 40},
+    ),
+    # layers_block_type: 48 mamba + 12 attention + 48 moe = 108 blocks
+    (
+        "nvidia-nemotron-3-ultra-550b-a55b-bf16",
+        {LayerKind.MAMBA2: 48, LayerKind.FULL_ATTENTION: 12, LayerKind.NO_CACHE: 48},
+    ),
 ]
 
 
@@ -429,6 +444,9 @@ def test_derived_parameter_counts_match_published_sizes() -> None:
         "phi-3-mini-4k-instruct": 3_821_079_552,  # keras-hub preset, exact
         "qwen3.8-2.4t-a95b": 2.4e12,  # the checkpoint's name, 2.4T (2,419,804,697,984)
         "mimo-v2-flash": 309e9,  # XiaomiMiMo/MiMo-V2-Flash README.md, "309B total parameters"
+        # research.nvidia.com/labs/nemotron/Nemotron-3-Super: "120B total parameter"
+        "nvidia-nemotron-3-super-120b-a12b-bf16": 120e9,
+        "nvidia-nemotron-3-ultra-550b-a55b-bf16": 550e9,  # the checkpoint's name
     }
     for slug, total in published.items():
         params = arch(slug).num_parameters
