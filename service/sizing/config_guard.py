@@ -367,6 +367,12 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     "add_swa_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
     "add_full_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
     "layernorm_epsilon": _NUMERICS,
+    # NVIDIA Nemotron 3 Super / Ultra (read as nemotron_h; vLLM nemotron_h.py).
+    "norm_eps": _NUMERICS,
+    "moe_shared_expert_overlap": "whether the shared expert runs beside the routed ones: a"
+    " schedule, not a weight or the cache",
+    "mtp_hybrid_override_pattern": _MTP,
+    "mtp_layers_block_type": _MTP,
     # stepfun-ai Step-3.7-Flash as ai-dynamo/aiconfigurator keeps it (read as step3p7).
     "use_moe_router_bias": _ROUTING,
     "moe_router_scaling_factor": _ROUTING,

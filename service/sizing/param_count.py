@@ -33,6 +33,8 @@ from .architecture import (
 )
 from .config_view import ConfigView, HFConfig
 from .errors import SizingError
+from .hf_more import MIMO_V2_TYPES
+from .param_count_2026 import mimo_v2
 from .tensors import ParameterCount, Tensor, TensorClass, TensorList, TensorRole, summarize
 from .towers import count_towers
 
@@ -96,6 +98,8 @@ def count_parameters(cfg: HFConfig, mixers: Sequence[Layer]) -> ParameterCount:
         _nemotron_h(cfg, mixers, out)
     elif mt == "jamba":
         _jamba(cfg, mixers, out)
+    elif mt in MIMO_V2_TYPES:
+        mimo_v2(cfg, mixers, out)
     elif mt in _DECODER_TYPES:
         _Decoder(cfg, mixers, out).build()
     else:
@@ -774,8 +778,12 @@ def _nemotron_h(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None
             router, experts = TensorClass.ROUTER, TensorClass.ROUTED_EXPERTS
             out.linear(f"{m}.gate", router, e, h)
             out.vector(f"{m}.gate.e_score_correction_bias", router, (e,))
-            out.linear(f"{m}.experts.0.up_proj", experts, inter, h, bias=mlp_bias, count=e)
-            out.linear(f"{m}.experts.0.down_proj", experts, h, inter, bias=mlp_bias, count=e)
+            # vLLM nemotron_h.py NemotronHMoE: with moe_latent_size (Nemotron 3 Super/Ultra)
+            # the routed experts work in the latent width, entered through fc1_latent_proj
+            # (hidden -> latent) and left through fc2_latent_proj (latent -> hidden).
+            width = _nemotron_latent(cfg, out, m, h, mlp_bias)
+            out.linear(f"{m}.experts.0.up_proj", experts, inter, width, bias=mlp_bias, count=e)
+            out.linear(f"{m}.experts.0.down_proj", experts, width, inter, bias=mlp_bias, count=e)
             shared_cls = TensorClass.SHARED_EXPERTS
             out.linear(f"{m}.shared_experts.up_proj", shared_cls, shared, h, bias=mlp_bias)
             out.linear(f"{m}.shared_experts.down_proj", shared_cls, h, shared, bias=mlp_bias)
@@ -784,6 +792,15 @@ def _nemotron_h(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None
     out.norm("backbone.norm_f", _N, h)
     if not _tied(cfg):
         out.linear("lm_head", TensorClass.LM_HEAD, vocab, h)
+
+
+def _nemotron_latent(cfg: HFConfig, out: TensorList, m: str, h: int, bias: bool) -> int:
+    latent = cfg.opt_int("moe_latent_size")
+    if latent is None:
+        return h
+    out.linear(f"{m}.fc1_latent_proj", TensorClass.ROUTED_EXPERTS, latent, h, bias=bias)
+    out.linear(f"{m}.fc2_latent_proj", TensorClass.ROUTED_EXPERTS, h, latent, bias=bias)
+    return latent
 
 
 def _jamba(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:

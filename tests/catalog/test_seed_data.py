@@ -79,9 +79,11 @@ def test_slugs_are_unique_sorted_lowercase_and_every_entry_has_a_source(load: An
 def test_the_catalog_sizes() -> None:
     # 63 shared entries - 2 left out (gemma-3-12b-it, granite-4.0-h-small) + 3 added for
     # calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19, part B) + gemma-4-31b-it
-    # (issue 19, part A) = 67 models; 25 shared GPUs - 6 left out + rtx-3090 = 20,
-    # + a10, h20, l40, mi325x, rtx-5090 (issue 20; docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 67
+    # (issue 19, part A) + mimo-v2-flash and Nemotron 3 Super and Ultra (issue 19 item 4)
+    # = 70 models; 25 shared GPUs - 6
+    # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
+    # docs/catalog-sources.md#gpu-prices) = 25.
+    assert len(models()) == 70
     assert len(gpus()) == 25
 
 
@@ -195,6 +197,14 @@ PER_TOKEN = [
     # Gemma 4 31B IT: 50 sliding layers x 2 x 16 x 256 x 2 B = 819,200 plus 10 global layers
     # x 2 x 4 x 512 x 2 B = 81,920
     ("gemma-4-31b-it", 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2),
+    # MiMo-V2-Flash (its config.json, vLLM mimo_v2.py MiMoV2Attention: K of head_dim 192, V of
+    # v_head_dim 128): 9 full layers x 4 KV heads x (192 + 128) x 2 B = 23,040 plus 39 sliding
+    # layers x 8 x 320 x 2 B = 199,680
+    ("mimo-v2-flash", 9 * 4 * (192 + 128) * 2 + 39 * 8 * (192 + 128) * 2),
+    # Nemotron 3 Super: 8 '*' layers x 2 x 2 kv x 128 x 2 B = 8,192
+    ("nvidia-nemotron-3-super-120b-a12b-bf16", 8_192),
+    # Nemotron 3 Ultra: 12 attention layers x 2 x 2 kv x 128 x 2 B = 12,288
+    ("nvidia-nemotron-3-ultra-550b-a55b-bf16", 12_288),
 ]
 
 
@@ -260,6 +270,19 @@ LAYER_COUNTS = [
     # Phi-3.5 / Phi-4-mini: window 262,144 >= 131,072 positions, so full attention
     ("phi-3.5-mini-instruct", {LayerKind.FULL_ATTENTION: 32}),
     ("phi-4-mini-instruct", {LayerKind.FULL_ATTENTION: 32}),
+    # MiMo-V2-Flash hybrid_layer_pattern: 9 zeros (full: 0, 5, 11, ..., 47) and 39 ones (window
+    # sliding_window_size 128)
+    ("mimo-v2-flash", {LayerKind.FULL_ATTENTION: 9, LayerKind.SLIDING_ATTENTION: 39}),
+    # pattern string: 40 M + 8 * + 40 E = 88 blocks
+    (
+        "nvidia-nemotron-3-super-120b-a12b-bf16",
+        {LayerKind.MAMBA2: 40, LayerKind.FULL_ATTENTION: 8, LayerKind.NO_CACHE: 40},
+    ),
+    # layers_block_type: 48 mamba + 12 attention + 48 moe = 108 blocks
+    (
+        "nvidia-nemotron-3-ultra-550b-a55b-bf16",
+        {LayerKind.MAMBA2: 48, LayerKind.FULL_ATTENTION: 12, LayerKind.NO_CACHE: 48},
+    ),
 ]
 
 
@@ -317,6 +340,7 @@ def test_windows_and_chunks() -> None:
     assert window("gemma-2-27b") == 4096
     assert window("gemma-3-27b-it") == 1024
     assert window("gpt-oss-20b") == 128
+    assert window("mimo-v2-flash") == 128  # sliding_window_size, not attention_chunk_size
     chunked = model("llama-4-scout-17b-16e-instruct")["architecture"]["layer_specs"]
     assert chunked["chunked_attention"]["attention_chunk_size"] == 8192
 
@@ -420,6 +444,10 @@ def test_derived_parameter_counts_match_published_sizes() -> None:
         "qwen3-next-80b-a3b-thinking": 80e9,
         "phi-3-mini-4k-instruct": 3_821_079_552,  # keras-hub preset, exact
         "qwen3.8-2.4t-a95b": 2.4e12,  # the checkpoint's name, 2.4T (2,419,804,697,984)
+        "mimo-v2-flash": 309e9,  # XiaomiMiMo/MiMo-V2-Flash README.md, "309B total parameters"
+        # research.nvidia.com/labs/nemotron/Nemotron-3-Super: "120B total parameter"
+        "nvidia-nemotron-3-super-120b-a12b-bf16": 120e9,
+        "nvidia-nemotron-3-ultra-550b-a55b-bf16": 550e9,  # the checkpoint's name
     }
     for slug, total in published.items():
         params = arch(slug).num_parameters
