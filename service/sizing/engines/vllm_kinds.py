@@ -17,6 +17,9 @@ from .common import EngineOptions
 # mamba_utils.py kda_state_dtype (0.30.0+): "KDA recurrent state supports only auto, float32,
 # and bfloat16".
 _KDA_SSM_DTYPES = frozenset({"float32", "bfloat16"})
+# models/registry.py lists Lfm2ForCausalLM in 0.11.1, the oldest wheel read; the conv state's
+# shape (mamba_utils.py short_conv_state_shape) is the same there and in 0.26.0-0.33.0.
+_VLLM_LFM2: Version = (0, 11, 1)
 
 
 def check_vllm_kinds(
@@ -25,6 +28,12 @@ def check_vllm_kinds(
     """Raise for a KDA or MiniMax-M3 model, or a flag on one, this release does not take."""
     if arch.has_kda:
         _check_kda(version, label, options.mamba_ssm_cache_dtype)
+    if arch.has_short_conv and version < _VLLM_LFM2:
+        raise SizingError(
+            "engine_version",
+            f"kvplan sizes LFM2's short-convolution layers from vLLM 0.11.1 (the first release "
+            f"whose Lfm2ForCausalLM it read); {label} is older",
+        )
     if arch.has_indexed_attention:
         if version < cal.VLLM_MINIMAX_M3:
             raise SizingError(
