@@ -186,6 +186,7 @@ class ShortConv(Mamba1):
     """
 
     kind: ClassVar[LayerKind] = LayerKind.SHORT_CONV
+    state_size: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
         _positive("intermediate_size", self.intermediate_size)

@@ -53,7 +53,6 @@ def lfm2_layers(cfg: HFConfig) -> list[Layer]:
     if _LFM2_CONV in kinds:
         conv = ShortConv(
             intermediate_size=cfg.get_int("conv_dim"),
-            state_size=0,
             conv_kernel=cfg.get_int("conv_L_cache", minimum=2),
         )
     return [attention if kind == _LFM2_ATTENTION else conv for kind in kinds]

@@ -66,3 +66,35 @@ def test_a_vllm_release_before_lfm2_is_refused_by_name(client: TestClient) -> No
     problem = response.json()
     assert problem["field"] == "engine_version"
     assert "LFM2" in problem["detail"]
+
+
+def test_the_same_layers_given_inline_get_the_same_answer(client: TestClient) -> None:
+    # LFM2-350M's layers written out as layer_specs / layer_schedule (conv, conv, attention,
+    # ... as full_attn_idxs 2, 5, 8, 10, 12, 14 place them): the same pool and plan.
+    model = {
+        "num_attention_heads": 16,
+        "layer_specs": {
+            "short_conv": {"intermediate_size": 1024, "conv_kernel": 3},
+            "full_attention": {"num_kv_heads": 8, "head_dim": 64},
+        },
+        "layer_schedule": [
+            {"pattern": ["short_conv", "short_conv", "full_attention"], "repeat": 3},
+            {"pattern": ["short_conv", "full_attention"], "repeat": 3},
+            "short_conv",
+        ],
+    }
+    inline = client.post(
+        "/v1/capacity",
+        json={
+            "model": model,
+            "gpu": "h100-sxm-80gb",
+            "engine_version": "0.33.0",
+            "max_model_len": 8192,
+            "kv_pool_bytes": 10 * GiB,
+        },
+    )
+    assert inline.status_code == 200, inline.text
+    pasted = ask(client).json()
+    for key in ("kv_bytes_per_token", "kv_bytes_per_sequence", "num_gpu_blocks"):
+        assert inline.json()[key] == pasted[key]
+    assert inline.json()["kv_cache_tokens"] == 867_034

@@ -28,7 +28,7 @@ def test_lfm2_layers_follow_full_attn_idxs() -> None:
     # full_attn_idxs [2, 5, 8, 10, 12, 14] of 16 layers attend (transformers Lfm2Config fills
     # layer_types from it); head_dim = hidden_size 1,024 // 16 heads = 64, 8 KV heads.
     attention = FullAttention(num_kv_heads=8, head_dim=64)
-    conv = ShortConv(intermediate_size=1024, state_size=0, conv_kernel=3)
+    conv = ShortConv(intermediate_size=1024, conv_kernel=3)
     kinds = [attention if i in (2, 5, 8, 10, 12, 14) else conv for i in range(16)]
     assert list(arch.layers) == kinds
 
@@ -39,7 +39,7 @@ def test_lfm2_bytes_per_token_and_per_sequence() -> None:
     assert kv_bytes_per_token(arch, "auto") == 12_288
     # Each of the 10 conv layers: short_conv_state_shape = (conv_L_cache 3 - 1) x conv_dim
     # 1,024 = 2,048 elements x 2 B = 4,096 B per sequence; at TP 2, 1,024 elements.
-    conv = ShortConv(intermediate_size=1024, state_size=0, conv_kernel=3)
+    conv = ShortConv(intermediate_size=1024, conv_kernel=3)
     assert state_shape(conv, 1).conv_elements == 2048
     assert state_shape(conv, 2).conv_elements == 1024
     assert state_shape(conv, 1).ssm_elements == 0
