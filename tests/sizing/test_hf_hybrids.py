@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from service.sizing.architecture import FullAttention, ShortConv
+from service.sizing.architecture import FullAttention, ModelArchitecture, ShortConv
 from service.sizing.errors import SizingError
 from service.sizing.hf_config import architecture_from_hf_config
-from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token, state_shape
+from service.sizing.kv import state_bytes_per_sequence, state_shape, token_bytes_per_layer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 
@@ -33,17 +33,24 @@ def test_lfm2_layers_follow_full_attn_idxs() -> None:
     assert list(arch.layers) == kinds
 
 
+def bytes_per_token(arch: ModelArchitecture) -> int:
+    # bfloat16 (torch_dtype): 2 B an element.
+    return sum(token_bytes_per_layer(g, 2) for g in arch.layers if isinstance(g, FullAttention))
+
+
 def test_lfm2_bytes_per_token_and_per_sequence() -> None:
     arch = architecture_from_hf_config(lfm2_350m())
-    # 6 attention layers x 2 (K, V) x 8 KV heads x 64 x 2 B (bfloat16) = 12,288 B per token.
-    assert kv_bytes_per_token(arch, "auto") == 12_288
+    assert arch.dtype == "bfloat16"
+    # 6 attention layers x 2 (K, V) x 8 KV heads x 64 x 2 B = 12,288 B per token.
+    assert bytes_per_token(arch) == 12_288
     # Each of the 10 conv layers: short_conv_state_shape = (conv_L_cache 3 - 1) x conv_dim
     # 1,024 = 2,048 elements x 2 B = 4,096 B per sequence; at TP 2, 1,024 elements.
     conv = ShortConv(intermediate_size=1024, conv_kernel=3)
     assert state_shape(conv, 1).conv_elements == 2048
     assert state_shape(conv, 2).conv_elements == 1024
     assert state_shape(conv, 1).ssm_elements == 0
-    assert kv_bytes_per_sequence(arch, "auto", 8192) == 12_288 * 8192 + 10 * 4096
+    states = [state_bytes_per_sequence(g, 2, 2) for g in arch.layers if isinstance(g, ShortConv)]
+    assert states == [4096] * 10
 
 
 def test_lfm2_layer_types_win_over_full_attn_idxs() -> None:
@@ -52,7 +59,7 @@ def test_lfm2_layer_types_win_over_full_attn_idxs() -> None:
     config = lfm2_350m()
     config["layer_types"] = ["conv"] * 15 + ["full_attention"]
     arch = architecture_from_hf_config(config)
-    assert kv_bytes_per_token(arch, "auto") == 2 * 8 * 64 * 2
+    assert bytes_per_token(arch) == 2 * 8 * 64 * 2
 
 
 @pytest.mark.parametrize(
