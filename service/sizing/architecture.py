@@ -33,6 +33,7 @@ class LayerKind(StrEnum):
     KDA = "kda"
     MAMBA2 = "mamba2"
     MAMBA = "mamba"
+    SHORT_CONV = "short_conv"
     NO_CACHE = "no_cache"
 
 
@@ -179,6 +180,28 @@ class Mamba1:
 
 
 @dataclass(frozen=True, slots=True)
+class ShortConv(Mamba1):
+    """LFM2's gated short convolution: a conv state and no SSM state.
+
+    vLLM 0.33.0 `MambaStateShapeCalculator.short_conv_state_shape` (layers/mamba/mamba_utils.py):
+    one tensor of (conv_kernel - 1) x intermediate_size / tp per sequence, where LFM2 passes
+    `conv_dim` as intermediate_size and `conv_L_cache` as conv_kernel (models/lfm2.py
+    `Lfm2ForCausalLM.get_mamba_state_shape_from_config`). Kept as a Mamba-1 layer with no SSM
+    state (state_size 0), so every path that sizes a conv state sizes it; kept apart because
+    kvplan models only vLLM's pool for it.
+    """
+
+    kind: ClassVar[LayerKind] = LayerKind.SHORT_CONV
+    state_size: int = field(default=0, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _positive("intermediate_size", self.intermediate_size)
+        _positive("conv_kernel", self.conv_kernel)
+        if self.state_size != 0:
+            raise SizingError("state_size", "a short convolution keeps no SSM state")
+
+
+@dataclass(frozen=True, slots=True)
 class NoCache:
     """A block that keeps no per-sequence state (Nemotron-H MLP / MoE blocks)."""
 
@@ -199,6 +222,7 @@ LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
     LayerKind.KDA: KimiDeltaAttention,
     LayerKind.MAMBA2: Mamba2,
     LayerKind.MAMBA: Mamba1,
+    LayerKind.SHORT_CONV: ShortConv,
     LayerKind.NO_CACHE: NoCache,
 }
 
@@ -382,6 +406,11 @@ class ModelArchitecture:
     def has_kda(self) -> bool:
         """Kimi Delta Attention layers (Kimi-Linear, Kimi-K3)."""
         return any(isinstance(g, KimiDeltaAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_short_conv(self) -> bool:
+        """LFM2 short-convolution layers."""
+        return any(isinstance(g, ShortConv) for g, _ in self.layer_counts)
 
     @cached_property
     def has_indexed_attention(self) -> bool:

@@ -270,6 +270,29 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     # Qwen-1 remote code's int8 KV cache: vLLM's QWenLMHeadModel (models/qwen.py) has no such
     # path and caches in the model dtype.
     "use_cache_quantization": "Qwen-1 remote-code int8 cache: vLLM does not implement it",
+    # LiquidAI LFM2 config.json keys vLLM 0.33.0 models/lfm2.py does not read for the cache
+    # (hf_hybrids.lfm2_layers reads conv_dim, conv_L_cache, layer_types / full_attn_idxs).
+    "conv_bias": "LFM2 short convolution's bias: weights, not the conv state's size",
+    "conv_dim_out": "LFM2 out_proj width: weights; vLLM sizes the conv state from conv_dim",
+    "conv_use_xavier_init": _TRAINING,
+    "block_use_xavier_init": _TRAINING,
+    "block_mlp_init_scale": _TRAINING,
+    "block_out_init_scale": _TRAINING,
+    "use_pos_enc": _POSITIONS,
+    **dict.fromkeys(
+        (
+            "block_auto_adjust_ff_dim",
+            "block_dim",
+            "block_ff_dim",
+            "block_ffn_dim_multiplier",
+            "block_multiple_of",
+            "block_use_swiglu",
+        ),
+        "LFM2 feed-forward shape: weights, not the cache",
+    ),
+    "block_norm_eps": _NUMERICS,
+    "norm_eps": _NUMERICS,
+    "num_heads": "LFM2's copy of num_attention_heads, which is read (vLLM Lfm2Attention)",
     # Keys of the 2026 fixtures (Kimi-K3, MiniMax-M3, DeepSeek-V4, GLM-5.3) their readers do not
     # need: weights of model types kvplan gives no parameter count for, numerics, routing.
     **dict.fromkeys(

@@ -46,6 +46,7 @@ from .context_limit import derived_max_model_len, sglang_context_len
 from .dtypes import FloatDtype, parse_float_dtype
 from .errors import SizingError, UnknownLayerKind
 from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, deepseek_v4_refusal, refuse_deepseek_v4
+from .hf_hybrids import LFM2_TYPES, lfm2_layers
 from .hf_kimi_minimax import (
     KIMI_LINEAR_TYPES,
     MINIMAX_M3_TYPES,
@@ -115,6 +116,7 @@ _KNOWN_TYPES: Final = (
         "step3p7",
     }
     | MIMO_V2_TYPES
+    | LFM2_TYPES
 )
 # model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
 # plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
@@ -375,6 +377,8 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
         return _granite_hybrid_layers(cfg, heads)
     if cfg.model_type in MIMO_V2_TYPES:
         return mimo_v2_layers(cfg)
+    if cfg.model_type in LFM2_TYPES:
+        return lfm2_layers(cfg)
     return _attention_layers(cfg, heads)
 
 

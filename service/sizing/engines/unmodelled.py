@@ -18,6 +18,12 @@ def refuse_unmodelled(arch: ModelArchitecture, engine: str) -> None:
             f"{engine}'s pools for Kimi Delta Attention (Kimi-Linear, Kimi-K3: KDA layers "
             "beside MLA) are not modelled by kvplan; vLLM's are",
         )
+    if arch.has_short_conv:
+        raise SizingError(
+            "engine",
+            f"{engine}'s pools for LFM2's short-convolution state are not modelled by kvplan; "
+            "vLLM's are",
+        )
     if arch.has_indexed_attention:
         raise SizingError(
             "engine",

@@ -25,6 +25,8 @@ def check_vllm_kinds(
     """Raise for a KDA or MiniMax-M3 model, or a flag on one, this release does not take."""
     if arch.has_kda:
         _check_kda(version, label, options.mamba_ssm_cache_dtype)
+    if arch.has_short_conv:
+        _check_lfm2(version, label)
     if arch.has_indexed_attention:
         if version < cal.VLLM_MINIMAX_M3:
             raise SizingError(
@@ -79,6 +81,20 @@ def hybrid_block_alignment(mla: bool, version: Version, block_size: int) -> int:
     if mla and version >= cal.VLLM_KDA:
         return max(block_size, cal.VLLM_MLA_HYBRID_ALIGNMENT)
     return cal.VLLM_MAMBA_BLOCK_ALIGNMENT
+
+
+# models/registry.py lists Lfm2ForCausalLM in 0.11.1, the oldest wheel read; the conv state's
+# shape (mamba_utils.py short_conv_state_shape) is the same there and in 0.26.0-0.33.0.
+_VLLM_LFM2: Version = (0, 11, 1)
+
+
+def _check_lfm2(version: Version, label: str) -> None:
+    if version < _VLLM_LFM2:
+        raise SizingError(
+            "engine_version",
+            f"kvplan sizes LFM2's short-convolution layers from vLLM 0.11.1 (the first release "
+            f"whose Lfm2ForCausalLM it read); {label} is older",
+        )
 
 
 __all__ = ["check_vllm_kinds", "default_block_size", "hybrid_block_alignment"]
