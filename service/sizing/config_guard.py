@@ -390,8 +390,8 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     "add_swa_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
     "add_full_attention_sink_bias": "a learned logit per query head (attention sinks): no cache",
     "layernorm_epsilon": _NUMERICS,
-    # NVIDIA Nemotron 3 Super / Ultra (read as nemotron_h; vLLM nemotron_h.py).
-    "norm_eps": _NUMERICS,
+    # NVIDIA Nemotron 3 Super / Ultra (read as nemotron_h; vLLM nemotron_h.py); their
+    # `norm_eps` is declared with LFM2's above.
     "moe_shared_expert_overlap": "whether the shared expert runs beside the routed ones: a"
     " schedule, not a weight or the cache",
     "mtp_hybrid_override_pattern": _MTP,
