@@ -14,7 +14,7 @@
 # `kvplan serve` runs uvicorn with httptools and uvloop (uvicorn[standard]), one
 # worker (KVPLAN_WORKERS), uvicorn's access log off and kvplan's writing every
 # error and a sample of the rest (KVPLAN_ACCESS_LOG_SAMPLE), 5 s keep-alive, at
-# most 1024 connections in flight, 20 s to finish on SIGTERM: service/server.py.
+# most 1024 connections in flight, 20 s to finish on SIGTERM: service/kit/server.py.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 

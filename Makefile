@@ -66,7 +66,7 @@ openapi: $(STAMP)
 ## server at KVPLAN_BENCH_DATABASE_URL; wrk where installed). BENCH_ARGS=--http-only, --no-http.
 bench: $(STAMP)
 	KVPLAN_BENCH_DATABASE_URL="$${KVPLAN_BENCH_DATABASE_URL:-$(TEST_DATABASE_URL)}" \
-		$(BIN)/python -m service.bench $(BENCH_ARGS)
+		$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -10,8 +10,8 @@ from sqlmodel import SQLModel
 import service.catalog.models
 import service.deployments.models
 import service.engine_logs.models  # noqa: F401
-from service.db import normalize_url
-from service.migrate import context_options
+from service.kit.db import normalize_url
+from service.kit.migrate import context_options
 
 config = context.config
 target_metadata = SQLModel.metadata

@@ -15,23 +15,23 @@ from . import __version__
 from .catalog.reads import STALE_HEADER
 from .catalog.router import gpus_router, models_router
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
-from .db import Database
 from .deployments.metrics import DeploymentGauges
 from .deployments.router import router as deployments_router
-from .docs import install_docs
 from .engine_logs.router import calibrations_router
 from .engine_logs.router import router as engine_logs_router
-from .errors import install_problem_handlers, install_problem_openapi
 from .health.router import router as health_router
-from .metrics import Metrics
-from .middleware import AccessLog, BodyLimit, SecurityHeaders
+from .kit.db import Database
+from .kit.docs import install_docs
+from .kit.errors import install_problem_handlers, install_problem_openapi
+from .kit.metrics import Metrics
+from .kit.middleware import AccessLog, BodyLimit, SecurityHeaders
+from .kit.ratelimit import WriteLimiter
+from .kit.security import install_key_redaction
+from .kit.settings import Settings
 from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
-from .ratelimit import WriteLimiter
-from .security import install_key_redaction
-from .settings import Settings
 from .web.router import router as web_router
 
 DESCRIPTION = """

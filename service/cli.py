@@ -33,7 +33,6 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from . import server
 from .catalog import answers
 from .catalog import service as catalog_service
 from .catalog.records import gpu_row_from_record, model_row_from_record
@@ -48,10 +47,11 @@ from .cli_render import (
     default_format,
     plan_output,
 )
-from .db import Database, create_db_engine
 from .engine_logs import service as engine_logs
 from .engine_logs import text as engine_log_text
-from .errors import (
+from .kit import server
+from .kit.db import Database, create_db_engine
+from .kit.errors import (
     InvalidRequest,
     Problem,
     SequenceDoesNotFit,
@@ -61,11 +61,11 @@ from .errors import (
     sizing_problem,
     validation_problem,
 )
-from .migrate import upgrade
+from .kit.migrate import upgrade
+from .kit.settings import Settings
 from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
 from .planning.service import CapacityQuestion, PlanQuestion
-from .settings import Settings
 from .sizing import SizingError
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .engine_flags import ALIASES as ENGINE_ALIASES
+from .kit.engine_flags import ALIASES as ENGINE_ALIASES
 
 
 def _engine_spellings() -> dict[str, tuple[str, ...]]:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TextIO
 
-from .formats import GIB, render_table, single_value
+from .kit.formats import GIB, render_table, single_value
 from .planning.router import capacity_table_row, plan_table_rows
 from .planning.schemas import (
     CAPACITY_HEADLINE,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .app import create_app
-from .settings import Settings
+from .kit.settings import Settings
 
 
 def openapi_spec() -> dict[str, Any]:

@@ -22,9 +22,9 @@ from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
 from service.catalog.seed import seed_catalog
-from service.db import Database, normalize_url
-from service.migrate import upgrade
-from service.settings import Settings
+from service.kit.db import Database, normalize_url
+from service.kit.migrate import upgrade
+from service.kit.settings import Settings
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

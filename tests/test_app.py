@@ -30,10 +30,10 @@ LAZY = (
     "service.engine_logs.patterns",
 )
 # Test-only packages, never a replica's. (fastapi_offline is imported: /docs/assets is mounted
-# from its folder, service/docs.py.)
+# from its folder, service/kit/docs.py.)
 NEVER = ("pytest", "hypothesis", "schemathesis")
 
-# A replica as `kvplan serve` starts it (service/cli.py, then service/server.py: the app
+# A replica as `kvplan serve` starts it (service/cli.py, then service/kit/server.py: the app
 # factory and its lifespan, which loads the catalog), asked whether it is ready and one
 # capacity question, then the modules it holds.
 START_AND_ANSWER = """

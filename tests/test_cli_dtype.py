@@ -42,7 +42,7 @@ def test_a_length_past_the_limit_needs_the_override(capsys: pytest.CaptureFixtur
 def test_the_engines_spellings_ask_the_same_question(capsys: pytest.CaptureFixture[str]) -> None:
     # SGLang's --context-length and --tp-size (python/sglang/srt/server_args.py ServerArgs) are
     # aliases of --max-model-len and --tensor-parallel-size, as on every HTTP door
-    # (service/engine_flags.py): the same question, the same answer, byte for byte.
+    # (service/kit/engine_flags.py): the same question, the same answer, byte for byte.
     base = [*QUESTION, "--format", "json"]
     assert main([*base, "--context-length", "8192", "--tp-size", "2"]) == 0
     sglang = capsys.readouterr().out

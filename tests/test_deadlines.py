@@ -1,4 +1,4 @@
-"""`kvplan serve` cuts clients that send their request too slowly (service/deadlines.py).
+"""`kvplan serve` cuts clients that send their request too slowly (service/kit/deadlines.py).
 
 Each test talks to a real `kvplan serve` process through a raw socket, with both of uvicorn's
 parsers, the deadlines set low (1 s for the head, 1.5 s for the body). A closed connection is

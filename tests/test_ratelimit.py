@@ -1,4 +1,4 @@
-"""Writes per admin token are rate limited (service/ratelimit.py), through HTTP.
+"""Writes per admin token are rate limited (service/kit/ratelimit.py), through HTTP.
 
 The bucket's arithmetic: a bucket holds `burst` writes and refills at `rate` a second, so with
 rate 0.5 and burst 2 the first two writes pass, the third finds 0 writes left and waits
@@ -15,8 +15,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.ratelimit import WriteLimiter
-from service.settings import Settings
+from service.kit.ratelimit import WriteLimiter
+from service.kit.settings import Settings
 from tests.conftest import ADMIN, ADMIN_TOKEN, make_settings
 from tests.helpers import problem
 

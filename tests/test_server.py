@@ -1,4 +1,4 @@
-"""`kvplan serve`'s production settings (service/server.py), and the access log."""
+"""`kvplan serve`'s production settings (service/kit/server.py), and the access log."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from service.app import create_app
-from service.db import Database
-from service.deadlines import AutoDeadlines, ServerConfig
-from service.server import APP, listening_socket, options
-from service.settings import Settings
+from service.kit.db import Database
+from service.kit.deadlines import AutoDeadlines, ServerConfig
+from service.kit.server import APP, listening_socket, options
+from service.kit.settings import Settings
 from tests.catalog.test_stale_reads import cut
 from tests.conftest import make_settings
 from tests.helpers import problem
@@ -34,7 +34,7 @@ QUESTION = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 81
 def test_httptools_and_uvloop_are_installed_so_auto_picks_them() -> None:
     # uvicorn[standard]: `auto` is httptools and uvloop where they import
     # (uvicorn/protocols/http/auto.py, uvicorn/loops/auto.py); kvplan's `auto` is httptools
-    # with the request deadlines (service/deadlines.py)
+    # with the request deadlines (service/kit/deadlines.py)
     assert options(Settings())["loop"] == "auto"
     assert importlib.util.find_spec("uvloop") is not None
     assert AutoHTTPProtocol is HttpToolsProtocol

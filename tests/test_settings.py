@@ -9,7 +9,7 @@ import pytest
 import uvicorn.config
 from pydantic import ValidationError
 
-from service.settings import LogLevel, Settings
+from service.kit.settings import LogLevel, Settings
 
 
 def test_the_log_level_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:

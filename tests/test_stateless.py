@@ -22,9 +22,9 @@ from service.catalog import repository
 from service.catalog import service as catalog_service
 from service.catalog.models import GpuRow
 from service.catalog.seed import seed_catalog
-from service.db import Database, create_db_engine
-from service.errors import PreconditionFailed
-from service.migrate import upgrade
+from service.kit.db import Database, create_db_engine
+from service.kit.errors import PreconditionFailed
+from service.kit.migrate import upgrade
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
 from tests.helpers import problem
 

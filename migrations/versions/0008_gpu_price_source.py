@@ -11,7 +11,7 @@ Three nullable columns on `gpu`:
 * `dense_fp4_tflops`: peak dense FP4 tensor throughput, where the GPU has FP4 tensor cores;
 * `interconnect_gb_s`: the GPU-to-GPU link within a node, GB/s (10^9 B/s) per GPU and
   direction, the figure the speed estimate's all-reduces take (until now a table in
-  service/sizing/performance.py `LINK_GB_S`, by slug, so a GPU written through the API had none).
+  service/sizing/speed/performance.py `LINK_GB_S`, by slug, so a GPU written through the API had none).
 
 Rows stored before it keep null in all three until `kvplan seed` writes the seed's values (a seed
 entry not edited since) or a caller writes them. Downgrading drops the columns.

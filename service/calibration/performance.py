@@ -1,7 +1,7 @@
 """Published speed measurements (performance_points.json) and the fit of the performance model.
 
 The points carry their sources in the file; the models and GPUs are the shipped catalog's, with
-each GPU's link bandwidth from service/sizing/performance.py `LINK_GB_S`. `make bench` prints
+each GPU's link bandwidth from service/sizing/speed/performance.py `LINK_GB_S`. `make bench` prints
 the table; tests/calibration/test_performance_fit.py checks the fit against `FITTED`.
 """
 
@@ -18,8 +18,8 @@ from ..sizing import (
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from ..sizing.performance import LINK_GB_S, GpuPerformance
-from ..sizing.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
+from ..sizing.speed.performance import LINK_GB_S, GpuPerformance
+from ..sizing.speed.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
 
 
 def load_document() -> dict[str, Any]:

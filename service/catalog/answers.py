@@ -6,10 +6,10 @@ import logging
 from collections import Counter
 from typing import Any
 
-from ..formats import gib_twins
+from ..kit.formats import gib_twins
 from ..sizing import SizingError, architecture_from_dict
-from ..sizing.dtypes import KvCacheDtype
-from ..sizing.kv import kv_bytes_per_token
+from ..sizing.engines.kv import kv_bytes_per_token
+from ..sizing.model.dtypes import KvCacheDtype
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
 

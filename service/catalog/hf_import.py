@@ -1,6 +1,6 @@
 """A Hugging Face `config.json` -> a catalog model row (POST /v1/models/import).
 
-The translation itself is `sizing.hf_config.architecture_from_hf_config`; this module adds the
+The translation itself is `sizing.model.hf_config.architecture_from_hf_config`; this module adds the
 catalog's part: the bounds every stored architecture meets, the slug, name and family.
 """
 
@@ -11,10 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidRequest
+from ..kit.errors import InvalidRequest
 from ..sizing import SizingError, architecture_to_dict
-from ..sizing.architecture import ModelArchitecture
-from ..sizing.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
+from ..sizing.model.architecture import ModelArchitecture
+from ..sizing.model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .models import ModelRow
 from .records import apply_architecture, new_model_row
 from .schemas import SLUG_RE, ModelImport

@@ -92,7 +92,7 @@ class ModelRow(_Entry, table=True):
     id: int | None = Field(default=None, primary_key=True)
     hf_id: str | None = Field(default=None, sa_type=String(200))
     family: str | None = Field(default=None, sa_type=String(100), index=True)
-    # The architecture in its plain-dict form (service.sizing.schedule.architecture_to_dict).
+    # The architecture in its plain-dict form (service.sizing.model.schedule.architecture_to_dict).
     architecture: dict[str, Any] = Field(sa_type=JSON, nullable=False)
     # Denormalised from `architecture` so lists can filter without parsing JSON.
     num_layers: int = Field(nullable=False)

@@ -17,9 +17,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-from ..conditional import decode_cursor, encode_cursor
-from ..errors import NotFound, schema_missing
-from ..sizing.architecture import LayerKind
+from ..kit.conditional import decode_cursor, encode_cursor
+from ..kit.errors import NotFound, schema_missing
+from ..sizing.model.architecture import LayerKind
 from . import answers, service
 from .schemas import SLUG_RE, GpuRead, ModelRead
 from .snapshot import CatalogCache, CatalogSnapshot, closest

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..sizing import architecture_from_dict, architecture_to_dict
-from ..sizing.architecture import LayerKind, ModelArchitecture
+from ..sizing.model.architecture import LayerKind, ModelArchitecture
 from .models import GpuRow, ModelRow
 
 GPU_FIELDS = (

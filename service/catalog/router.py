@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from .. import conditional
-from ..deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
-from ..errors import InvalidRequest
-from ..formats import MEDIA_TYPES, negotiate, render_table, single_value
-from ..routes import (
+from ..kit import conditional
+from ..kit.deps import CatalogCacheDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
+from ..kit.errors import InvalidRequest
+from ..kit.formats import MEDIA_TYPES, negotiate, render_table, single_value
+from ..kit.routes import (
     LINK_HEADER,
     IfMatch,
     IfNoneMatch,
@@ -25,7 +25,7 @@ from ..routes import (
     next_page_url,
     problem_responses,
 )
-from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
+from ..kit.security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from . import answers, reads, service
 from .filters import (
     Family,

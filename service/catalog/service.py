@@ -14,9 +14,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlmodel import SQLModel
 
-from ..conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
-from ..errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
-from ..sizing.architecture import LayerKind, ModelArchitecture
+from ..kit.conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
+from ..kit.errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
+from ..sizing.model.architecture import LayerKind, ModelArchitecture
 from . import repository
 from .hf_import import imported_model
 from .models import GpuRow, ModelRow

@@ -8,7 +8,7 @@ Stale while revalidate: once the TTL has passed, the request that notices starts
 a background thread and every request, that one included, keeps the current snapshot until the
 refresh has swapped in the new one. No lock is held across the database round trip, so a
 database that hangs delays only the refresh thread (bounded by the answer deadline in
-`service/db.py`), never a read. Reads wait for a refresh only where the snapshot cannot serve:
+`service/kit/db.py`), never a read. Reads wait for a refresh only where the snapshot cannot serve:
 none loaded yet (bounded by the database's own timeouts), or a TTL of 0 (every request asks
 the database: for tests). After this replica's own write, the write itself waits (`settle`,
 at most 0.5 s, in its worker thread, before its answer is sent) for a refresh that sees it, so
@@ -38,12 +38,12 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from ..db import Database
 from ..engine_logs import repository as calibration_repository
 from ..engine_logs.models import CalibrationRow
-from ..errors import NotFound, ServiceUnavailable
+from ..kit.db import Database
+from ..kit.errors import NotFound, ServiceUnavailable
 from ..sizing import LINK_GB_S, Gpu, ModelArchitecture, SizingError, architecture_from_dict
-from ..sizing.architecture import Layer, MixtureOfExperts
+from ..sizing.model.architecture import Layer, MixtureOfExperts
 from . import answers, names, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
@@ -81,7 +81,7 @@ class CalibrationKey:
     fp8 weights of the same model leave the pool their bytes free, so a bf16 run's pool must
     never answer an fp8 question). `weight_format` is the question's own, else the model's
     (the catalog's, or what the config.json's quantization_config declares), as a
-    `sizing.dtypes.WEIGHT_FORMAT_BITS` name; None only on a calibration stored before kvplan
+    `sizing.model.dtypes.WEIGHT_FORMAT_BITS` name; None only on a calibration stored before kvplan
     keyed it and whose format could not be told then (it matches no question). Not in it: the
     utilization or memory fraction (the pool scales with it), and max_model_len, max_num_seqs
     and block_size, which change how the pool is cut, not how big it is (vLLM V1 profiles
@@ -358,7 +358,7 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             dense_fp8_tflops=row.dense_fp8_tflops,
             # The catalog names the link; its bandwidth is kvplan's table by slug.
             # A row written before the catalog carried the link figure falls back on
-            # kvplan's table by slug (service/sizing/performance.py LINK_GB_S).
+            # kvplan's table by slug (service/sizing/speed/performance.py LINK_GB_S).
             interconnect_gb_s=(
                 row.interconnect_gb_s
                 if row.interconnect_gb_s is not None

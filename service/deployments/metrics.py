@@ -27,8 +27,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError
 
 from ..catalog.snapshot import CatalogCache
-from ..db import Database
-from ..errors import Problem
+from ..kit.db import Database
+from ..kit.errors import Problem
 from ..planning.cache import AnswerCache
 from ..sizing import SizingError
 from . import repository, service

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from .. import conditional, exposition
-from ..answer_headers import answer_headers
 from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
-from ..db import Database
-from ..deps import (
+from ..kit import conditional, exposition
+from ..kit.answer_headers import answer_headers
+from ..kit.db import Database
+from ..kit.deps import (
     CatalogDep,
     MetricsDep,
     SessionDep,
@@ -26,11 +26,8 @@ from ..deps import (
     WriteSessionDep,
     refuse_misspelt_parameters,
 )
-from ..formats import csv_text, etag_for, etag_matches, negotiate, single_value
-from ..planning.cache import AnswerCache
-from ..planning.exposition import capacity_exposition
-from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
-from ..routes import (
+from ..kit.formats import csv_text, etag_for, etag_matches, negotiate, single_value
+from ..kit.routes import (
     LINK_HEADER,
     IfMatch,
     IfNoneMatch,
@@ -39,8 +36,11 @@ from ..routes import (
     next_page_url,
     problem_responses,
 )
-from ..security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
-from ..sizing.planner import MAX_PEAK_CONCURRENCY
+from ..kit.security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
+from ..planning.cache import AnswerCache
+from ..planning.exposition import capacity_exposition
+from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
+from ..sizing.planning.planner import MAX_PEAK_CONCURRENCY
 from . import service
 from .models import DeploymentRow
 from .schemas import (

@@ -18,19 +18,13 @@ from sqlalchemy.orm import Session
 
 from ..catalog.schemas import SLUG_RE
 from ..catalog.snapshot import CatalogSnapshot, closest
-from ..conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
-from ..errors import (
-    Conflict,
-    InvalidRequest,
-    MissingCatalogEntry,
-    NotFound,
-    PreconditionFailed,
-)
+from ..kit.conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
+from ..kit.errors import Conflict, InvalidRequest, MissingCatalogEntry, NotFound, PreconditionFailed
 from ..planning import service as planning
 from ..planning.cache import AnswerCache
 from ..planning.schemas import CapacityDetail
 from ..planning.service import CapacityQuestion
-from ..sizing import releases
+from ..sizing.engines import releases
 from . import repository
 from .models import DeploymentRow
 from .schemas import DeploymentCreate, DeploymentPatch, DeploymentRead, DeploymentReplace

@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 
 from ..catalog import repository as catalog_repository
 from ..catalog.snapshot import CalibrationKey, CatalogSnapshot
-from ..conditional import check_if_match, decode_cursor, encode_cursor, if_match_tags
 from ..deployments import repository as deployment_repository
-from ..errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
+from ..kit.conditional import check_if_match, decode_cursor, encode_cursor, if_match_tags
+from ..kit.errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
 from ..planning import calibrated
 from ..planning import service as planning
 from ..planning.schemas import CapacityDetail

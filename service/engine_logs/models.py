@@ -34,7 +34,7 @@ class CalibrationRow(SQLModel, table=True):
     kv_cache_dtype: str = Field(sa_type=String(20), nullable=False)
     max_num_batched_tokens: int | None = Field(default=None)
     enforce_eager: bool = Field(nullable=False)
-    # The weights' storage format (a sizing.dtypes.WEIGHT_FORMAT_BITS name); null only for a
+    # The weights' storage format (a sizing.model.dtypes.WEIGHT_FORMAT_BITS name); null only for a
     # calibration stored before 0006 whose format could not be told (it matches no question).
     weight_format: str | None = Field(default=None, sa_type=String(32))
     # How the pool moves with the question's fraction: pool + (fraction' - fraction) x base.

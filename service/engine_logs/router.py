@@ -18,11 +18,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import Message
 
-from .. import conditional
-from ..deps import CatalogDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
-from ..errors import InvalidRequest
-from ..planning.schemas import EngineName
-from ..routes import (
+from ..kit import conditional
+from ..kit.deps import CatalogDep, SessionDep, WriteSessionDep, refuse_misspelt_parameters
+from ..kit.errors import InvalidRequest
+from ..kit.routes import (
     LINK_HEADER,
     IfMatch,
     IfNoneMatch,
@@ -31,7 +30,7 @@ from ..routes import (
     next_page_url,
     problem_responses,
 )
-from ..security import (
+from ..kit.security import (
     READ,
     READ_OPENAPI,
     WRITE_METHODS,
@@ -39,6 +38,7 @@ from ..security import (
     bearer_scheme,
     require_admin,
 )
+from ..planning.schemas import EngineName
 from . import calibrations, service
 from .schemas import (
     LOG_EXAMPLE,

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..catalog.snapshot import CatalogSnapshot
-from ..errors import InvalidRequest, Problem
+from ..kit.errors import InvalidRequest, Problem
 from ..planning import service as planning
 from ..planning.schemas import CapacityDetail, CapacityFields, GpuRef, HfConfigModel, InlineGpu
 from ..planning.service import CapacityQuestion
@@ -207,7 +207,7 @@ _RENAMED = {"kv_cache_memory_bytes": "kv_pool_bytes"}
 # The engines' quantization methods (vLLM `--quantization`, QUANTIZATION_METHODS in
 # vllm/model_executor/layers/quantization/__init__.py; SGLang `--quantization`, the same names)
 # whose name says how the weights are stored, as kvplan's weight formats
-# (sizing.dtypes.WEIGHT_FORMAT_BITS). The Marlin and FBGEMM kernels read the same checkpoints.
+# (sizing.model.dtypes.WEIGHT_FORMAT_BITS). The Marlin and FBGEMM kernels read the same checkpoints.
 _QUANTIZATION_FORMATS = {
     "fp8": "fp8",
     "fbgemm_fp8": "fp8",

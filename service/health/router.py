@@ -19,9 +19,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import text
 
-from ..db import Database
-from ..errors import PROBLEM_TYPES, NotFound, ServiceUnavailable
-from ..migrate import current_revision, head_revision
+from ..kit.db import Database
+from ..kit.errors import PROBLEM_TYPES, NotFound, ServiceUnavailable
+from ..kit.migrate import current_revision, head_revision
 
 router = APIRouter(tags=["health"])
 

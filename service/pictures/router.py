@@ -14,17 +14,18 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field
 
-from ..answer_headers import (
+from ..catalog.snapshot import CatalogSnapshot
+from ..kit.answer_headers import (
     ANSWER_HEADERS_DOC,
     WARNINGS_HEADER,
     WARNINGS_HEADER_DOC,
     answer_headers,
 )
-from ..catalog.snapshot import CatalogSnapshot
-from ..conditional import etag_for, etag_matches
-from ..deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
-from ..engine_flags import ignored
-from ..errors import NotAcceptable
+from ..kit.conditional import etag_for, etag_matches
+from ..kit.deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
+from ..kit.engine_flags import ignored
+from ..kit.errors import NotAcceptable
+from ..kit.security import READ, READ_OPENAPI
 from ..planning import service
 from ..planning.schemas import (
     CapacityDetail,
@@ -34,7 +35,6 @@ from ..planning.schemas import (
     CapacityRequest,
 )
 from ..planning.service import CapacityQuestion
-from ..security import READ, READ_OPENAPI
 from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
 from .scene import Scene

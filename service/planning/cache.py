@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from ..answer_headers import IGNORED_HEADER, WARNINGS_HEADER, ignored_value, warnings_value
+from ..kit.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, ignored_value, warnings_value
 from ..sizing.frozen import frozen
 from .schemas import CapacityDetail, CapacityQuery
 

@@ -17,7 +17,7 @@ pointing at one: `CapacityQuestion.calibration_id`): that calibration is used, a
 differs from the question's is a 422 naming the first field that differs.
 
 Plans use the same hook: the planner calls it for every GPU and tensor-parallel candidate
-(`sizing.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.
+(`sizing.planning.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
-from ..errors import InvalidRequest
+from ..kit.errors import InvalidRequest
 from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat, parse_weight_format
 from .schemas import CalibratedFrom, HfConfigModel, ModelRef
 

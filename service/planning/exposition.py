@@ -1,5 +1,5 @@
 """A capacity answer as Prometheus gauges: `format=prometheus` of GET /v1/capacity and of a
-deployment profile's capacity (`service.exposition` writes the text).
+deployment profile's capacity (`service.kit.exposition` writes the text).
 
 Each figure of the answer that `field=` can name is one gauge, `kvplan_capacity_<field>`, so the
 name says which JSON field it mirrors; a figure with no value (no `peak_concurrency` asked, so no
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from ..exposition import Gauge, exposition
+from ..kit.exposition import Gauge, exposition
 from .schemas import CapacityAnswer, CapacityField
 
 PREFIX = "kvplan_capacity_"

@@ -45,13 +45,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..catalog.reads import STALE_HEADER
 from ..catalog.snapshot import CatalogCache, CatalogSnapshot
-from ..conditional import none_match
-from ..deps import misspelling_of
-from ..engine_flags import ignored
-from ..errors import Problem
-from ..metrics import HANDLER_KEY, Metrics
-from ..security import READ_KEY_HEADER, READ_KEY_PARAMETER, read_key_presented
-from ..settings import Settings
+from ..kit.conditional import none_match
+from ..kit.deps import misspelling_of
+from ..kit.engine_flags import ignored
+from ..kit.errors import Problem
+from ..kit.metrics import HANDLER_KEY, Metrics
+from ..kit.security import READ_KEY_HEADER, READ_KEY_PARAMETER, read_key_presented
+from ..kit.settings import Settings
 from .cache import Asked, CapacityKey, EncodedAnswer, EncodedAnswers, RawQuestion, ignored_header
 from .router import capacity_answer, capacity_format
 from .schemas import CapacityQuery

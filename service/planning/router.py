@@ -16,19 +16,19 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 
-from .. import exposition
-from ..answer_headers import (
+from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
+from ..catalog.snapshot import CatalogSnapshot
+from ..kit import exposition
+from ..kit.answer_headers import (
     ANSWER_HEADERS_DOC,
     WARNINGS_HEADER,
     WARNINGS_HEADER_DOC,
     answer_headers,
 )
-from ..catalog.reads import STALE_HEADER, STALE_HEADER_DOC
-from ..catalog.snapshot import CatalogSnapshot
-from ..deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_misspelt_parameters
-from ..engine_flags import ignored
-from ..errors import InvalidRequest
-from ..formats import (
+from ..kit.deps import CatalogDep, MetricsDep, SettingsDep, get_catalog, refuse_misspelt_parameters
+from ..kit.engine_flags import ignored
+from ..kit.errors import InvalidRequest
+from ..kit.formats import (
     MEDIA_TYPES,
     TABLE_FORMATS,
     TableFormat,
@@ -42,8 +42,8 @@ from ..formats import (
     single_value,
     table_kind,
 )
-from ..security import READ, READ_OPENAPI, check_read_key
-from ..settings import Settings
+from ..kit.security import READ, READ_OPENAPI, check_read_key
+from ..kit.settings import Settings
 from . import service
 from .cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from .exposition import capacity_exposition
@@ -193,7 +193,7 @@ def _respond(
     "(bytes columns with a `_gib` twin); `format=text` the bare `max_num_seqs`, "
     "`field=<name>` another bare value (Google Sheets `IMPORTDATA`, Excel `WEBSERVICE`). "
     "The engines' own names for its parameters are read as its own (SGLang `context_length`, "
-    "`tp_size`; TensorRT-LLM `max_seq_len`, `max_batch_size`; ...: `service/engine_flags.py`); "
+    "`tp_size`; TensorRT-LLM `max_seq_len`, `max_batch_size`; ...: `service/kit/engine_flags.py`); "
     "an engine flag that changes memory kvplan does not model (`enable_lora`, "
     "`speculative_config`, ...) is a 422 naming it. Other parameters it does not know are "
     "ignored (a cache-busting `_=123`) and named in `Kvplan-Ignored-Parameters`, except a "

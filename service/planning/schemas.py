@@ -15,11 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from ..engine_flags import with_kvplan_names
-from ..formats import gib_name
+from ..kit.engine_flags import with_kvplan_names
+from ..kit.formats import gib_name
 from ..sizing.capacity import MAX_CONTEXT_TOKENS
-from ..sizing.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
-from ..sizing.planner import DEFAULT_HEADROOM_FRACTION, MAX_PEAK_CONCURRENCY
+from ..sizing.model.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
+from ..sizing.planning.planner import DEFAULT_HEADROOM_FRACTION, MAX_PEAK_CONCURRENCY
 
 EngineName = Literal["vllm", "sglang", "trtllm"]
 KV_CACHE_DTYPE_DOC = (

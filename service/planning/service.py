@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from ..catalog import names
 from ..catalog.snapshot import CALLERS_PRICE, CatalogSnapshot
-from ..engine_flags import kvplan_name, with_kvplan_names
-from ..errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
-from ..metrics import Metrics
+from ..kit.engine_flags import kvplan_name, with_kvplan_names
+from ..kit.errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
+from ..kit.metrics import Metrics
 from ..sizing import (
     Capacity,
     Engine,
@@ -42,14 +42,14 @@ from ..sizing import (
     parse_kv_cache_dtype,
     served_model,
 )
-from ..sizing.config_assumptions import config_assumptions
-from ..sizing.context_limit import max_model_len_limit
-from ..sizing.explain import Replicas, explain, performance_steps, target_steps
 from ..sizing.frozen import frozen
-from ..sizing.hf_config import architecture_from_hf_config
-from ..sizing.planner import Plan, PlanOption, PlanRequest, with_given_pool
-from ..sizing.planner import plan as search_plans
-from ..sizing.speed import (
+from ..sizing.model.config_assumptions import config_assumptions
+from ..sizing.model.context_limit import max_model_len_limit
+from ..sizing.model.hf_config import architecture_from_hf_config
+from ..sizing.planning.explain import Replicas, explain, performance_steps, target_steps
+from ..sizing.planning.planner import Plan, PlanOption, PlanRequest, with_given_pool
+from ..sizing.planning.planner import plan as search_plans
+from ..sizing.speed.replica import (
     PIPELINE_NOTE,
     BatchSpeed,
     LatencyTargets,
@@ -316,7 +316,7 @@ def require_fit(detail: AnswerT) -> AnswerT:
 
     A caller that acts on one number (an autoscaler, a sheet) must never read the 0 a layout
     that does not fit computes. The codes are the planner's rejection codes
-    (`sizing.planner._option`): no pool at all, or a pool too small for one sequence.
+    (`sizing.planning.planner._option`): no pool at all, or a pool too small for one sequence.
     """
     if detail.fits:
         return detail
@@ -469,7 +469,7 @@ def _default_context(
 ) -> int:
     if max_model_len is not None:
         return max_model_len
-    # the engine's default: the length it derives from the model (sizing/context_limit.py)
+    # the engine's default: the length it derives from the model (sizing/model/context_limit.py)
     limit = max_model_len_limit(arch, Engine(engine))
     if limit is None:
         raise SizingError("max_model_len", "the model has no max_position_embeddings: give one")

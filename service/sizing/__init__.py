@@ -4,7 +4,6 @@ Every endpoint, the CLI, the benchmark and the tests call these same functions; 
 import them from here, not from the submodules.
 """
 
-from .architecture import LayerKind, ModelArchitecture
 from .capacity import (
     MAX_CONTEXT_TOKENS,
     Capacity,
@@ -14,7 +13,11 @@ from .capacity import (
     compute_capacity,
     served_model,
 )
-from .dtypes import (
+from .engines.common import Engine, EngineOptions
+from .engines.kv import kv_bytes_per_token
+from .errors import SizingError
+from .model.architecture import LayerKind, ModelArchitecture
+from .model.dtypes import (
     FloatDtype,
     KvCacheDtype,
     ModelDtype,
@@ -22,15 +25,12 @@ from .dtypes import (
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from .engines.common import Engine, EngineOptions
-from .errors import SizingError
-from .explain import explain
-from .hf_config import architecture_from_hf_config
-from .kv import kv_bytes_per_token
-from .performance import ERROR_BAND, LINK_GB_S, PerformanceEstimate
-from .planner import MAX_PEAK_CONCURRENCY, Plan, PlanOption, PlanRequest, Rejection, plan
-from .schedule import architecture_from_dict, architecture_to_dict
-from .speed import LatencyTargets, NoEstimate, Speed, capacity_speed
+from .model.hf_config import architecture_from_hf_config
+from .model.schedule import architecture_from_dict, architecture_to_dict
+from .planning.explain import explain
+from .planning.planner import MAX_PEAK_CONCURRENCY, Plan, PlanOption, PlanRequest, Rejection, plan
+from .speed.performance import ERROR_BAND, LINK_GB_S, PerformanceEstimate
+from .speed.replica import LatencyTargets, NoEstimate, Speed, capacity_speed
 from .units import GiB
 
 __all__ = [

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import assert_never
 
-from .architecture import ModelArchitecture
-from .context_limit import check_max_model_len
-from .dtypes import KvCacheDtype, WeightFormat
 from .engines.common import (
     MAX_CONTEXT_TOKENS,
     Capacity,
@@ -29,15 +26,18 @@ from .engines.common import (
     SizingInputs,
     Workload,
 )
+from .engines.kv import kv_bytes_per_token, packed_mla, sequence_breakdown
 from .engines.model_dtype import resolve_model_dtype, served_architecture
+from .engines.parallel import check_tensor_parallel, pipeline_stages
 from .engines.sglang import sglang_capacity
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
 from .engines.vllm_kv_dtype import vllm_workload
 from .errors import InvalidDtype, InvalidParallelism, SizingError
-from .kv import kv_bytes_per_token, packed_mla, sequence_breakdown
-from .parallel import check_tensor_parallel, pipeline_stages
-from .weights import weight_bytes_per_gpu, weight_bytes_total
+from .model.architecture import ModelArchitecture
+from .model.context_limit import check_max_model_len
+from .model.dtypes import KvCacheDtype, WeightFormat
+from .model.weights import weight_bytes_per_gpu, weight_bytes_total
 
 __all__ = [
     "MAX_CONTEXT_TOKENS",

@@ -17,8 +17,8 @@ from importlib import resources
 
 from fastapi import APIRouter, Request, Response
 
-from ..conditional import etag_matches
-from ..errors import NotFound
+from ..kit.conditional import etag_matches
+from ..kit.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,4 +1,4 @@
-"""The load generators (service/bench_http/loadgen.py) against a real server: the bare
+"""The load generators (bench/http/loadgen.py) against a real server: the bare
 baseline app served by `server.serve` as the benchmark serves it, in a process of its own."""
 
 from __future__ import annotations
@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from service.bench_http import servers
-from service.bench_http.loadgen import WRK_SCRIPT, Load, Request, drive, wrk_lines
-from service.bench_http.servers import Served
-from service.bench_http.workloads import PLAN, REPEATED
+from bench.http import servers
+from bench.http.loadgen import WRK_SCRIPT, Load, Request, drive, wrk_lines
+from bench.http.servers import Served
+from bench.http.workloads import PLAN, REPEATED
 
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     workdir = tmp_path_factory.mktemp("bench")
-    served = servers.start(
-        "baseline", [sys.executable, "-m", "service.bench_http.baseline"], {}, workdir
-    )
+    served = servers.start("baseline", [sys.executable, "-m", "bench.http.baseline"], {}, workdir)
     try:
         served.wait_ready(REPEATED.target, REPEATED.target)
         yield served

@@ -1,11 +1,11 @@
-"""The HTTP benchmark's arithmetic (service/bench_http/stats.py): percentiles, medians of runs,
+"""The HTTP benchmark's arithmetic (bench/http/stats.py): percentiles, medians of runs,
 and wrk's report read back."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.bench_http.stats import Run, parse_wrk, percentile, run_of, summarize
+from bench.http.stats import Run, parse_wrk, percentile, run_of, summarize
 
 # What wrk 4.1.0 (Debian's package) printed with --latency against a local kvplan, verbatim.
 WRK_REPORT = """\

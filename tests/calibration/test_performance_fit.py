@@ -18,14 +18,14 @@ from service.calibration.performance import (
     load_points,
     run_fit,
 )
-from service.sizing.performance import (
+from service.sizing.speed.performance import (
     ERROR_BAND,
     FIT_POINT_IDS,
     FITTED,
     HELD_BACK_POINT_IDS,
     Efficiency,
 )
-from service.sizing.performance_fit import (
+from service.sizing.speed.performance_fit import (
     FitReport,
     MeasuredPoint,
     Metric,

@@ -13,15 +13,21 @@ from typing import Any
 import pytest
 
 from service.catalog.seed import load_seed
-from service.sizing.architecture import GatedDeltaNet, LayerKind, Mamba1, Mamba2, ModelArchitecture
-from service.sizing.dtypes import KvCacheDtype
-from service.sizing.kv import (
+from service.sizing.engines.kv import (
     kv_bytes_per_token,
     state_bytes_per_sequence,
     state_dtype_bytes,
 )
-from service.sizing.schedule import architecture_from_dict, architecture_to_dict
-from service.sizing.weights import weight_bytes_total
+from service.sizing.model.architecture import (
+    GatedDeltaNet,
+    LayerKind,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+)
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.schedule import architecture_from_dict, architecture_to_dict
+from service.sizing.model.weights import weight_bytes_total
 
 GIB = 2**30
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.db import Database
+from service.kit.db import Database
 from tests.helpers import problem
 
 STALE = "kvplan-catalog-stale"

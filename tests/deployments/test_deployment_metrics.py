@@ -16,7 +16,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
-from service.db import Database
+from service.kit.db import Database
 from tests.conftest import ADMIN, make_settings
 from tests.deployments.test_deployments_api import PROFILE, create
 

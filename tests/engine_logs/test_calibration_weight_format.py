@@ -89,7 +89,7 @@ def test_each_weight_format_answers_its_own_runs_figures(client: TestClient) -> 
     said = _capacity(client, weight_format="bf16")["calibrated_from"]
     assert said["calibration_id"] == bf16["id"]
 
-    for asked in ("fp8", "fp8_e4m3"):  # one format under two names (sizing/dtypes.py)
+    for asked in ("fp8", "fp8_e4m3"):  # one format under two names (sizing/model/dtypes.py)
         quantized = _capacity(client, weight_format=asked)
         assert quantized["calibrated_from"]["calibration_id"] == fp8["id"]
         assert quantized["calibrated_from"]["weight_format"] == "fp8"

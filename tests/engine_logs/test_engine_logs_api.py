@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
-from service.db import Database
 from service.engine_logs.schemas import MAX_LOG_BYTES
+from service.kit.db import Database
 from tests.conftest import make_settings
 from tests.engine_logs.calibration import GIB, bytes_of, entry
 from tests.helpers import problem

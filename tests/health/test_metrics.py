@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_fastapi_instrumentator import Instrumentator
 
 from service.catalog.seed import load_seed
-from service.metrics import Metrics
+from service.kit.metrics import Metrics
 from tests.conftest import ADMIN
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 import service.app  # noqa: F401  (imports every module, so every problem class is defined)
-from service.errors import PROBLEM_TYPES, Problem
+from service.kit.errors import PROBLEM_TYPES, Problem
 from service.sizing.errors import SizingError
 from tests.helpers import problem
 

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.middleware import API_POLICY, DOCS_POLICY
+from service.kit.middleware import API_POLICY, DOCS_POLICY
 from tests.conftest import ADMIN, make_settings
 
 ORIGIN = "https://backstage.example"

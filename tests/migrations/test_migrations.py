@@ -25,9 +25,9 @@ from service.app import create_app
 from service.catalog.models import CatalogState
 from service.catalog.seed import load_seed, seed_catalog
 from service.catalog.snapshot import calibration_entry
-from service.db import Database
 from service.engine_logs.models import CalibrationRow
-from service.migrate import (
+from service.kit.db import Database
+from service.kit.migrate import (
     alembic_config,
     context_options,
     current_revision,
@@ -141,7 +141,7 @@ def alembic_revision(engine: Engine) -> str | None:
 def test_the_revisions_read_without_alembic_are_alembics_own(
     empty_database: str, fresh_engine: Engine
 ) -> None:
-    # /readyz reads both without importing Alembic (service/migrate.py); at every step of the
+    # /readyz reads both without importing Alembic (service/kit/migrate.py); at every step of the
     # schema's history they must be what Alembic itself reads
     assert (
         head_revision()

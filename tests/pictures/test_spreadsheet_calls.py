@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
-from service.db import Database
+from service.kit.db import Database
 from tests.conftest import make_settings
 from tests.helpers import problem
 

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
-from service.db import Database
+from service.kit.db import Database
 from service.planning.hot_path import CapacityHotPath
 from tests.conftest import make_settings
 

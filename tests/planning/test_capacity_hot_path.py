@@ -24,8 +24,8 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
-from service.db import Database
-from service.deps import _query_names
+from service.kit.db import Database
+from service.kit.deps import _query_names
 from service.planning import hot_path
 from service.planning.cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from service.planning.hot_path import DECLARED, PATH

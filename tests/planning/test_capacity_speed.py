@@ -1,7 +1,7 @@
 """Speed in the capacity answers: decode_ms_per_token, output_tokens_per_second, prefill_ms.
 
 Each expected figure is worked by hand from the performance model's formulas
-(service/sizing/performance.py): one pass costs, on each GPU of the tensor-parallel group,
+(service/sizing/speed/performance.py): one pass costs, on each GPU of the tensor-parallel group,
 
     memory  = bytes read / (peak bandwidth x FITTED.bandwidth)
     compute = FLOPs / (peak FLOPS x FITTED.compute)
@@ -28,7 +28,7 @@ import io
 import pytest
 from fastapi.testclient import TestClient
 
-from service.sizing.performance import ERROR_BAND, FITTED
+from service.sizing.speed.performance import ERROR_BAND, FITTED
 from tests.conftest import ADMIN
 from tests.helpers import problem
 

@@ -11,7 +11,7 @@ from service.openapi_export import openapi_spec
 from service.planning.schemas import CapacityRequest
 from service.planning.service import engine_options
 from service.sizing import EngineOptions
-from service.sizing.planner import PlanRequest
+from service.sizing.planning.planner import PlanRequest
 
 ENGINE_OPTIONS = {f.name for f in dataclasses.fields(EngineOptions)}
 # PlanRequest.engine is the EngineOptions above, built from the request's engine fields.

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, display_string
-from service.engine_flags import ALIASES, SPELLINGS, UNMODELLED
+from service.kit.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, display_string
+from service.kit.engine_flags import ALIASES, SPELLINGS, UNMODELLED
 from service.planning.schemas import CapacityRequest, PlanRequestBody
 from service.sizing.engines.calibration import LATEST_VLLM_VERSION
 from tests.conftest import ADMIN

@@ -6,7 +6,7 @@ import dataclasses
 
 from fastapi.testclient import TestClient
 
-from service.sizing.explain import REPLICAS_RULE, Explanation
+from service.sizing.planning.explain import REPLICAS_RULE, Explanation
 
 MiB = 1 << 20
 # Worked example A of ../shared/design/engine-memory.md: Llama-3.1-8B, a 16-token block across

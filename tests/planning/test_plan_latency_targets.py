@@ -8,7 +8,7 @@ of 8,192 tokens per replica of Llama-3.1-8B, bf16 KV), one GPU per node so TP is
 * `slow`: half the bandwidth, 1.675 TB/s, the same FLOPS, $1.00 an hour.
 
 The decode step at B sequences of 8,192 tokens is worked by hand from the performance model
-(service/sizing/performance.py), as in tests/planning/test_capacity_speed.py: it reads
+(service/sizing/speed/performance.py), as in tests/planning/test_capacity_speed.py: it reads
 16,060,522,496 B of weights + B x 1,073,741,824 B of KV and does B x 20,355,489,792 FLOPs, so
 
     memory  = bytes / (bandwidth x FITTED.bandwidth)
@@ -28,7 +28,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.planning.schemas import PlanRequestBody
-from service.sizing.performance import FITTED
+from service.sizing.speed.performance import FITTED
 from tests.planning.test_capacity_speed import FLOPS_TOKEN_8B, KV_SEQUENCE_8B, WEIGHTS_8B
 
 MiB = 1 << 20

@@ -2,7 +2,7 @@
 
 Before: `num_hidden_layers` = 10^400 in an `hf_config` answered 500 (an OverflowError), and heads,
 widths, vocabularies and windows of any size were carried into the arithmetic. Now a value over
-its bound (`sizing.config_view.bound`) is a 422 naming the key, through every path that reads a
+its bound (`sizing.model.config_view.bound`) is a 422 naming the key, through every path that reads a
 config: POST /v1/capacity (and /v1/plans) with `{"hf_config": ...}` and POST /v1/models/import.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.sizing import SizingError
-from service.sizing.config_view import (
+from service.sizing.model.config_view import (
     MAX_EXPERTS,
     MAX_HEADS,
     MAX_LAYERS,
@@ -25,7 +25,7 @@ from service.sizing.config_view import (
     MAX_WIDTH,
     bound,
 )
-from service.sizing.hf_config import architecture_from_hf_config
+from service.sizing.model.hf_config import architecture_from_hf_config
 from tests.conftest import ADMIN
 from tests.helpers import problem
 from tests.sizing.test_hf_config import DEEPSEEK_V3, LLAMA_3_1_8B

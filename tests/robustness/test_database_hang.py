@@ -26,8 +26,8 @@ from service.app import create_app
 from service.catalog import repository
 from service.catalog.seed import seed_catalog
 from service.catalog.snapshot import CatalogCache
-from service.db import Database, DatabaseHealth, create_db_engine
-from service.migrate import upgrade
+from service.kit.db import Database, DatabaseHealth, create_db_engine
+from service.kit.migrate import upgrade
 from tests.conftest import ADMIN, create_database, drop_database, make_settings
 from tests.helpers import problem
 from tests.robustness.proxy import FreezableProxy

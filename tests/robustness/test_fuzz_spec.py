@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from service.app import create_app
-from service.settings import Settings
+from service.kit.settings import Settings
 from tests.conftest import ADMIN
 
 MAX_EXAMPLES = int(os.environ.get("KVPLAN_FUZZ_EXAMPLES", "12"))

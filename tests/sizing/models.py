@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from service.sizing.architecture import (
+from service.sizing.capacity import Gpu
+from service.sizing.model.architecture import (
     FullAttention,
     GatedDeltaNet,
     Mamba2,
@@ -18,7 +19,6 @@ from service.sizing.architecture import (
     NoCache,
     SlidingWindowAttention,
 )
-from service.sizing.capacity import Gpu
 from service.sizing.units import GiB, gib_to_bytes
 
 # --- GPUs, total memory as torch reports it -------------------------------------------------

@@ -13,21 +13,21 @@ from typing import Any
 
 import pytest
 
-from service.sizing.architecture import (
+from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.engines.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from service.sizing.errors import SizingError, UnknownLayerKind
+from service.sizing.model.architecture import (
     FullAttention,
     KimiDeltaAttention,
     MixtureOfExperts,
     ModelArchitecture,
     MultiHeadLatentAttention,
 )
-from service.sizing.capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity
-from service.sizing.config_view import HFConfig
-from service.sizing.dtypes import KvCacheDtype
-from service.sizing.engines.common import Engine, EngineOptions
-from service.sizing.errors import SizingError, UnknownLayerKind
-from service.sizing.hf_config import architecture_from_hf_config
-from service.sizing.hf_deepseek_v4 import deepseek_v4_layers, sequence_bytes
-from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from service.sizing.model.config_view import HFConfig
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.hf_config import architecture_from_hf_config
+from service.sizing.model.hf_deepseek_v4 import deepseek_v4_layers, sequence_bytes
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GiB = 2**30

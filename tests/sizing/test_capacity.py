@@ -17,18 +17,18 @@ from dataclasses import replace
 import pytest
 
 from service.sizing import architecture_from_dict
-from service.sizing.architecture import (
+from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.engines import calibration as cal
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError, UnknownLayerKind
+from service.sizing.model.architecture import (
     FullAttention,
     Mamba2,
     ModelArchitecture,
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
-from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
-from service.sizing.dtypes import KV_CACHE_DTYPE_BYTES
-from service.sizing.engines import calibration as cal
-from service.sizing.engines.common import Engine, EngineOptions
-from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError, UnknownLayerKind
+from service.sizing.model.dtypes import KV_CACHE_DTYPE_BYTES
 from service.sizing.units import GiB, MiB, cdiv
 from tests.sizing.models import H100_TORCH as H100
 from tests.sizing.models import H200_TORCH as H200
@@ -164,7 +164,7 @@ def test_num_gpu_blocks_override_replaces_the_block_count() -> None:
 
 def test_pipeline_parallel_takes_the_smallest_block_count_of_the_stages() -> None:
     # 5 full-attention layers over 2 stages: vLLM get_pp_indices gives the remainder to the
-    # stages before the last -> 3 + 2 layers (service/sizing/parallel.py)
+    # stages before the last -> 3 + 2 layers (service/sizing/engines/parallel.py)
     arch = LLAMA_31_8B.with_layers((LLAMA_LAYER,) * 5)
     pool = 3 * GiB
     cap = compute_capacity(

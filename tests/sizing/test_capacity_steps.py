@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import (
-    FullAttention,
-    ModelArchitecture,
-    MultiHeadLatentAttention,
-)
 from service.sizing.capacity import (
     Gpu,
     Parallelism,
@@ -43,6 +38,11 @@ from service.sizing.engines.vllm import (
     worker_layouts,
 )
 from service.sizing.errors import InvalidDtype, InvalidParallelism, SizingError
+from service.sizing.model.architecture import (
+    FullAttention,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+)
 from service.sizing.units import GiB, MiB, cdiv, gib_to_bytes
 
 H100 = Gpu(gib_to_bytes(79.21), "NVIDIA H100 80GB HBM3", slug="h100-sxm-80gb")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from service.sizing.errors import SizingError, UnknownLayerKind
-from service.sizing.hf_config import architecture_from_hf_config, unexplained_keys
+from service.sizing.model.hf_config import architecture_from_hf_config, unexplained_keys
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 

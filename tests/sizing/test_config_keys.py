@@ -2,7 +2,7 @@
 
 Each published config.json in tests/fixtures/hf_configs/ (SOURCES.md) is read as a user's paste
 is; a key of its language model that kvplan neither reads (for the cache or the weights) nor
-declares irrelevant (service/sizing/config_guard.py IRRELEVANT, each with its reason, or moot in
+declares irrelevant (service/sizing/model/config_guard.py IRRELEVANT, each with its reason, or moot in
 that config) fails the test: a new fixture with a cache-changing key kvplan does not know
 cannot slip in unread.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from service.sizing.config_guard import CACHE_KEYS, IRRELEVANT, is_cache_key
-from service.sizing.hf_config import unexplained_keys
+from service.sizing.model.config_guard import CACHE_KEYS, IRRELEVANT, is_cache_key
+from service.sizing.model.hf_config import unexplained_keys
 
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
 FIXTURES = sorted(path.name for path in CONFIGS.glob("*.json"))

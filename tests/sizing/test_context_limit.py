@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from service.sizing.context_limit import check_max_model_len
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import SizingError
-from service.sizing.hf_config import architecture_from_hf_config
+from service.sizing.model.context_limit import check_max_model_len
+from service.sizing.model.hf_config import architecture_from_hf_config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 

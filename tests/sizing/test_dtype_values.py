@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from service.sizing import dtypes
-from service.sizing.dtypes import (
+from service.sizing.engines.common import EngineOptions, Workload
+from service.sizing.errors import InvalidDtype
+from service.sizing.model import dtypes
+from service.sizing.model.dtypes import (
     FloatDtype,
     KvCacheDtype,
     WeightFormat,
@@ -24,8 +26,6 @@ from service.sizing.dtypes import (
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from service.sizing.engines.common import EngineOptions, Workload
-from service.sizing.errors import InvalidDtype
 
 SIZING = Path(__file__).resolve().parents[2] / "service" / "sizing"
 PARSERS = frozenset(

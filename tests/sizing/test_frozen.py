@@ -15,7 +15,7 @@ from service.sizing.frozen import frozen
 # be the error `make lint` (mypy --strict on service/) refuses.
 ASSIGNMENTS = """
 import dataclasses
-from service.sizing.dtypes import KvCacheDtype
+from service.sizing.model.dtypes import KvCacheDtype
 from service.sizing.engines.common import Workload
 from service.sizing.frozen import frozen
 

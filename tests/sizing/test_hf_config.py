@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from service.sizing.architecture import (
+from service.sizing.engines.kv import kv_bytes_per_token
+from service.sizing.errors import SizingError, UnknownLayerKind
+from service.sizing.model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -25,10 +27,8 @@ from service.sizing.architecture import (
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
-from service.sizing.dtypes import KvCacheDtype
-from service.sizing.errors import SizingError, UnknownLayerKind
-from service.sizing.hf_config import architecture_from_hf_config, detect_weight_format
-from service.sizing.kv import kv_bytes_per_token
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.hf_config import architecture_from_hf_config, detect_weight_format
 
 
 def kinds(arch: ModelArchitecture) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""LFM2's layers as vLLM 0.33.0 builds them (models/lfm2.py; service/sizing/hf_hybrids.py),
+"""LFM2's layers as vLLM 0.33.0 builds them (models/lfm2.py; service/sizing/model/hf_hybrids.py),
 from LiquidAI LFM2-350M's published config.json verbatim (tests/fixtures/hf_configs, SOURCES.md).
 """
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from service.sizing.architecture import FullAttention, ModelArchitecture, ShortConv
+from service.sizing.engines.kv import state_bytes_per_sequence, state_shape, token_bytes_per_layer
 from service.sizing.errors import SizingError
-from service.sizing.hf_config import architecture_from_hf_config
-from service.sizing.kv import state_bytes_per_sequence, state_shape, token_bytes_per_layer
+from service.sizing.model.architecture import FullAttention, ModelArchitecture, ShortConv
+from service.sizing.model.hf_config import architecture_from_hf_config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 

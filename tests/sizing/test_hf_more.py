@@ -1,4 +1,4 @@
-"""The MiMo-V2 reader (service/sizing/hf_more.py) on its published config, and what it refuses.
+"""The MiMo-V2 reader (service/sizing/model/hf_more.py) on its published config, and what it refuses.
 
 The config is tests/fixtures/hf_configs/XiaomiMiMo--MiMo-V2-Flash.json (SOURCES.md); a test that
 changes a key says to what and why.
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from service.sizing.architecture import FullAttention, SlidingWindowAttention
 from service.sizing.errors import SizingError, UnknownLayerKind
-from service.sizing.hf_config import architecture_from_hf_config
+from service.sizing.model.architecture import FullAttention, SlidingWindowAttention
+from service.sizing.model.hf_config import architecture_from_hf_config
 
 CONFIG = Path(__file__).parent.parent / "fixtures" / "hf_configs" / "XiaomiMiMo--MiMo-V2-Flash.json"
 

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from service.sizing.hf_config import checkpoint_weights
-from service.sizing.param_count import TensorClass
+from service.sizing.model.hf_config import checkpoint_weights
+from service.sizing.model.param_count import TensorClass
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 

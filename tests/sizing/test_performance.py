@@ -1,4 +1,4 @@
-"""The performance model's formulas (service/sizing/performance.py) on examples worked by hand.
+"""The performance model's formulas (service/sizing/speed/performance.py) on examples worked by hand.
 
 GPU figures are the catalog's (service/catalog/data/gpus.json): H100 SXM 3.35 TB/s, 989 dense
 BF16 TFLOPS, 1978 FP8; A100 SXM 80GB 2.039 TB/s, 312 BF16, no FP8; L40S 0.864 TB/s, 362.05
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import (
+from service.sizing.errors import SizingError
+from service.sizing.model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     MixtureOfExperts,
@@ -19,9 +20,8 @@ from service.sizing.architecture import (
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
-from service.sizing.dtypes import WeightFormat
-from service.sizing.errors import SizingError
-from service.sizing.performance import (
+from service.sizing.model.dtypes import WeightFormat
+from service.sizing.speed.performance import (
     Efficiency,
     GpuPerformance,
     PerformanceBound,

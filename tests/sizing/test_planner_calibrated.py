@@ -7,10 +7,10 @@ heads x 128 x 2 (K, V) x 2 B = 2 MiB.
 
 from __future__ import annotations
 
-from service.sizing.architecture import FullAttention, ModelArchitecture
 from service.sizing.capacity import Capacity, Gpu
 from service.sizing.engines.common import EngineOptions
-from service.sizing.planner import PlanRequest, plan
+from service.sizing.model.architecture import FullAttention, ModelArchitecture
+from service.sizing.planning.planner import PlanRequest, plan
 from service.sizing.units import GiB, MiB
 
 LLAMA_31_8B = ModelArchitecture(

@@ -1,6 +1,6 @@
 """The planner's steps for one candidate: fit, replicas, price.
 
-Sources: the rule in service/sizing/planner.py's module docstring (the fewest replicas that
+Sources: the rule in service/sizing/planning/planner.py's module docstring (the fewest replicas that
 hold the peak with the headroom asked for, by blocks and by the engine's batch cap), vLLM's null
 block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and paged attention
 (a sequence holds blocks for the tokens it has). Llama-3.1-8B: 32 layers x 8 KV heads x 128 x
@@ -9,10 +9,10 @@ block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and 
 
 from __future__ import annotations
 
-from service.sizing.architecture import FullAttention, ModelArchitecture
 from service.sizing.capacity import Gpu, Workload, compute_capacity
 from service.sizing.engines.common import EngineOptions
-from service.sizing.planner import (
+from service.sizing.model.architecture import FullAttention, ModelArchitecture
+from service.sizing.planning.planner import (
     PlanRequest,
     _Fit,
     _fit_for,

@@ -13,7 +13,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.sizing.architecture import (
+from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.engines.kv import kv_bytes_per_sequence, kv_bytes_per_token, sequence_breakdown
+from service.sizing.engines.vllm import parse_vllm_version, vllm_layout, vllm_release, vllm_report
+from service.sizing.errors import SizingError
+from service.sizing.model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -24,13 +29,8 @@ from service.sizing.architecture import (
     MultiHeadLatentAttention,
     SlidingWindowAttention,
 )
-from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
-from service.sizing.dtypes import FloatDtype, KvCacheDtype
-from service.sizing.engines.common import Engine, EngineOptions
-from service.sizing.engines.vllm import parse_vllm_version, vllm_layout, vllm_release, vllm_report
-from service.sizing.errors import SizingError
-from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token, sequence_breakdown
-from service.sizing.planner import PlanRequest, plan
+from service.sizing.model.dtypes import FloatDtype, KvCacheDtype
+from service.sizing.planning.planner import PlanRequest, plan
 from service.sizing.units import GiB, cdiv
 from tests.sizing.models import LLAMA_31_8B as LLAMA_LIKE
 

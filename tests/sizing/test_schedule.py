@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from service.sizing import architecture_from_dict
-from service.sizing.architecture import LayerKind, MultiHeadLatentAttention, NoCache
-from service.sizing.dtypes import KvCacheDtype
+from service.sizing.engines.kv import kv_bytes_per_token
 from service.sizing.errors import SizingError, UnknownLayerKind
-from service.sizing.kv import kv_bytes_per_token
-from service.sizing.schedule import architecture_to_dict
+from service.sizing.model.architecture import LayerKind, MultiHeadLatentAttention, NoCache
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.schedule import architecture_to_dict
 
 INDEXED = MultiHeadLatentAttention(512, 64, indexer_head_dim=128)
 SHARED = MultiHeadLatentAttention(512, 64)

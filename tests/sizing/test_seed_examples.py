@@ -5,14 +5,14 @@ Each test names the example number it checks. Hand arithmetic sits next to each 
 
 from __future__ import annotations
 
-from service.sizing.architecture import (
+from service.sizing.engines.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from service.sizing.model.architecture import (
     FullAttention,
     GatedDeltaNet,
     ModelArchitecture,
     MultiHeadLatentAttention,
 )
-from service.sizing.dtypes import KvCacheDtype
-from service.sizing.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from service.sizing.model.dtypes import KvCacheDtype
 from service.sizing.units import GB, GiB, KiB, MiB
 
 

@@ -18,17 +18,17 @@ from dataclasses import replace
 
 import pytest
 
-from service.sizing.architecture import (
+from service.sizing.capacity import Capacity, Parallelism, Workload, compute_capacity
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.engines.sglang import sglang_report
+from service.sizing.errors import SizingError
+from service.sizing.model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     Mamba1,
     ModelArchitecture,
     SlidingWindowAttention,
 )
-from service.sizing.capacity import Capacity, Parallelism, Workload, compute_capacity
-from service.sizing.engines.common import Engine, EngineOptions
-from service.sizing.engines.sglang import sglang_report
-from service.sizing.errors import SizingError
 from service.sizing.units import GiB
 from tests.sizing.models import GPT_OSS_120B_60_GIB as GPT_OSS
 from tests.sizing.models import H100_80_GIB as H100

@@ -15,17 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import (
-    ChunkedLocalAttention,
-    FullAttention,
-    GatedDeltaNet,
-    Mamba1,
-    Mamba2,
-    ModelArchitecture,
-    SlidingWindowAttention,
-)
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.common import EngineOptions
+from service.sizing.engines.parallel import pipeline_stages
 from service.sizing.engines.sglang import (
     MambaSplit,
     SwaSplit,
@@ -42,7 +34,15 @@ from service.sizing.engines.sglang import (
     sglang_release,
 )
 from service.sizing.errors import SizingError
-from service.sizing.parallel import pipeline_stages
+from service.sizing.model.architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    GatedDeltaNet,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+    SlidingWindowAttention,
+)
 from service.sizing.units import GiB
 
 # Qwen3.5 / Qwen3-Next geometry (as in test_sglang_hybrid.py): 16 key heads, 32 value heads,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from service.sizing import Gpu
-from service.sizing.architecture import FullAttention, MixtureOfExperts, ModelArchitecture
 from service.sizing.errors import SizingError
-from service.sizing.speed import (
+from service.sizing.model.architecture import FullAttention, MixtureOfExperts, ModelArchitecture
+from service.sizing.speed.replica import (
     LatencyTargets,
     NoEstimate,
     Paced,

@@ -23,13 +23,6 @@ import re
 
 import pytest
 
-from service.sizing.architecture import (
-    FullAttention,
-    Mamba1,
-    Mamba2,
-    ModelArchitecture,
-    NoCache,
-)
 from service.sizing.capacity import Capacity, Parallelism, Workload, compute_capacity
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.common import Engine, EngineOptions
@@ -40,6 +33,13 @@ from service.sizing.engines.trtllm import (
     trtllm_window_pools,
 )
 from service.sizing.errors import SizingError
+from service.sizing.model.architecture import (
+    FullAttention,
+    Mamba1,
+    Mamba2,
+    ModelArchitecture,
+    NoCache,
+)
 from service.sizing.units import GiB
 from tests.sizing.models import GPT_OSS_120B_60_GIB as GPT_OSS
 from tests.sizing.models import H100_80_GIB as H100

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import FullAttention, Mamba2, ModelArchitecture
 from service.sizing.capacity import Gpu, Parallelism, SizingInputs, Workload, model_facts
 from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.engines.parallel import pipeline_stages
 from service.sizing.engines.trtllm import (
     WindowPool,
     _tightest_stage_mamba,
@@ -27,7 +27,7 @@ from service.sizing.engines.trtllm import (
     trtllm_release,
     trtllm_window_shares,
 )
-from service.sizing.parallel import pipeline_stages
+from service.sizing.model.architecture import FullAttention, Mamba2, ModelArchitecture
 from service.sizing.units import GiB
 
 H100 = Gpu(80 * GiB, "NVIDIA H100 80GB HBM3")

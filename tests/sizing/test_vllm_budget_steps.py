@@ -13,12 +13,6 @@ from pathlib import Path
 import pytest
 
 from service.sizing import architecture_from_hf_config
-from service.sizing.architecture import (
-    ChunkedLocalAttention,
-    FullAttention,
-    MixtureOfExperts,
-    ModelArchitecture,
-)
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.activation import moe_workspace_bytes, triton_sampler_bytes
 from service.sizing.engines.vllm import (
@@ -30,6 +24,12 @@ from service.sizing.engines.vllm import (
     vllm_non_torch_bytes,
     vllm_release,
     vocab_padding_bytes,
+)
+from service.sizing.model.architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    MixtureOfExperts,
+    ModelArchitecture,
 )
 from service.sizing.units import GiB, MiB
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from service.sizing.config_view import HFConfig
 from service.sizing.engines.vllm_deepseek_v4 import layer_pages, packed_pool
-from service.sizing.hf_deepseek_v4 import CompressedLayer, deepseek_v4_layers
+from service.sizing.model.config_view import HFConfig
+from service.sizing.model.hf_deepseek_v4 import CompressedLayer, deepseek_v4_layers
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 ONE_MILLION = 1_048_576  # max_position_embeddings of the V4 configs, 2^20

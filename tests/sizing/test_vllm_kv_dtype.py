@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.dtypes import KvCacheDtype
 from service.sizing.engines.vllm import vllm_release
 from service.sizing.engines.vllm_kv_dtype import vllm_kv_cache_dtype
-from service.sizing.weight_format import declared_kv_cache
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.weight_format import declared_kv_cache
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import (
-    FullAttention,
-    ModelArchitecture,
-    SlidingWindowAttention,
-)
 from service.sizing.engines.common import CacheLayout
 from service.sizing.engines.vllm import (
     VllmRelease,
@@ -25,6 +20,11 @@ from service.sizing.engines.vllm import (
     vllm_layout,
     vllm_release,
     vllm_report,
+)
+from service.sizing.model.architecture import (
+    FullAttention,
+    ModelArchitecture,
+    SlidingWindowAttention,
 )
 from service.sizing.units import GiB, MiB, cdiv
 from tests.sizing.models import (

@@ -41,9 +41,9 @@ import pytest
 
 from service.sizing import architecture_from_hf_config
 from service.sizing.engines.vllm import model_memory_usage
-from service.sizing.hf_config import checkpoint_weights
-from service.sizing.param_count import TensorClass
-from service.sizing.weights import weight_bytes_per_gpu, weight_bytes_total
+from service.sizing.model.hf_config import checkpoint_weights
+from service.sizing.model.param_count import TensorClass
+from service.sizing.model.weights import weight_bytes_per_gpu, weight_bytes_total
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GIB = 2**30

@@ -13,14 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.architecture import (
-    ChunkedLocalAttention,
-    FullAttention,
-    GatedDeltaNet,
-    ModelArchitecture,
-    MultiHeadLatentAttention,
-    SlidingWindowAttention,
-)
 from service.sizing.engines.common import CacheLayout
 from service.sizing.engines.vllm import (
     NO_HYBRID_MANAGER_NOTE,
@@ -42,6 +34,14 @@ from service.sizing.engines.vllm import (
     vllm_release,
 )
 from service.sizing.errors import SizingError
+from service.sizing.model.architecture import (
+    ChunkedLocalAttention,
+    FullAttention,
+    GatedDeltaNet,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+    SlidingWindowAttention,
+)
 from service.sizing.units import GiB, MiB, cdiv
 
 FULL = FullAttention(num_kv_heads=8, head_dim=128)  # 2 x 8 x 128 x 2 B = 4,096 B per token

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.sizing.dtypes import KvCacheDtype
+from service.sizing.engines.kv import kv_bytes_per_token
 from service.sizing.errors import SizingError
-from service.sizing.hf_config import architecture_from_hf_config, checkpoint_weights
-from service.sizing.kv import kv_bytes_per_token
-from service.sizing.param_count import TensorClass
-from service.sizing.weight_format import LinearStorage, Storage, matches
+from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.hf_config import architecture_from_hf_config, checkpoint_weights
+from service.sizing.model.param_count import TensorClass
+from service.sizing.model.weight_format import LinearStorage, Storage, matches
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GIB = 2**30

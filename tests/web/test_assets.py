@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from service.middleware import API_POLICY, PAGE_POLICY
+from service.kit.middleware import API_POLICY, PAGE_POLICY
 from service.web.router import MEDIA
 from tests.helpers import problem
 

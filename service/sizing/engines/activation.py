@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..architecture import (
+from ..model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     ModelArchitecture,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..dtypes import FloatDtype
+from ..model.dtypes import FloatDtype
 from ..units import GiB, MiB
 
 Version = tuple[int, int, int]

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..architecture import ModelArchitecture
-from ..dtypes import (
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import (
     FloatDtype,
     KvCacheDtype,
     ModelDtype,
@@ -23,10 +25,8 @@ from ..dtypes import (
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from ..errors import SizingError
-from ..frozen import frozen
-from ..kv import LayerBytes
 from ..units import cdiv
+from .kv import LayerBytes
 
 MAX_CONTEXT_TOKENS = 10_000_000
 

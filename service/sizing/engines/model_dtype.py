@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..architecture import ModelArchitecture
-from ..dtypes import FloatDtype, ModelDtype, WeightFormat
 from ..errors import InvalidDtype
 from ..frozen import frozen
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import FloatDtype, ModelDtype, WeightFormat
 from ..units import cdiv
 from ..versions import release_label
 from . import calibration as cal

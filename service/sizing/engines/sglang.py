@@ -22,7 +22,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..architecture import (
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -35,10 +37,7 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..dtypes import FloatDtype
-from ..errors import SizingError
-from ..frozen import frozen
-from ..kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
+from ..model.dtypes import FloatDtype
 from ..units import GiB, MiB, cdiv
 from ..versions import parse_engine_version, predecessor, release_label, sizing_note
 from . import calibration as cal
@@ -56,6 +55,7 @@ from .common import (
     given_pool_budget,
     single_group_layout,
 )
+from .kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from .unmodelled import refuse_unmodelled
 
 

@@ -24,7 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..architecture import (
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -36,10 +38,7 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..dtypes import FloatDtype
-from ..errors import SizingError
-from ..frozen import frozen
-from ..kv import packed_mla, token_bytes_per_layer
+from ..model.dtypes import FloatDtype
 from ..units import GiB, cdiv
 from ..versions import parse_engine_version
 from . import calibration
@@ -57,6 +56,7 @@ from .common import (
     given_pool_budget,
     single_group_layout,
 )
+from .kv import packed_mla, token_bytes_per_layer
 from .unmodelled import refuse_unmodelled
 
 

@@ -6,8 +6,8 @@ them in pools kvplan has not read, so a capacity from their generic pools would 
 
 from __future__ import annotations
 
-from ..architecture import ModelArchitecture
 from ..errors import SizingError
+from ..model.architecture import ModelArchitecture
 
 
 def refuse_unmodelled(arch: ModelArchitecture, engine: str) -> None:

@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
-from ..architecture import (
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -33,9 +35,6 @@ from ..architecture import (
     StateLayer,
     TokenLayer,
 )
-from ..errors import SizingError
-from ..frozen import frozen
-from ..kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
@@ -58,6 +57,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
+from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 

@@ -41,7 +41,7 @@ from collections import Counter
 from typing import Final, Literal
 
 from ..frozen import frozen
-from ..hf_deepseek_v4 import FP8_DS_MLA_ROW_BYTES, HEAD_DIM, CompressedLayer
+from ..model.hf_deepseek_v4 import FP8_DS_MLA_ROW_BYTES, HEAD_DIM, CompressedLayer
 
 DS_MLA_ALIGNMENT: Final = 576  # alignment=576 on every fp8_ds_mla DeepSeek-V4 spec
 SWA_BLOCK_TOKENS: Final = 64  # DeepseekV4SWACache block_size default

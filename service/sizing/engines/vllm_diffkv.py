@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..architecture import FullAttention, ModelArchitecture, SlidingWindowAttention
 from ..errors import SizingError
+from ..model.architecture import FullAttention, ModelArchitecture, SlidingWindowAttention
 from .calibration import Version
 
 VLLM_MIMO_V2: Final[Version] = (0, 14, 0)  # models/mimo_v2_flash.py first in the 0.14.0 wheel

@@ -6,10 +6,10 @@ docs/engines/vllm.md#kda and #minimax-m3-index-keys say what each rule was read 
 
 from __future__ import annotations
 
-from ..architecture import ModelArchitecture
-from ..dtypes import FloatDtype
 from ..errors import SizingError
-from ..hf_kimi_minimax import MINIMAX_M3_SPARSE_BLOCK
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import FloatDtype
+from ..model.hf_kimi_minimax import MINIMAX_M3_SPARSE_BLOCK
 from . import calibration as cal
 from .calibration import Version
 from .common import EngineOptions

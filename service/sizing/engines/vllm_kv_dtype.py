@@ -19,9 +19,9 @@ checkpoint's KV scales are loaded and left unused.
 
 from __future__ import annotations
 
-from ..architecture import ModelArchitecture
-from ..dtypes import KvCacheDtype
 from ..frozen import frozen
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import KvCacheDtype
 from . import calibration as cal
 from .common import EngineOptions, Workload
 from .vllm import VllmRelease, parse_vllm_version, vllm_release

@@ -1,0 +1,449 @@
+"""A model as the KV cache sees it: an ordered schedule of layers, each of a known kind.
+
+A model is not one formula. Each layer kind keeps a different kind of per-sequence state:
+attention layers keep keys and values per token (all of them, a window, or a chunk), MLA keeps
+one compressed latent per token, and linear-attention / Mamba layers keep a fixed-size state.
+Unknown kinds are rejected (`UnknownLayerKind`), never sized as full attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import ClassVar, TypeAlias
+
+from ..errors import SizingError, UnknownLayerKind
+from .dtypes import (
+    FloatDtype,
+    WeightFormat,
+    normalize_checkpoint_kv_cache,
+    parse_float_dtype,
+    parse_weight_format,
+)
+
+
+class LayerKind(StrEnum):
+    FULL_ATTENTION = "full_attention"
+    SLIDING_ATTENTION = "sliding_attention"
+    CHUNKED_ATTENTION = "chunked_attention"
+    MLA = "mla"
+    LINEAR_ATTENTION = "linear_attention"
+    KDA = "kda"
+    MAMBA2 = "mamba2"
+    MAMBA = "mamba"
+    SHORT_CONV = "short_conv"
+    NO_CACHE = "no_cache"
+
+
+def _positive(field_name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SizingError(field_name, f"must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class FullAttention:
+    """MHA / GQA / MQA: K and V for every token of the context."""
+
+    kind: ClassVar[LayerKind] = LayerKind.FULL_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int | None = None
+    # MiniMax-M3 sparse attention: the layer's indexer keeps one bf16 index key of this many
+    # elements per token beside K and V (vLLM models/minimax_m3 MiniMaxM3IndexerCache).
+    indexer_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+        if self.indexer_head_dim is not None:
+            _positive("indexer_head_dim", self.indexer_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingWindowAttention:
+    """Attention over the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3, gpt-oss)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.SLIDING_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    sliding_window: int
+    v_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("sliding_window", self.sliding_window)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedLocalAttention:
+    """Attention inside fixed chunks of `attention_chunk_size` tokens (Llama 4)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.CHUNKED_ATTENTION
+    num_kv_heads: int
+    head_dim: int
+    attention_chunk_size: int
+    v_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("num_kv_heads", self.num_kv_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("attention_chunk_size", self.attention_chunk_size)
+        if self.v_head_dim is not None:
+            _positive("v_head_dim", self.v_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiHeadLatentAttention:
+    """MLA (DeepSeek V2/V3/R1, Kimi K2): one latent of kv_lora_rank + rope dims per token."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MLA
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    # DeepSeek sparse attention (V3.2, GLM-5): the lightning indexer keeps its own key per token.
+    indexer_head_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("kv_lora_rank", self.kv_lora_rank)
+        _positive("qk_rope_head_dim", self.qk_rope_head_dim)
+        if self.indexer_head_dim is not None:
+            _positive("indexer_head_dim", self.indexer_head_dim)
+
+
+@dataclass(frozen=True, slots=True)
+class GatedDeltaNet:
+    """Linear attention (Qwen3-Next, Qwen3.5/3.6): a conv state plus a recurrent matrix state."""
+
+    kind: ClassVar[LayerKind] = LayerKind.LINEAR_ATTENTION
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("num_key_heads", self.num_key_heads)
+        _positive("num_value_heads", self.num_value_heads)
+        _positive("key_head_dim", self.key_head_dim)
+        _positive("value_head_dim", self.value_head_dim)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class KimiDeltaAttention(GatedDeltaNet):
+    """Kimi Delta Attention (Kimi-Linear, Kimi-K3): a Gated DeltaNet state, kept apart because
+    engines treat it apart (vLLM `MambaStateShapeCalculator.kda_state_shape`: q/k/v convs of
+    (conv_kernel - 1) x (2 x key_dim + value_dim) / tp, recurrent (heads / tp, d, d); the
+    recurrent state in float32 unless the release takes `mamba_ssm_cache_dtype`)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.KDA
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba2:
+    """Mamba-2 mixer (Nemotron-H, Granite 4.0-H, Falcon-H1)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MAMBA2
+    num_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("num_heads", self.num_heads)
+        _positive("head_dim", self.head_dim)
+        _positive("state_size", self.state_size)
+        _positive("n_groups", self.n_groups)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba1:
+    """Mamba-1 mixer (Jamba): d_inner channels, each with a d_state state and a conv window."""
+
+    kind: ClassVar[LayerKind] = LayerKind.MAMBA
+    intermediate_size: int
+    state_size: int
+    conv_kernel: int
+
+    def __post_init__(self) -> None:
+        _positive("intermediate_size", self.intermediate_size)
+        _positive("state_size", self.state_size)
+        _positive("conv_kernel", self.conv_kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class ShortConv(Mamba1):
+    """LFM2's gated short convolution: a conv state and no SSM state.
+
+    vLLM 0.33.0 `MambaStateShapeCalculator.short_conv_state_shape` (layers/mamba/mamba_utils.py):
+    one tensor of (conv_kernel - 1) x intermediate_size / tp per sequence, where LFM2 passes
+    `conv_dim` as intermediate_size and `conv_L_cache` as conv_kernel (models/lfm2.py
+    `Lfm2ForCausalLM.get_mamba_state_shape_from_config`). Kept as a Mamba-1 layer with no SSM
+    state (state_size 0), so every path that sizes a conv state sizes it; kept apart because
+    kvplan models only vLLM's pool for it.
+    """
+
+    kind: ClassVar[LayerKind] = LayerKind.SHORT_CONV
+    state_size: int = field(default=0, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _positive("intermediate_size", self.intermediate_size)
+        _positive("conv_kernel", self.conv_kernel)
+        if self.state_size != 0:
+            raise SizingError("state_size", "a short convolution keeps no SSM state")
+
+
+@dataclass(frozen=True, slots=True)
+class NoCache:
+    """A block that keeps no per-sequence state (Nemotron-H MLP / MoE blocks)."""
+
+    kind: ClassVar[LayerKind] = LayerKind.NO_CACHE
+
+
+AttentionLayer: TypeAlias = FullAttention | SlidingWindowAttention | ChunkedLocalAttention
+TokenLayer: TypeAlias = AttentionLayer | MultiHeadLatentAttention
+StateLayer: TypeAlias = GatedDeltaNet | Mamba2 | Mamba1
+Layer: TypeAlias = TokenLayer | StateLayer | NoCache
+
+LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
+    LayerKind.FULL_ATTENTION: FullAttention,
+    LayerKind.SLIDING_ATTENTION: SlidingWindowAttention,
+    LayerKind.CHUNKED_ATTENTION: ChunkedLocalAttention,
+    LayerKind.MLA: MultiHeadLatentAttention,
+    LayerKind.LINEAR_ATTENTION: GatedDeltaNet,
+    LayerKind.KDA: KimiDeltaAttention,
+    LayerKind.MAMBA2: Mamba2,
+    LayerKind.MAMBA: Mamba1,
+    LayerKind.SHORT_CONV: ShortConv,
+    LayerKind.NO_CACHE: NoCache,
+}
+
+
+def parse_layer_kind(name: str, field_name: str = "layer_schedule") -> LayerKind:
+    try:
+        return LayerKind(name)
+    except ValueError:
+        accepted = ", ".join(k.value for k in LayerKind)
+        raise UnknownLayerKind(
+            field_name, f"unknown layer kind {name!r}; kvplan sizes only: {accepted}"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class MixtureOfExperts:
+    num_experts: int
+    experts_per_token: int
+    moe_intermediate_size: int
+    shared_expert_intermediate_size: int = 0
+
+
+@dataclass(frozen=True)
+class ModelArchitecture:
+    """Everything about a model that decides its memory: the layer schedule and the weights."""
+
+    layers: tuple[Layer, ...]
+    num_attention_heads: int
+    # Parsed once here from a name (`torch.bfloat16`, `bf16`), typed from then on.
+    dtype: FloatDtype = FloatDtype.BFLOAT16
+    state_dtype: FloatDtype | None = None
+    hidden_size: int | None = None
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    num_parameters: int | None = None
+    weight_bytes: int | None = None
+    weight_format: WeightFormat = WeightFormat.BFLOAT16
+    max_position_embeddings: int | None = None
+    # The longest max_model_len the engine starts with, where a config.json gave more than
+    # max_position_embeddings says (rope scaling, other length keys: context_limit.py
+    # derived_max_model_len); None = max_position_embeddings is the limit.
+    derived_max_model_len: int | None = None
+    # The same for SGLang, which derives its context length its own way
+    # (context_limit.py sglang_context_len); None = max_model_len_limit.
+    sglang_context_len: int | None = None
+    moe: MixtureOfExperts | None = None
+    # The KV cache the checkpoint's quantization config declares (dtypes.CHECKPOINT_KV_CACHES),
+    # which an engine may take for --kv-cache-dtype auto (engines/vllm.py vllm_kv_cache_dtype).
+    checkpoint_kv_cache: str | None = None
+    name: str = field(default="", compare=False)
+    # When the weights were to come from a config.json and could not: the (field, reason) of
+    # the SizingError that stopped the count, for the answer that needs the weights to name.
+    weights_unknown: tuple[str, str] | None = field(default=None, compare=False)
+    # What the answer must say about how the config was read (a model_type with no reader of
+    # its own, read as a plain decoder: config_guard.plain_reading_note).
+    config_note: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            raise SizingError("layer_schedule", "a model needs at least one layer")
+        for layer in self.layers:
+            if type(layer) not in LAYER_CLASSES.values():
+                raise UnknownLayerKind(
+                    "layer_schedule", f"unknown layer object {type(layer).__name__}"
+                )
+        _positive("num_attention_heads", self.num_attention_heads)
+        object.__setattr__(self, "dtype", parse_float_dtype(self.dtype))
+        if self.state_dtype is not None:
+            object.__setattr__(
+                self, "state_dtype", parse_float_dtype(self.state_dtype, "state_dtype")
+            )
+        object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
+        if self.checkpoint_kv_cache is not None:
+            normalize_checkpoint_kv_cache(self.checkpoint_kv_cache)
+        if not any(not isinstance(layer, NoCache) for layer in self.layers):
+            raise SizingError("layer_schedule", "no layer keeps any per-sequence state")
+        for name in (
+            "hidden_size",
+            "intermediate_size",
+            "vocab_size",
+            "num_parameters",
+            "weight_bytes",
+            "max_position_embeddings",
+            "derived_max_model_len",
+            "sglang_context_len",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                _positive(name, value)
+        # Hashing 100+ layers on every cache lookup would cost more than the arithmetic.
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (
+                    self.layers,
+                    self.num_attention_heads,
+                    self.dtype,
+                    self.state_dtype,
+                    self.hidden_size,
+                    self.intermediate_size,
+                    self.vocab_size,
+                    self.num_parameters,
+                    self.weight_bytes,
+                    self.weight_format,
+                    self.max_position_embeddings,
+                    self.derived_max_model_len,
+                    self.sglang_context_len,
+                    self.moe,
+                    self.checkpoint_kv_cache,
+                    self.config_note,
+                )
+            ),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def max_model_len_limit(self) -> int | None:
+        """The longest max_model_len the engine derives from the model (context_limit.py)."""
+        if self.derived_max_model_len is not None:
+            return self.derived_max_model_len
+        return self.max_position_embeddings
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def weights_known(self) -> bool:
+        """Whether the weights can be sized (a parameter count or a checkpoint size is known)."""
+        return self.num_parameters is not None or self.weight_bytes is not None
+
+    @cached_property
+    def layer_counts(self) -> tuple[tuple[Layer, int], ...]:
+        """Distinct layer geometries with how many layers have each, in first-seen order."""
+        counts: dict[Layer, int] = {}
+        for layer in self.layers:
+            counts[layer] = counts.get(layer, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
+    def kinds(self) -> frozenset[LayerKind]:
+        return frozenset(layer.kind for layer in self.layers)
+
+    @cached_property
+    def cache_layer_counts(self) -> tuple[tuple[TokenLayer | StateLayer, int], ...]:
+        """`layer_counts` without the blocks that keep no state."""
+        return tuple(
+            (layer, count) for layer, count in self.layer_counts if not isinstance(layer, NoCache)
+        )
+
+    @cached_property
+    def cache_layer_positions(self) -> tuple[tuple[TokenLayer | StateLayer, tuple[int, ...]], ...]:
+        """Each distinct cache layer, in model order, with the indexes of the layers it is."""
+        positions: dict[TokenLayer | StateLayer, list[int]] = {}
+        for index, layer in enumerate(self.layers):
+            if not isinstance(layer, NoCache):
+                positions.setdefault(layer, []).append(index)
+        return tuple((layer, tuple(where)) for layer, where in positions.items())
+
+    @cached_property
+    def has_state_layers(self) -> bool:
+        """Any linear-attention / Mamba layer (a fixed state per sequence)."""
+        return any(isinstance(g, GatedDeltaNet | Mamba2 | Mamba1) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_mla(self) -> bool:
+        return any(isinstance(g, MultiHeadLatentAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_sparse_mla(self) -> bool:
+        """DeepSeek sparse attention: MLA layers with a lightning-indexer key cache."""
+        return any(
+            isinstance(g, MultiHeadLatentAttention) and g.indexer_head_dim is not None
+            for g, _ in self.layer_counts
+        )
+
+    @cached_property
+    def has_kda(self) -> bool:
+        """Kimi Delta Attention layers (Kimi-Linear, Kimi-K3)."""
+        return any(isinstance(g, KimiDeltaAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_short_conv(self) -> bool:
+        """LFM2 short-convolution layers."""
+        return any(isinstance(g, ShortConv) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_indexed_attention(self) -> bool:
+        """Attention layers with a MiniMax-M3 sparse-attention index key per token."""
+        return any(
+            isinstance(g, FullAttention) and g.indexer_head_dim is not None
+            for g, _ in self.layer_counts
+        )
+
+    @property
+    def is_hybrid(self) -> bool:
+        """More than one cache geometry: vLLM's hybrid KV-cache manager takes over."""
+        return len(self.cache_layer_counts) > 1
+
+    def with_layers(self, layers: Sequence[Layer]) -> ModelArchitecture:
+        """The same model restricted to some of its layers (one pipeline stage)."""
+        return ModelArchitecture(
+            layers=tuple(layers),
+            num_attention_heads=self.num_attention_heads,
+            dtype=self.dtype,
+            state_dtype=self.state_dtype,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            vocab_size=self.vocab_size,
+            num_parameters=self.num_parameters,
+            weight_bytes=self.weight_bytes,
+            weight_format=self.weight_format,
+            max_position_embeddings=self.max_position_embeddings,
+            derived_max_model_len=self.derived_max_model_len,
+            sglang_context_len=self.sglang_context_len,
+            moe=self.moe,
+            checkpoint_kv_cache=self.checkpoint_kv_cache,
+            name=self.name,
+            weights_unknown=self.weights_unknown,
+            config_note=self.config_note,
+        )

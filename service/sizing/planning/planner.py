@@ -1,0 +1,633 @@
+"""The three sizing questions -> a plan: which GPU, how many, how laid out, at what cost.
+
+Every GPU x every tensor-parallel size a node allows is sized with `compute_capacity`; each
+feasible one gets the fewest replicas that hold the peak concurrency with the headroom asked
+for. The options are ranked by `rank_by`: "cost" (price per hour; the default), "gpu_count"
+(total GPUs, then price) or "tokens_per_dollar" (output tokens per second of all replicas at the
+peak, per dollar an hour; every option is timed for it). An option without a price (an inline
+or caller-written GPU with none) ranks after every priced one under "cost" and
+"tokens_per_dollar", and the plan says so; a plan counts the options it does not show
+(`alternatives_omitted`) and names their GPUs.
+
+Latency targets (max_tpot_ms, max_ttft_ms, min_output_tokens_per_second_per_user) are held by
+speed.py `pace`: a candidate whose replicas, at the peak, decode too slowly runs the largest
+batch that meets them (a lower max_num_seqs) on as many more replicas as the peak then needs;
+one whose prefill is too slow, or whose single sequence is, is rejected with the reason. The
+cheapest candidate left is still the recommendation. The options shown carry their speed at
+the concurrency each replica is planned to serve.
+Short local names: m = max_model_len, tp = tensor_parallel_size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
+from ..engines.common import Engine, EngineOptions
+from ..engines.kv import packed_mla
+from ..engines.parallel import check_tensor_parallel
+from ..errors import InvalidDtype, SizingError
+from ..model.architecture import ModelArchitecture
+from ..model.context_limit import check_max_model_len
+from ..model.dtypes import KvCacheDtype, ModelDtype, parse_kv_cache_dtype
+from ..speed.performance import PerformanceEstimate
+from ..speed.replica import (
+    LatencyTargets,
+    NoEstimate,
+    Paced,
+    Speed,
+    SpeedQuestion,
+    TargetMiss,
+    check_prompt_tokens,
+    pace,
+    replica_speed,
+)
+from ..units import cdiv
+
+MAX_PEAK_CONCURRENCY = 1_000_000
+RANK_BY = ("cost", "gpu_count", "tokens_per_dollar")
+# Share of each replica's usable KV blocks kept free at the peak unless a plan asks otherwise:
+# README "Headroom" says why 10%.
+DEFAULT_HEADROOM_FRACTION = 0.1
+
+# A measured pool for a candidate (the planning slice's calibrations): called with the
+# candidate sized as usual, it answers the pool to size it with instead, or None.
+CalibratedPool = Callable[[Capacity, Gpu], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRequest:
+    max_model_len: int
+    peak_concurrency: int
+    # A name (or alias) is parsed once, here; a `KvCacheDtype` from then on.
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    max_gpus_per_node: int | None = None
+    headroom_fraction: float = DEFAULT_HEADROOM_FRACTION
+    avg_context_tokens: int | None = None
+    max_replicas: int = 4096
+    max_alternatives: int = 10
+    avg_prompt_tokens: int | None = None
+    max_tpot_ms: float | None = None
+    max_ttft_ms: float | None = None
+    min_output_tokens_per_second_per_user: float | None = None
+    rank_by: str = "cost"
+
+    @property
+    def targets(self) -> LatencyTargets:
+        return LatencyTargets(
+            self.max_tpot_ms, self.max_ttft_ms, self.min_output_tokens_per_second_per_user
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """The context each running sequence is timed at."""
+        return self.avg_context_tokens or self.max_model_len
+
+    def __post_init__(self) -> None:
+        check_prompt_tokens(self.avg_prompt_tokens, self.max_model_len)
+        LatencyTargets(
+            self.max_tpot_ms, self.max_ttft_ms, self.min_output_tokens_per_second_per_user
+        )
+        if not 1 <= self.peak_concurrency <= MAX_PEAK_CONCURRENCY:
+            raise SizingError("peak_concurrency", f"must be between 1 and {MAX_PEAK_CONCURRENCY}")
+        if not 0 <= self.headroom_fraction < 1:
+            raise SizingError("headroom_fraction", "must be at least 0 and below 1")
+        if self.avg_context_tokens is not None and not (
+            1 <= self.avg_context_tokens <= self.max_model_len
+        ):
+            raise SizingError("avg_context_tokens", "must be between 1 and max_model_len")
+        if self.max_gpus_per_node is not None and self.max_gpus_per_node < 1:
+            raise SizingError("max_gpus_per_node", "must be at least 1")
+        if self.rank_by not in RANK_BY:
+            raise SizingError("rank_by", f"must be one of {', '.join(RANK_BY)}")
+        object.__setattr__(self, "kv_cache_dtype", parse_kv_cache_dtype(self.kv_cache_dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOption:
+    """One feasible deployment: a GPU type, a TP layout and enough replicas for the peak."""
+
+    gpu: Gpu
+    tensor_parallel_size: int
+    replicas: int
+    total_gpus: int
+    max_num_seqs: int
+    sequences_per_replica: int
+    headroom_fraction: float
+    headroom_bytes: int
+    headroom_tokens: int
+    cost_per_hour_usd: float | None
+    warnings: tuple[str, ...]
+    capacity: Capacity
+    engine: EngineOptions
+    # Sequences each replica runs at the peak: ceil(peak_concurrency / replicas).
+    concurrency_per_replica: int = 0
+    # At concurrency_per_replica; set on the options a plan shows.
+    speed: Speed | None = None
+    # What the latency targets made of the batch (None without targets).
+    latency_outcome: str | None = None
+
+    @property
+    def engine_flags(self) -> dict[str, list[str]]:
+        """Built on demand: only the options a plan shows need them."""
+        return engine_flags(
+            self.capacity, min(self.sequences_per_replica, self.max_num_seqs) or 1, self.engine
+        )
+
+    @property
+    def rank_key(self) -> tuple[bool, float, int, float]:
+        """Cheapest first; an unpriced option after every priced one, by GPU count."""
+        cost = self.cost_per_hour_usd
+        return (
+            cost is None,
+            cost if cost is not None else 0.0,
+            self.total_gpus,
+            -self.headroom_fraction,
+        )
+
+    @property
+    def gpu_count_key(self) -> tuple[int, bool, float, float]:
+        """Fewest GPUs first, then cheapest (unpriced last among equals)."""
+        cost = self.cost_per_hour_usd
+        return (
+            self.total_gpus,
+            cost is None,
+            cost if cost is not None else 0.0,
+            -self.headroom_fraction,
+        )
+
+    @property
+    def output_tokens_per_second(self) -> float | None:
+        """All replicas' output tokens per second at the peak (None without an estimate)."""
+        if not isinstance(self.speed, PerformanceEstimate):
+            return None
+        return self.speed.output_tokens_per_second * self.replicas
+
+    @property
+    def tokens_per_dollar(self) -> float | None:
+        """Output tokens per US dollar at the peak: tokens an hour over the cost an hour."""
+        rate = self.output_tokens_per_second
+        cost = self.cost_per_hour_usd
+        if rate is None or not cost:
+            return None
+        return rate * 3600 / cost
+
+    @property
+    def tokens_per_dollar_key(self) -> tuple[bool, float, float]:
+        """Most tokens per dollar first; options without a price or an estimate last."""
+        value = self.tokens_per_dollar
+        return (value is None, -(value or 0.0), self.cost_per_hour_usd or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    gpu: Gpu
+    tensor_parallel_size: int | None
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    request: PlanRequest
+    recommendation: PlanOption | None
+    alternatives: tuple[PlanOption, ...]
+    rejected: tuple[Rejection, ...]
+    warnings: tuple[str, ...]
+    # Feasible options not shown (beyond max_alternatives), and the GPUs they are on.
+    alternatives_omitted: int = 0
+    omitted_gpus: tuple[str, ...] = ()
+
+
+def tensor_parallel_candidates(arch: ModelArchitecture, node_size: int) -> list[int]:
+    """TP sizes a node can hold that divide the attention heads (vLLM's first check)."""
+    return [tp for tp in range(1, node_size + 1) if arch.num_attention_heads % tp == 0]
+
+
+@lru_cache(maxsize=4096)
+def tensor_parallel_problem(arch: ModelArchitecture, tp: int) -> SizingError | None:
+    """Why `tp` cannot shard this model, or None (checked once per model and size)."""
+    try:
+        check_tensor_parallel(arch, tp)
+    except SizingError as exc:
+        return exc
+    return None
+
+
+def engine_flags(
+    capacity: Capacity, max_num_seqs: int, options: EngineOptions
+) -> dict[str, list[str]]:
+    """Flags to paste, for vLLM and their SGLang equivalents."""
+    tp = capacity.parallel.tensor_parallel_size
+    m = capacity.max_model_len
+    dtype = capacity.kv_cache_dtype
+    vllm = [
+        f"--tensor-parallel-size {tp}",
+        f"--max-model-len {m}",
+        f"--max-num-seqs {max_num_seqs}",
+        f"--kv-cache-dtype {_vllm_kv_dtype(dtype)}",
+    ]
+    util = capacity.engine_settings.get("gpu_memory_utilization")
+    if options.engine is Engine.VLLM and util is not None:
+        vllm.append(f"--gpu-memory-utilization {util}")
+    if options.block_size is not None:
+        vllm.append(f"--block-size {options.block_size}")
+    if options.max_num_batched_tokens is not None:
+        vllm.append(f"--max-num-batched-tokens {options.max_num_batched_tokens}")
+    if options.enable_prefix_caching is not None:
+        vllm.append(
+            "--enable-prefix-caching"
+            if options.enable_prefix_caching
+            else "--no-enable-prefix-caching"
+        )
+    if options.enforce_eager:
+        vllm.append("--enforce-eager")
+    sglang = [
+        f"--tp {tp}",
+        f"--context-length {m}",
+        f"--max-running-requests {max_num_seqs}",
+        f"--kv-cache-dtype {_sglang_kv_dtype(dtype)}",
+    ]
+    if options.dtype is not ModelDtype.AUTO:  # both engines spell it --dtype
+        vllm.append(f"--dtype {options.dtype.value}")
+        sglang.append(f"--dtype {options.dtype.value}")
+    fraction = capacity.engine_settings.get("mem_fraction_static")
+    if fraction is not None:
+        sglang.append(f"--mem-fraction-static {fraction}")
+    return {"vllm": vllm, "sglang": sglang}
+
+
+def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
+    # vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 names; fp16/fp32 are "auto"
+    # on a model of that dtype.
+    return dtype if dtype in {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"} else "auto"
+
+
+def _sglang_kv_dtype(dtype: KvCacheDtype) -> str:
+    return {"fp8": "fp8_e4m3", "bfloat16": "bf16"}.get(
+        dtype, dtype if dtype != "float16" else "auto"
+    )
+
+
+def plan(
+    arch: ModelArchitecture,
+    gpus: Sequence[Gpu],
+    request: PlanRequest,
+    calibrated_pool: CalibratedPool | None = None,
+) -> Plan:
+    if not gpus:
+        raise SizingError("gpus", "no candidate GPUs")
+    workload = Workload(request.max_model_len, request.kv_cache_dtype)
+    if packed_mla(arch, request.kv_cache_dtype) and request.engine.engine is not Engine.VLLM:
+        raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
+    # A length the engine refuses is the request's fault, not every candidate's; allowed with
+    # allow_long_max_model_len, it is said once at the top.
+    too_long = check_max_model_len(arch, request.max_model_len, request.engine)
+    warnings: list[str] = [] if too_long is None else [too_long]
+    for gpu in gpus:
+        node = gpu.max_gpus_per_node
+        if request.max_gpus_per_node is not None:
+            node = min(node, request.max_gpus_per_node)
+        candidates = tensor_parallel_candidates(arch, node)
+        if not candidates:
+            rejected.append(
+                Rejection(
+                    gpu,
+                    None,
+                    "no-tensor-parallel-size",
+                    f"no tensor_parallel_size up to {node} divides the "
+                    f"{arch.num_attention_heads} attention heads",
+                )
+            )
+            continue
+        for tp in candidates:
+            outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
+            if isinstance(outcome, Rejection):
+                rejected.append(outcome)
+            else:
+                options.append(outcome)
+    ranked = _ranked(arch, options, request)
+    # Only the options shown are timed (all of them when ranked by tokens per dollar).
+    shown = [_timed(arch, option, request) for option in ranked[: 1 + request.max_alternatives]]
+    hidden = ranked[len(shown) :]
+    best = shown[0] if shown else None
+    if best is None:
+        warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
+    warnings.extend(_ranking_warnings(ranked, shown, request))
+    return Plan(
+        request=request,
+        recommendation=best,
+        alternatives=tuple(shown[1:]),
+        rejected=tuple(rejected),
+        warnings=tuple(warnings),
+        alternatives_omitted=len(hidden),
+        omitted_gpus=tuple(dict.fromkeys(option.gpu.slug for option in hidden)),
+    )
+
+
+def _ranked(
+    arch: ModelArchitecture, options: list[PlanOption], request: PlanRequest
+) -> list[PlanOption]:
+    """The options in the order `rank_by` asks for (stable: ties keep the cost order)."""
+    options = sorted(options, key=lambda option: option.rank_key)
+    if request.rank_by == "gpu_count":
+        return sorted(options, key=lambda option: option.gpu_count_key)
+    if request.rank_by == "tokens_per_dollar":
+        timed = [_timed(arch, option, request) for option in options]
+        return sorted(timed, key=lambda option: option.tokens_per_dollar_key)
+    return options
+
+
+def _ranking_warnings(
+    ranked: Sequence[PlanOption], shown: Sequence[PlanOption], request: PlanRequest
+) -> list[str]:
+    """What the ranking left out or put last, said plainly."""
+    warnings = []
+    unpriced = sorted({o.gpu.slug for o in ranked if o.cost_per_hour_usd is None})
+    if (
+        unpriced
+        and request.rank_by != "gpu_count"
+        and len(unpriced) < len({o.gpu.slug for o in ranked})
+    ):
+        warnings.append(
+            f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no price, so "
+            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
+            f"priced option (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
+            "gpu_count to rank by GPU count alone"
+        )
+    hidden = ranked[len(shown) :]
+    if hidden:
+        gpus = ", ".join(dict.fromkeys(option.gpu.slug for option in hidden))
+        warnings.append(
+            f"{len(hidden):,} more feasible option{'s' if len(hidden) != 1 else ''} not shown "
+            f"(max_alternatives {request.max_alternatives}), on {gpus}; raise max_alternatives "
+            "to see them"
+        )
+    return warnings
+
+
+def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) -> PlanOption:
+    """The option with its speed at the concurrency each replica serves at the peak."""
+    if option.speed is not None:
+        return option
+    question = SpeedQuestion(
+        tensor_parallel_size=option.tensor_parallel_size,
+        batch=option.concurrency_per_replica,
+        context_tokens=request.context_tokens,
+        prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
+        kv_cache_dtype=option.capacity.kv_cache_dtype,
+        weight_format=request.engine.weight_format,
+    )
+    served, _ = served_model(arch, option.gpu, request.engine)  # the weights at --dtype
+    speed = replica_speed(served, option.gpu, question)
+    warnings = option.warnings
+    if isinstance(speed, NoEstimate):
+        warnings = (*warnings, speed.warning)
+    return replace(option, speed=speed, warnings=warnings)
+
+
+# Memoised like the layouts, across plans: a candidate's capacity depends on the model, GPU,
+# layout, length, cache dtype and engine options, not on the peak, headroom or replicas asked
+# for, so a plan asked again (or with another peak) skips the engines' arithmetic, which is
+# most of a whole-catalog plan's time. Capacity is frozen and only read; a plan has about 80
+# candidates per cache dtype, so this holds a few dozen plans' worth.
+@lru_cache(maxsize=2048)
+def candidate_capacity(
+    arch: ModelArchitecture, gpu: Gpu, workload: Workload, tp: int, engine: EngineOptions
+) -> Capacity:
+    return compute_capacity(arch, gpu, workload, Parallelism(tp), engine)
+
+
+def _option(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    tp: int,
+    workload: Workload,
+    request: PlanRequest,
+    *,
+    calibrated_pool: CalibratedPool | None = None,
+) -> PlanOption | Rejection:
+    problem = tensor_parallel_problem(arch, tp)
+    if problem is not None:
+        return Rejection(gpu, tp, problem.code, problem.reason)
+    try:
+        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine)
+        pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
+        if pool is not None:
+            capacity = with_given_pool(
+                capacity, pool, arch=arch, gpu=gpu, workload=workload, options=request.engine
+            )
+    except SizingError as exc:
+        return Rejection(gpu, tp, exc.code, exc.reason)
+    if not capacity.fits:
+        code = "weights-do-not-fit" if capacity.kv_pool_bytes <= 0 else "sequence-does-not-fit"
+        return Rejection(gpu, tp, code, capacity.reason or "does not fit")
+    fit = _fit_for(capacity, request.avg_context_tokens)
+    if fit.sequences_that_fit == 0:
+        # The start-up check passed, but the null block leaves too little for one sequence.
+        return Rejection(
+            gpu,
+            tp,
+            "sequence-does-not-fit",
+            f"one sequence needs {fit.blocks_per_sequence} blocks but only {fit.usable_blocks} "
+            f"of the {capacity.num_gpu_blocks} blocks can be handed out",
+        )
+    replicas = _replicas(request, fit)
+    if replicas > request.max_replicas:
+        return Rejection(
+            gpu,
+            tp,
+            "too-many-replicas",
+            f"needs {replicas} replicas of {tp} GPUs, more than max_replicas "
+            f"{request.max_replicas}",
+        )
+    outcome = None
+    if request.targets.given:
+        held = _hold_to_targets(arch, gpu, capacity, request, fit=fit, replicas=replicas)
+        if isinstance(held, Rejection):
+            return held
+        fit, replicas, outcome = held
+    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+    if outcome is None:
+        return option
+    slowed = (outcome,) if fit.latency_limit is not None else ()
+    return replace(option, latency_outcome=outcome, warnings=(*option.warnings, *slowed))
+
+
+def _hold_to_targets(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+) -> tuple[_Fit, int, str] | Rejection:
+    """The batch and replicas that meet the latency targets at the peak, or why none do."""
+    tp = capacity.parallel.tensor_parallel_size
+    per_replica = min(fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas))
+    question = SpeedQuestion(
+        tensor_parallel_size=tp,
+        batch=per_replica,
+        context_tokens=request.context_tokens,
+        prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
+        kv_cache_dtype=capacity.kv_cache_dtype,
+        weight_format=request.engine.weight_format,
+    )
+    paced = pace(arch, gpu, question, request.targets)
+    if isinstance(paced, NoEstimate):
+        return Rejection(
+            gpu,
+            tp,
+            "no-performance-figures",
+            f"the latency targets cannot be checked: {paced.reason}",
+        )
+    if isinstance(paced, TargetMiss):
+        return Rejection(gpu, tp, paced.code, paced.reason)
+    if paced.miss is None:
+        return fit, replicas, f"met at {per_replica:,} sequences per replica"
+    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced)
+
+
+def _slowed(
+    gpu: Gpu, tp: int, request: PlanRequest, *, fit: _Fit, replicas: int, paced: Paced
+) -> tuple[_Fit, int, str] | Rejection:
+    """A smaller batch on more replicas: what a decode too slow at the peak's batch needs."""
+    why = paced.miss.reason if paced.miss is not None else ""
+    slower = replace(fit, latency_limit=paced.batch)
+    more = max(replicas, _replicas(request, slower))
+    if more > request.max_replicas:
+        return Rejection(
+            gpu,
+            tp,
+            "too-many-replicas",
+            f"{why}; at {paced.batch:,} sequences per replica the peak needs {more:,} "
+            f"replicas of {tp} GPUs, more than max_replicas {request.max_replicas}",
+        )
+    outcome = (
+        f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target (the "
+        f"KV cache holds {fit.sequences_per_replica:,}), on {more:,} replicas instead of "
+        f"{replicas:,}"
+    )
+    return slower, more, outcome
+
+
+def with_given_pool(
+    sized: Capacity,
+    pool: int,
+    *,
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    options: EngineOptions,
+) -> Capacity:
+    """`sized` again with `pool` as its KV pool; its engine settings keep the fraction asked
+    for (a given pool has none), so the flags to paste still carry it."""
+    given = compute_capacity(
+        arch, gpu, workload, sized.parallel, dataclasses.replace(options, kv_pool_bytes=pool)
+    )
+    fraction = {sized.budget.fraction_name: sized.budget.fraction}
+    return dataclasses.replace(given, engine_settings={**given.engine_settings, **fraction})
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How one replica's blocks hold sequences of the workload's context."""
+
+    usable_blocks: int
+    blocks_per_sequence: int
+    sequences_that_fit: int  # by the cache alone
+    max_num_seqs: int | None  # the engine's cap on running sequences, if it has one
+    latency_limit: int | None = None  # the largest batch that meets the latency targets
+
+    @property
+    def sequences_per_replica(self) -> int:
+        caps = [self.sequences_that_fit, self.max_num_seqs, self.latency_limit]
+        return min(cap for cap in caps if cap is not None)
+
+
+def _fit_for(capacity: Capacity, avg_context_tokens: int | None) -> _Fit:
+    usable = _usable_blocks(capacity)
+    per_sequence = capacity.layout.blocks_per_request
+    if avg_context_tokens is not None:
+        # Paged attention: a sequence holds blocks for the tokens it has, not the maximum.
+        per_sequence = _blocks_at(capacity, avg_context_tokens)
+    cap = capacity.engine_settings.get("max_num_seqs")
+    return _Fit(usable, per_sequence, usable // per_sequence, cap if isinstance(cap, int) else None)
+
+
+def _replicas(request: PlanRequest, fit: _Fit) -> int:
+    """Replicas that hold the peak: by blocks (less the headroom asked for) and by batch."""
+    budget_blocks = fit.usable_blocks * (1 - request.headroom_fraction)
+    by_memory = math.ceil(request.peak_concurrency * fit.blocks_per_sequence / budget_blocks)
+    by_batch = cdiv(request.peak_concurrency, max(1, fit.sequences_per_replica))
+    return max(1, by_memory, by_batch)
+
+
+def _priced(
+    gpu: Gpu, tp: int, capacity: Capacity, request: PlanRequest, *, fit: _Fit, replicas: int
+) -> PlanOption:
+    """The option with its headroom, warnings and cost."""
+    demand = request.peak_concurrency * fit.blocks_per_sequence
+    supply = replicas * fit.usable_blocks
+    free_blocks = supply - demand
+    headroom = free_blocks / supply
+    warnings = list(capacity.warnings)
+    cap = fit.max_num_seqs
+    if cap is not None and fit.sequences_that_fit > cap:
+        why = (
+            "raising it also raises the profile run's sampler peak"
+            if capacity.engine is Engine.VLLM
+            else "that is the engine's limit on running requests"
+        )
+        warnings.append(
+            f"the KV cache holds {fit.sequences_that_fit} sequences per replica but max_num_seqs "
+            f"{cap} caps the batch; {why}"
+        )
+    total = replicas * tp
+    cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
+    limit = capacity.max_num_seqs if fit.latency_limit is None else fit.latency_limit
+    return PlanOption(
+        gpu=gpu,
+        tensor_parallel_size=tp,
+        replicas=replicas,
+        total_gpus=total,
+        max_num_seqs=min(capacity.max_num_seqs, limit),
+        sequences_per_replica=fit.sequences_per_replica,
+        headroom_fraction=round(headroom, 4),
+        headroom_bytes=free_blocks * capacity.layout.bytes_per_block,
+        headroom_tokens=int(headroom * replicas * capacity.kv_cache_tokens),
+        cost_per_hour_usd=cost,
+        warnings=tuple(warnings),
+        capacity=capacity,
+        engine=request.engine,
+        concurrency_per_replica=min(
+            fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas)
+        ),
+    )
+
+
+def _usable_blocks(capacity: Capacity) -> int:
+    # vLLM's block pool hands out every block but the null block.
+    if capacity.engine is Engine.VLLM:
+        return max(0, capacity.num_gpu_blocks - 1)
+    return capacity.num_gpu_blocks
+
+
+def _blocks_at(capacity: Capacity, context_tokens: int) -> int:
+    """Blocks a sequence of `context_tokens` holds, scaling each group's context-bound part."""
+    total = 0
+    for group in capacity.layout.groups:
+        if group.kind in ("full_attention", "mla", "all_layers"):
+            total += cdiv(context_tokens, group.block_size)
+        else:
+            # Windows, chunks and recurrent state do not grow past what max_model_len needs.
+            total += min(group.blocks_per_request, cdiv(context_tokens, group.block_size) + 1)
+    return max(1, total)

@@ -1,0 +1,261 @@
+"""Fitting the performance model's efficiencies on published measurements.
+
+A measured point is one published run: a static batch of `batch` prompts of `input_tokens`
+decoded to `output_tokens` (throughput), or one prompt alone (time to first token). The model
+predicts it from the same formulas the answers use (service/sizing/speed/performance.py):
+
+    static run  T = prefill(batch prompts of input_tokens)
+                    + (output_tokens - 1) x decode step(batch, input_tokens + output_tokens // 2)
+                tokens/s = batch x output_tokens / T  (per GPU: / tp)
+    ttft        T = prefill(one prompt of input_tokens)
+
+(the first output token comes out of the prefill; the decode steps are taken at the run's mean
+context, which is exact while a step is linear in the context and slightly low where the bound
+changes during the run). The fit minimises the sum of squared log errors, ln(predicted /
+measured)^2, over the points kept for fitting: a coarse grid over all four efficiencies, then
+golden-section line searches one efficiency at a time (the
+overlap included: 1 is the roofline's max, 0 the sum). Deterministic: the same points give the
+same efficiencies, which tests/calibration/test_performance_fit.py checks against `FITTED`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from itertools import product
+from typing import Final
+
+from ..errors import SizingError
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import KvCacheDtype, WeightFormat
+from .performance import Efficiency, GpuPerformance, StepCost, decode_cost, prefill_cost, step_time
+
+
+class Metric(StrEnum):
+    OUTPUT_TOKENS_PER_SECOND = "output_tokens_per_second"  # a static run, whole replica
+    OUTPUT_TOKENS_PER_SECOND_PER_GPU = "output_tokens_per_second_per_gpu"  # the same, / tp
+    TTFT_MS = "ttft_ms"  # one prompt at batch 1
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredPoint:
+    id: str
+    model: str  # catalog slug
+    gpu: str  # catalog slug
+    engine: str
+    tensor_parallel_size: int
+    batch: int
+    input_tokens: int
+    output_tokens: int
+    weight_format: WeightFormat
+    kv_cache_dtype: KvCacheDtype
+    metric: Metric
+    measured: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class PointCosts:
+    """A point with the model's efficiency-free costs for it, computed once per fit."""
+
+    point: MeasuredPoint
+    prefill: StepCost
+    decode: StepCost | None  # None for a time-to-first-token point
+    decode_steps: int
+
+
+def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerformance) -> PointCosts:
+    tp = point.tensor_parallel_size
+    if point.metric is Metric.TTFT_MS:
+        prefill = prefill_cost(
+            arch,
+            gpu,
+            point.input_tokens,
+            tensor_parallel_size=tp,
+            weight_format=point.weight_format,
+        )
+        return PointCosts(point, prefill, None, 0)
+    prefill = prefill_cost(
+        arch,
+        gpu,
+        point.input_tokens,
+        prompts=point.batch,
+        tensor_parallel_size=tp,
+        weight_format=point.weight_format,
+    )
+    decode = decode_cost(
+        arch,
+        gpu,
+        point.batch,
+        point.input_tokens + point.output_tokens // 2,
+        tensor_parallel_size=tp,
+        kv_cache_dtype=point.kv_cache_dtype,
+        weight_format=point.weight_format,
+    )
+    return PointCosts(point, prefill, decode, point.output_tokens - 1)
+
+
+def predict(costs: PointCosts, efficiency: Efficiency) -> float:
+    """The point's metric as the model predicts it with these efficiencies."""
+    point = costs.point
+    seconds = step_time(costs.prefill, efficiency).ms / 1e3
+    if costs.decode is None:
+        return seconds * 1e3
+    seconds += costs.decode_steps * step_time(costs.decode, efficiency).ms / 1e3
+    rate = point.batch * point.output_tokens / seconds
+    if point.metric is Metric.OUTPUT_TOKENS_PER_SECOND_PER_GPU:
+        return rate / point.tensor_parallel_size
+    return rate
+
+
+def held_back(position: int) -> bool:
+    """Every third point, from the third (positions 2, 5, 8, ... of the data file)."""
+    return position % 3 == 2
+
+
+def split(points: Sequence[MeasuredPoint]) -> tuple[list[MeasuredPoint], list[MeasuredPoint]]:
+    """(points to fit on, points held back)."""
+    fit_on = [p for i, p in enumerate(points) if not held_back(i)]
+    held = [p for i, p in enumerate(points) if held_back(i)]
+    return fit_on, held
+
+
+# Where the fit looks: each efficiency's range, and the coarse grid over it.
+BOUNDS: Final[dict[str, tuple[float, float]]] = {
+    "bandwidth": (0.2, 1.0),
+    "compute": (0.1, 1.0),
+    "step_overhead_ms": (0.0, 10.0),
+    "allreduce_latency_us": (0.0, 100.0),
+    "overlap": (0.0, 1.0),
+}
+GRID: Final[dict[str, tuple[float, ...]]] = {
+    "bandwidth": tuple(round(0.3 + 0.1 * i, 1) for i in range(8)),
+    "compute": tuple(round(0.2 + 0.1 * i, 1) for i in range(9)),
+    "step_overhead_ms": (0.0, 2.0, 4.0),
+    "allreduce_latency_us": (0.0, 25.0, 50.0),
+    "overlap": (0.0, 0.5, 1.0),
+}
+SWEEPS: Final = 40
+GOLDEN: Final = (math.sqrt(5) - 1) / 2
+# Rounding of the published constants (and of the fit's answer, so a test can compare them).
+DECIMALS: Final[dict[str, int]] = {
+    "bandwidth": 3,
+    "compute": 3,
+    "step_overhead_ms": 3,
+    "allreduce_latency_us": 2,
+    "overlap": 3,
+}
+
+
+def loss(costs: Iterable[PointCosts], efficiency: Efficiency) -> float:
+    """Sum of squared log errors: a factor of 2 too high costs as much as 2 too low."""
+    return sum(math.log(predict(c, efficiency) / c.point.measured) ** 2 for c in costs)
+
+
+def fit(costs: Sequence[PointCosts]) -> Efficiency:
+    """The efficiencies that minimise `loss` over `costs`, rounded to `DECIMALS`."""
+    if not costs:
+        raise SizingError("points", "the fit needs at least one measured point")
+    names = tuple(GRID)
+    best = min(
+        (Efficiency(*values) for values in product(*(GRID[name] for name in names))),
+        key=lambda e: loss(costs, e),
+    )
+    for _ in range(SWEEPS):
+        before = best
+        for name in names:
+            best = _line_search(costs, best, name)
+        if before == best:
+            break
+    return Efficiency(**{name: round(getattr(best, name), DECIMALS[name]) for name in names})
+
+
+def _line_search(costs: Sequence[PointCosts], start: Efficiency, name: str) -> Efficiency:
+    """Golden-section search of one efficiency over its whole range, the others held."""
+    low, high = BOUNDS[name]
+
+    def at(value: float) -> Efficiency:
+        return replace(start, **{name: value})
+
+    def f(value: float) -> float:
+        return loss(costs, at(value))
+
+    a, b = low, high
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > 1e-6 * (high - low):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = f(d)
+    found = (a + b) / 2
+    return at(found) if f(found) < f(getattr(start, name)) else start
+
+
+@dataclass(frozen=True, slots=True)
+class PointError:
+    point: MeasuredPoint
+    predicted: float
+    held_back: bool
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted / self.point.measured - 1
+
+
+@dataclass(frozen=True, slots=True)
+class FitReport:
+    efficiency: Efficiency
+    errors: tuple[PointError, ...]
+
+    @property
+    def fitted_on(self) -> tuple[str, ...]:
+        return tuple(e.point.id for e in self.errors if not e.held_back)
+
+    @property
+    def held_back(self) -> tuple[PointError, ...]:
+        return tuple(e for e in self.errors if e.held_back)
+
+    def within(self, fraction: float) -> float:
+        """Share of the held-back points predicted within +/- fraction."""
+        held = self.held_back
+        return sum(1 for e in held if abs(e.error) <= fraction) / len(held)
+
+    @property
+    def median_abs_error(self) -> float:
+        return percentile([abs(e.error) for e in self.held_back], 0.5)
+
+    @property
+    def error_band(self) -> float:
+        """80th percentile (nearest rank) of |error| over the held-back points, to 0.01."""
+        return round(percentile([abs(e.error) for e in self.held_back], 0.8), 2)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least q of the values at or below."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def fit_report(
+    points: Sequence[MeasuredPoint],
+    models: Mapping[str, ModelArchitecture],
+    gpus: Mapping[str, GpuPerformance],
+    fitter: Callable[[Sequence[PointCosts]], Efficiency] = fit,
+) -> FitReport:
+    """Fit on the kept points and measure every point, held-back ones flagged."""
+    costs = [point_costs(p, models[p.model], gpus[p.gpu]) for p in points]
+    kept = [c for i, c in enumerate(costs) if not held_back(i)]
+    efficiency = fitter(kept)
+    errors = tuple(
+        PointError(c.point, predict(c, efficiency), held_back(i)) for i, c in enumerate(costs)
+    )
+    return FitReport(efficiency, errors)

@@ -1,0 +1,344 @@
+"""How fast a sized deployment serves: the performance model (performance.py) asked at the
+batch that a capacity answer or a plan gives one replica, and the latency targets a plan meets.
+
+Where each figure is taken:
+
+* a capacity answer: the decode step at its running batch, max_num_seqs sequences (the
+  engine's own max_num_seqs setting where that is lower), each at max_model_len tokens of
+  context: the full cache that max_num_seqs describes, so the slowest step that batch takes;
+  at the peak, ceil(peak_concurrency / replicas_for_peak_concurrency) sequences per replica;
+* a plan's option: ceil(peak_concurrency / replicas) sequences per replica, each at
+  avg_context_tokens (max_model_len without it);
+* the prefill: one prompt of avg_prompt_tokens (max_model_len without it) alone on the
+  replica, which is also the time to first token of a prompt that does not queue.
+
+Pipeline stages are timed as one tensor-parallel group holding the whole model: a token
+crosses every stage in turn, so its step is the sum of the stages' (each reads its share of the
+bytes on its tp GPUs), which is the whole model's bytes and FLOPs over tp GPUs. The sends
+between stages and the overlap of micro-batches are not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..engines.common import Capacity, Gpu
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import ModelArchitecture
+from ..model.dtypes import KvCacheDtype, WeightFormat
+from ..units import cdiv
+from .performance import (
+    FITTED,
+    GpuPerformance,
+    PerformanceEstimate,
+    decode_cost,
+    estimate_performance,
+    prefill_cost,
+    step_time,
+)
+
+# What an answer's speed figures are named, for the warning that says why they are null.
+SPEED_FIELDS = "decode_ms_per_token, output_tokens_per_second and prefill_ms"
+PIPELINE_NOTE = (
+    "pipeline_parallel_size {pp}: the speed figures take the stages one after another (a token "
+    "crosses every stage), without the sends between stages or overlapping micro-batches"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NoEstimate:
+    """Why a deployment's speed cannot be estimated: its speed figures are null."""
+
+    reason: str
+
+    @property
+    def warning(self) -> str:
+        return f"{SPEED_FIELDS} are null: {self.reason}"
+
+
+Speed = PerformanceEstimate | NoEstimate
+
+
+# Memoised per GPU and TP size: one object per GPU, so the estimate's own memos (keyed by it)
+# stop at identity, and its checks run once per catalog GPU rather than once per answer.
+@lru_cache(maxsize=1024)
+def gpu_performance(gpu: Gpu, tensor_parallel_size: int) -> GpuPerformance | NoEstimate:
+    """The GPU's figures as the model takes them, or which of them the GPU lacks."""
+    missing = [] if gpu.memory_bandwidth_tb_s is not None else ["memory_bandwidth_tb_s"]
+    if gpu.dense_bf16_tflops is None:
+        missing.append("dense_bf16_tflops")
+    if tensor_parallel_size > 1 and gpu.interconnect_gb_s is None:
+        missing.append("interconnect_gb_s")
+    if missing or gpu.memory_bandwidth_tb_s is None or gpu.dense_bf16_tflops is None:
+        which = " and no ".join(missing)
+        return NoEstimate(
+            f"{gpu.slug or gpu.name or 'the GPU'} has no {which} figure (none in the catalog, "
+            "or none given inline: an inline GPU takes memory_bandwidth_tb_s, "
+            "dense_bf16_tflops, dense_fp8_tflops and interconnect_gb_s)"
+        )
+    return GpuPerformance(
+        memory_bandwidth_tb_s=gpu.memory_bandwidth_tb_s,
+        dense_bf16_tflops=gpu.dense_bf16_tflops,
+        dense_fp8_tflops=gpu.dense_fp8_tflops,
+        interconnect_gb_s=gpu.interconnect_gb_s,
+        name=gpu.name,
+    )
+
+
+@frozen
+class SpeedQuestion:
+    """Where one replica's speed is asked: its layout, batch, context and prompt."""
+
+    tensor_parallel_size: int
+    batch: int
+    context_tokens: int
+    prompt_tokens: int
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    weight_format: WeightFormat | None = None
+    peak_batch: int | None = None
+
+
+def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) -> Speed:
+    """The estimate, or why there is none (a GPU or a model that lacks a figure it needs)."""
+    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    if isinstance(figures, NoEstimate):
+        return figures
+    try:
+        return estimate_performance(
+            arch,
+            figures,
+            batch=question.batch,
+            context_tokens=question.context_tokens,
+            prompt_tokens=question.prompt_tokens,
+            tensor_parallel_size=question.tensor_parallel_size,
+            kv_cache_dtype=question.kv_cache_dtype,
+            weight_format=question.weight_format,
+            peak_batch=question.peak_batch,
+        )
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field}: {exc.reason}")
+
+
+def check_prompt_tokens(prompt_tokens: int | None, max_model_len: int) -> int:
+    """The prefill's prompt length: avg_prompt_tokens, which must fit in max_model_len."""
+    if prompt_tokens is None:
+        return max_model_len
+    if not 1 <= prompt_tokens <= max_model_len:
+        raise SizingError(
+            "avg_prompt_tokens", f"must be between 1 and max_model_len ({max_model_len})"
+        )
+    return prompt_tokens
+
+
+def capacity_speed(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    *,
+    weight_format: WeightFormat | None = None,
+    peak_concurrency: int | None = None,
+    prompt_tokens: int | None = None,
+) -> Speed:
+    """One capacity answer's speed: at its running batch, at the peak per replica, and the
+    prefill of one prompt (see the module docstring)."""
+    prompt = check_prompt_tokens(prompt_tokens, capacity.max_model_len)
+    batch = capacity.running_sequences_per_replica
+    if not capacity.fits or batch < 1:
+        return NoEstimate("the layout holds no sequence, so it has no batch to time")
+    peak_batch = None
+    if peak_concurrency is not None:
+        replicas = capacity.replicas_for(peak_concurrency)
+        peak_batch = None if replicas is None else cdiv(peak_concurrency, replicas)
+    question = SpeedQuestion(
+        tensor_parallel_size=capacity.parallel.tensor_parallel_size,
+        batch=batch,
+        context_tokens=capacity.max_model_len,
+        prompt_tokens=prompt,
+        kv_cache_dtype=capacity.kv_cache_dtype,
+        weight_format=weight_format,
+        peak_batch=peak_batch,
+    )
+    return replica_speed(arch, gpu, question)
+
+
+# --- latency targets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyTargets:
+    """What a plan's every replica must meet at the peak (None: no target)."""
+
+    max_tpot_ms: float | None = None
+    max_ttft_ms: float | None = None
+    min_output_tokens_per_second_per_user: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_tpot_ms", "max_ttft_ms", "min_output_tokens_per_second_per_user"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise SizingError(name, f"must be a positive number, got {value}")
+
+    @property
+    def given(self) -> bool:
+        return any(
+            value is not None
+            for value in (
+                self.max_tpot_ms,
+                self.max_ttft_ms,
+                self.min_output_tokens_per_second_per_user,
+            )
+        )
+
+    def decode_miss(self, batch: int, ms: float) -> TargetMiss | None:
+        """Why a decode step of `ms` at `batch` sequences misses a target, or None. A user gets
+        one token per step: 1000 / ms tokens per second."""
+        sequences = f"{batch:,} sequence{'s' if batch != 1 else ''}"
+        if self.max_tpot_ms is not None and ms > self.max_tpot_ms:
+            return TargetMiss(
+                "tpot-over-target",
+                f"decode at {sequences} takes {ms:.1f} ms per token, over the "
+                f"{self.max_tpot_ms:g} ms max_tpot_ms target",
+            )
+        rate = self.min_output_tokens_per_second_per_user
+        if rate is not None and 1e3 / ms < rate:
+            return TargetMiss(
+                "tokens-per-second-under-target",
+                f"decode at {sequences} gives {1e3 / ms:.1f} output tokens/s per user, under the "
+                f"{rate:g} min_output_tokens_per_second_per_user target",
+            )
+        return None
+
+    def prefill_miss(self, prompt_tokens: int, ms: float) -> TargetMiss | None:
+        if self.max_ttft_ms is not None and ms > self.max_ttft_ms:
+            return TargetMiss(
+                "ttft-over-target",
+                f"the prefill of one {prompt_tokens:,}-token prompt takes {ms:.1f} ms, over the "
+                f"{self.max_ttft_ms:g} ms max_ttft_ms target",
+            )
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMiss:
+    """A target missed: the rejection's code and reason when no batch meets it."""
+
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paced:
+    """The largest batch, up to the one asked, whose decode step meets every target."""
+
+    batch: int
+    miss: TargetMiss | None  # why the batch asked misses, when `batch` is smaller than it
+
+
+def largest_batch(meets: Callable[[int], bool], upper: int) -> int:
+    """The largest b in 1..upper with meets(b), for a `meets` that holds up to some batch and
+    fails beyond it (a decode step only grows with the batch); 0 when even 1 fails."""
+    low, high = 0, upper
+    while low < high:
+        middle = (low + high + 1) // 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def pace(
+    arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, targets: LatencyTargets
+) -> Paced | TargetMiss | NoEstimate:
+    """Hold `question.batch` sequences per replica to the targets: the batch itself when its
+    decode step meets them, a smaller one when that does, or why none can."""
+    tp = question.tensor_parallel_size
+    figures = gpu_performance(gpu, tp)
+    if isinstance(figures, NoEstimate):
+        return figures
+
+    def decode_ms(batch: int) -> float:
+        cost = decode_cost(
+            arch,
+            figures,
+            batch,
+            question.context_tokens,
+            tensor_parallel_size=tp,
+            kv_cache_dtype=question.kv_cache_dtype,
+            weight_format=question.weight_format,
+        )
+        return step_time(cost, FITTED).ms
+
+    try:
+        prefill = prefill_cost(
+            arch,
+            figures,
+            question.prompt_tokens,
+            tensor_parallel_size=tp,
+            weight_format=question.weight_format,
+        )
+        slow = targets.prefill_miss(question.prompt_tokens, step_time(prefill, FITTED).ms)
+        if slow is not None:
+            return slow
+        miss = targets.decode_miss(question.batch, decode_ms(question.batch))
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field}: {exc.reason}")
+    if miss is None:
+        return Paced(question.batch, None)
+    batch = largest_batch(
+        lambda b: targets.decode_miss(b, decode_ms(b)) is None, question.batch - 1
+    )
+    if batch == 0:
+        return targets.decode_miss(1, decode_ms(1)) or miss
+    return Paced(batch, miss)
+
+
+# --- speed against batch (the picture) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpeed:
+    """One replica's decode at one batch."""
+
+    batch: int
+    decode_ms_per_token: float
+    output_tokens_per_second: float
+
+
+def batch_sizes(limit: int) -> tuple[int, ...]:
+    """1, 2, 4, ... below `limit`, then `limit` itself: where the curve is drawn."""
+    sizes = []
+    batch = 1
+    while batch < limit:
+        sizes.append(batch)
+        batch *= 2
+    return (*sizes, limit)
+
+
+def batch_curve(
+    arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, batches: tuple[int, ...]
+) -> tuple[BatchSpeed, ...] | NoEstimate:
+    """The decode step at each batch, every sequence at `question.context_tokens`."""
+    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    if isinstance(figures, NoEstimate):
+        return figures
+    points = []
+    try:
+        for batch in batches:
+            cost = decode_cost(
+                arch,
+                figures,
+                batch,
+                question.context_tokens,
+                tensor_parallel_size=question.tensor_parallel_size,
+                kv_cache_dtype=question.kv_cache_dtype,
+                weight_format=question.weight_format,
+            )
+            ms = step_time(cost, FITTED).ms
+            points.append(BatchSpeed(batch, ms, batch * 1e3 / ms))
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field}: {exc.reason}")
+    return tuple(points)
