@@ -41,8 +41,10 @@ from ..sizing import (
     architecture_from_hf_config,
     compute_capacity,
     parse_kv_cache_dtype,
+    parse_vllm_version,
+    vllm_cudagraph_estimate,
+    vllm_release,
 )
-from ..sizing.engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 
 # The issue's targets (issue 7): the predicted pool within 3% of the budget on at least 90% of
 # the complete logs, and a median error of at most 1.5%.

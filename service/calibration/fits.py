@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..sizing import GiB
-from ..sizing.engines import calibration as cal
-from ..sizing.engines.activation import forward_bytes_per_token
+from ..sizing import GiB, forward_bytes_per_token
+from ..sizing import engines_calibration as cal
 from . import Models, Row, case_model
 
 MiB: Final = 1 << 20

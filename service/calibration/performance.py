@@ -13,13 +13,17 @@ from typing import Any
 
 from ..catalog.seed import load_seed
 from ..sizing import (
+    LINK_GB_S,
+    FitReport,
+    GpuPerformance,
+    MeasuredPoint,
+    Metric,
     ModelArchitecture,
     architecture_from_dict,
+    fit_report,
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from ..sizing.speed.performance import LINK_GB_S, GpuPerformance
-from ..sizing.speed.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
 
 
 def load_document() -> dict[str, Any]:

@@ -7,9 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ..kit.formats import gib_twins
-from ..sizing import SizingError, architecture_from_dict
-from ..sizing.engines.kv import kv_bytes_per_token
-from ..sizing.model.dtypes import KvCacheDtype
+from ..sizing import KvCacheDtype, SizingError, architecture_from_dict, kv_bytes_per_token
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
 

@@ -12,9 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..kit.errors import InvalidRequest
-from ..sizing import SizingError, architecture_to_dict
-from ..sizing.model.architecture import ModelArchitecture
-from ..sizing.model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
+from ..sizing import (
+    NESTED_LM_KEYS,
+    ModelArchitecture,
+    SizingError,
+    architecture_from_hf_config,
+    architecture_to_dict,
+)
 from .models import ModelRow
 from .records import apply_architecture, new_model_row
 from .schemas import SLUG_RE, ModelImport

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..sizing.units import gib_to_bytes
+from ..sizing import gib_to_bytes
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 # Words a vendor puts before the part's own name; left out of a short name.

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from ..kit.conditional import decode_cursor, encode_cursor
 from ..kit.errors import NotFound, schema_missing
-from ..sizing.model.architecture import LayerKind
+from ..sizing import LayerKind
 from . import answers, service
 from .schemas import SLUG_RE, GpuRead, ModelRead
 from .snapshot import CatalogCache, CatalogSnapshot, closest

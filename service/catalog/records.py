@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..sizing import architecture_from_dict, architecture_to_dict
-from ..sizing.model.architecture import LayerKind, ModelArchitecture
+from ..sizing import LayerKind, ModelArchitecture, architecture_from_dict, architecture_to_dict
 from .models import GpuRow, ModelRow
 
 GPU_FIELDS = (

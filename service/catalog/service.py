@@ -16,7 +16,7 @@ from sqlmodel import SQLModel
 
 from ..kit.conditional import check_if_match, decode_cursor, encode_cursor, etag, if_match_tags
 from ..kit.errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
-from ..sizing.model.architecture import LayerKind, ModelArchitecture
+from ..sizing import LayerKind, ModelArchitecture
 from . import repository
 from .hf_import import imported_model
 from .models import GpuRow, ModelRow

@@ -42,8 +42,15 @@ from ..engine_logs import repository as calibration_repository
 from ..engine_logs.models import CalibrationRow
 from ..kit.db import Database
 from ..kit.errors import NotFound, ServiceUnavailable
-from ..sizing import LINK_GB_S, Gpu, ModelArchitecture, SizingError, architecture_from_dict
-from ..sizing.model.architecture import Layer, MixtureOfExperts
+from ..sizing import (
+    LINK_GB_S,
+    Gpu,
+    Layer,
+    MixtureOfExperts,
+    ModelArchitecture,
+    SizingError,
+    architecture_from_dict,
+)
 from . import answers, names, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..kit.errors import InvalidRequest
-from ..sizing import SizingError, architecture_from_dict, architecture_to_dict
-from ..sizing.model.architecture import ModelArchitecture
+from ..sizing import ModelArchitecture, SizingError, architecture_from_dict, architecture_to_dict
 from .schemas import MAX_PARAMETERS, MAX_POSITION_EMBEDDINGS, MAX_WEIGHT_BYTES
 
 # Ints inside an architecture other than the counts below are geometry: bounded well above any

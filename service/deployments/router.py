@@ -40,7 +40,7 @@ from ..kit.security import READ, READ_OPENAPI, AdminRoute, bearer_scheme
 from ..planning.cache import AnswerCache
 from ..planning.exposition import capacity_exposition
 from ..planning.schemas import CAPACITY_FORMAT_DOC, CapacityField, CapacityFormat, table_row
-from ..sizing.planning.planner import MAX_PEAK_CONCURRENCY
+from ..sizing import MAX_PEAK_CONCURRENCY
 from . import service
 from .models import DeploymentRow
 from .schemas import (

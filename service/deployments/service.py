@@ -24,7 +24,7 @@ from ..planning import service as planning
 from ..planning.cache import AnswerCache
 from ..planning.schemas import CapacityDetail
 from ..planning.service import CapacityQuestion
-from ..sizing.engines import releases
+from ..sizing import engines_releases as releases
 from . import repository
 from .models import DeploymentRow
 from .schemas import DeploymentCreate, DeploymentPatch, DeploymentRead, DeploymentReplace

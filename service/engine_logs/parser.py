@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from ..sizing.errors import SizingError
+from ..sizing import SizingError
 from .clean import CleanLine, clean_plain, plain_text
 from .model import (
     ENGINES,

@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..sizing.errors import SizingError
+from ..sizing import SizingError
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("kvplan")

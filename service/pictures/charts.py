@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..planning.schemas import CapacityDetail
-from ..sizing.units import GiB
+from ..sizing import GiB
 from .scene import Anchor, Circle, Item, Line, Polyline, Rect, Scene, Text
 
 WIDTH, HEIGHT = 760, 440

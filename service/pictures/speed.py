@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ..planning.service import SpeedCurve
-from ..sizing.speed.replica import BatchSpeed
+from ..sizing import BatchSpeed
 from .charts import BACKGROUND, GRID, INK, MUTED, RED, _nice_step, _number, _subtitle, _ticks
 from .charts import wrap as _wrap
 from .scene import Anchor, Circle, Item, Line, Polyline, Scene, Text

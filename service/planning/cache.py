@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from ..kit.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, ignored_value, warnings_value
-from ..sizing.frozen import frozen
+from ..sizing import frozen
 from .schemas import CapacityDetail, CapacityQuery
 
 K = TypeVar("K")

@@ -17,9 +17,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from ..kit.engine_flags import with_kvplan_names
 from ..kit.formats import gib_name
-from ..sizing.capacity import MAX_CONTEXT_TOKENS
-from ..sizing.model.dtypes import ACCEPTED_DTYPES, ModelDtype, parse_dtype
-from ..sizing.planning.planner import DEFAULT_HEADROOM_FRACTION, MAX_PEAK_CONCURRENCY
+from ..sizing import (
+    ACCEPTED_DTYPES,
+    DEFAULT_HEADROOM_FRACTION,
+    MAX_CONTEXT_TOKENS,
+    MAX_PEAK_CONCURRENCY,
+    ModelDtype,
+    parse_dtype,
+)
 
 EngineName = Literal["vllm", "sglang", "trtllm"]
 KV_CACHE_DTYPE_DOC = (

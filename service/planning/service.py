@@ -25,41 +25,45 @@ from ..kit.engine_flags import kvplan_name, with_kvplan_names
 from ..kit.errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
 from ..kit.metrics import Metrics
 from ..sizing import (
+    PIPELINE_NOTE,
+    BatchSpeed,
     Capacity,
     Engine,
     EngineOptions,
     Gpu,
+    LatencyTargets,
     ModelArchitecture,
     NoEstimate,
+    Paced,
     Parallelism,
     PerformanceEstimate,
+    Plan,
+    PlanOption,
+    PlanRequest,
+    Replicas,
     SizingError,
     Speed,
+    SpeedQuestion,
     Workload,
     architecture_from_dict,
-    capacity_speed,
-    compute_capacity,
-    parse_kv_cache_dtype,
-    served_model,
-)
-from ..sizing.frozen import frozen
-from ..sizing.model.config_assumptions import config_assumptions
-from ..sizing.model.context_limit import max_model_len_limit
-from ..sizing.model.hf_config import architecture_from_hf_config
-from ..sizing.planning.explain import Replicas, explain, performance_steps, target_steps
-from ..sizing.planning.planner import Plan, PlanOption, PlanRequest, with_given_pool
-from ..sizing.planning.planner import plan as search_plans
-from ..sizing.speed.replica import (
-    PIPELINE_NOTE,
-    BatchSpeed,
-    LatencyTargets,
-    Paced,
-    SpeedQuestion,
+    architecture_from_hf_config,
     batch_curve,
     batch_sizes,
+    capacity_speed,
+    compute_capacity,
+    config_assumptions,
+    explain,
+    frozen,
+    max_model_len_limit,
     pace,
+    parse_engine_version,
+    parse_kv_cache_dtype,
+    performance_steps,
+    served_model,
+    target_steps,
+    with_given_pool,
 )
-from ..sizing.versions import parse_engine_version
+from ..sizing import plan as search_plans
 from . import calibrated
 from .schemas import (
     MAX_SCENARIOS,

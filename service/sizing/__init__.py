@@ -13,62 +13,127 @@ from .capacity import (
     compute_capacity,
     served_model,
 )
+from .engines import calibration as engines_calibration
+from .engines import releases as engines_releases
+from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.kv import kv_bytes_per_token
+from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
-from .model.architecture import LayerKind, ModelArchitecture
+from .frozen import frozen
+from .model.architecture import Layer, LayerKind, MixtureOfExperts, ModelArchitecture
+from .model.config_assumptions import config_assumptions
+from .model.context_limit import max_model_len_limit
 from .model.dtypes import (
+    ACCEPTED_DTYPES,
     FloatDtype,
     KvCacheDtype,
     ModelDtype,
     WeightFormat,
+    parse_dtype,
     parse_kv_cache_dtype,
     parse_weight_format,
 )
-from .model.hf_config import architecture_from_hf_config
+from .model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .model.schedule import architecture_from_dict, architecture_to_dict
-from .planning.explain import explain
-from .planning.planner import MAX_PEAK_CONCURRENCY, Plan, PlanOption, PlanRequest, Rejection, plan
-from .speed.performance import ERROR_BAND, LINK_GB_S, PerformanceEstimate
-from .speed.replica import LatencyTargets, NoEstimate, Speed, capacity_speed
-from .units import GiB
+from .planning.explain import Replicas, explain, performance_steps, target_steps
+from .planning.planner import (
+    DEFAULT_HEADROOM_FRACTION,
+    MAX_PEAK_CONCURRENCY,
+    Plan,
+    PlanOption,
+    PlanRequest,
+    Rejection,
+    plan,
+    with_given_pool,
+)
+from .speed.performance import ERROR_BAND, LINK_GB_S, GpuPerformance, PerformanceEstimate
+from .speed.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
+from .speed.replica import (
+    PIPELINE_NOTE,
+    BatchSpeed,
+    LatencyTargets,
+    NoEstimate,
+    Paced,
+    Speed,
+    SpeedQuestion,
+    batch_curve,
+    batch_sizes,
+    capacity_speed,
+    pace,
+)
+from .units import GiB, gib_to_bytes
+from .versions import parse_engine_version
 
 __all__ = [
+    "ACCEPTED_DTYPES",
+    "DEFAULT_HEADROOM_FRACTION",
     "ERROR_BAND",
     "LINK_GB_S",
     "MAX_CONTEXT_TOKENS",
     "MAX_PEAK_CONCURRENCY",
+    "NESTED_LM_KEYS",
+    "PIPELINE_NOTE",
+    "BatchSpeed",
     "Capacity",
     "Engine",
     "EngineOptions",
+    "FitReport",
     "FloatDtype",
     "GiB",
     "Gpu",
+    "GpuPerformance",
     "KvCacheDtype",
     "LatencyTargets",
+    "Layer",
     "LayerKind",
+    "MeasuredPoint",
+    "Metric",
+    "MixtureOfExperts",
     "ModelArchitecture",
     "ModelDtype",
     "NoEstimate",
+    "Paced",
     "Parallelism",
     "PerformanceEstimate",
     "Plan",
     "PlanOption",
     "PlanRequest",
     "Rejection",
+    "Replicas",
     "SizingError",
     "Speed",
+    "SpeedQuestion",
     "WeightFormat",
     "Workload",
     "architecture_from_dict",
     "architecture_from_hf_config",
     "architecture_to_dict",
+    "batch_curve",
+    "batch_sizes",
     "capacity_speed",
     "compute_capacity",
+    "config_assumptions",
+    "engines_calibration",
+    "engines_releases",
     "explain",
+    "fit_report",
+    "forward_bytes_per_token",
+    "frozen",
+    "gib_to_bytes",
     "kv_bytes_per_token",
+    "max_model_len_limit",
+    "pace",
+    "parse_dtype",
+    "parse_engine_version",
     "parse_kv_cache_dtype",
+    "parse_vllm_version",
     "parse_weight_format",
+    "performance_steps",
     "plan",
     "served_model",
+    "target_steps",
+    "vllm_cudagraph_estimate",
+    "vllm_release",
+    "with_given_pool",
 ]
