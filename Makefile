@@ -12,7 +12,7 @@ RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
-LINT_PATHS := $(wildcard service tests migrations)
+LINT_PATHS := $(wildcard service bench tests migrations)
 
 .PHONY: run test faults lint format openapi bench install clean
 

@@ -21,6 +21,7 @@ from typing import IO
 import psycopg
 from sqlalchemy import make_url
 
+import service
 from service.kit.db import normalize_url
 
 # `kvplan`, the console script installed beside this interpreter; `python -m service` is it too.
@@ -140,7 +141,7 @@ def compile_package() -> None:
     start, a cost no deployed replica pays (about 0.15 s of the start-up on a busy 2-core
     machine). Done before any server starts, the baseline too (its modules are kvplan's).
     """
-    compileall.compile_dir(Path(__file__).parents[1], quiet=1)
+    compileall.compile_dir(Path(service.__file__).parent, quiet=1)
 
 
 def prepare_kvplan(database_url: str, workdir: Path) -> dict[str, str]:

@@ -17,7 +17,8 @@ pointing at one: `CapacityQuestion.calibration_id`): that calibration is used, a
 differs from the question's is a 422 naming the first field that differs.
 
 Plans use the same hook: the planner calls it for every GPU and tensor-parallel candidate
-(`sizing.planning.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured pool.
+(`sizing.planning.planner.CalibratedPool`), so a calibrated candidate is ranked by its measured
+pool.
 """
 
 from __future__ import annotations

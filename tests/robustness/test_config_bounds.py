@@ -2,8 +2,9 @@
 
 Before: `num_hidden_layers` = 10^400 in an `hf_config` answered 500 (an OverflowError), and heads,
 widths, vocabularies and windows of any size were carried into the arithmetic. Now a value over
-its bound (`sizing.model.config_view.bound`) is a 422 naming the key, through every path that reads a
-config: POST /v1/capacity (and /v1/plans) with `{"hf_config": ...}` and POST /v1/models/import.
+its bound (`sizing.model.config_view.bound`) is a 422 naming the key, through every path that
+reads a config: POST /v1/capacity (and /v1/plans) with `{"hf_config": ...}` and POST
+/v1/models/import.
 """
 
 from __future__ import annotations

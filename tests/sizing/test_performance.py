@@ -1,4 +1,5 @@
-"""The performance model's formulas (service/sizing/speed/performance.py) on examples worked by hand.
+"""The performance model's formulas (service/sizing/speed/performance.py) on examples worked by
+hand.
 
 GPU figures are the catalog's (service/catalog/data/gpus.json): H100 SXM 3.35 TB/s, 989 dense
 BF16 TFLOPS, 1978 FP8; A100 SXM 80GB 2.039 TB/s, 312 BF16, no FP8; L40S 0.864 TB/s, 362.05

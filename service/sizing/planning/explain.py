@@ -35,7 +35,8 @@ PERFORMANCE_RULE = (
 )
 EFFICIENCY_SOURCE = (
     "fitted on published measurements (service/calibration/performance_points.json; "
-    "service/sizing/speed/performance.py FITTED; `make bench` prints the fit and the held-back error)"
+    "service/sizing/speed/performance.py FITTED; `make bench` prints the fit and the held-back "
+    "error)"
 )
 TARGETS_RULE = (
     "each replica serves ceil(peak_concurrency / replicas) sequences; when the decode step at "

@@ -16,7 +16,8 @@ overlap = 1; a pass whose kernels neither stream at full bandwidth nor compute a
 (decode near the ridge point) takes longer, up to the sum (overlap = 0). The overlap is fitted
 with the other efficiencies on published measurements (service/calibration/
 performance_points.json, `make bench`), never set by hand: see `FITTED` and
-service/sizing/speed/performance_fit.py. The bound is whichever of memory, compute and link is largest.
+service/sizing/speed/performance_fit.py. The bound is whichever of memory, compute and link is
+largest.
 
 Costs (`StepCost`) depend only on the model, the GPU, the batch and the context; times
 (`StepTime`) apply the efficiencies to them, so a fit can reuse the costs.
@@ -128,7 +129,7 @@ class Efficiency:
     overlap: float  # share of the smaller of memory and compute time hidden under the larger
 
 
-# --- the fit (service/sizing/speed/performance_fit.py; `make bench` prints it) ----------------------
+# --- the fit (service/sizing/speed/performance_fit.py; `make bench` prints it) ------------------
 # Fitted by performance_fit.fit on the 41 calibration points of
 # service/calibration/performance_points.json whose position in the file is not 2 mod 3
 # (FIT_POINT_IDS); the 20 held back (HELD_BACK_POINT_IDS) give the error:
