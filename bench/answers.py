@@ -13,6 +13,9 @@ and plans (POST /v1/plans explained, GET /v1/plans as CSV) for every model of th
 three context lengths. The app is the one `kvplan serve` builds (`service.app.create_app`),
 on a throwaway SQLite catalog that `kvplan migrate` and `kvplan seed` write, driven by
 Starlette's TestClient: no socket, the same middleware.
+
+An explanation cites the source file of its rules: where a change moved that file, `--renamed
+NEW=OLD` reads the new path as the old one, so that the check shows nothing else moved.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def questions(explained: int) -> Iterator[tuple[str, str, bytes | None]]:
             yield "GET", "/v1/plans?" + urlencode({**plan, "format": "csv"}), None
 
 
-def answers(explained: int) -> Iterator[str]:
+def answers(explained: int, renamed: dict[bytes, bytes] | None = None) -> Iterator[str]:
     """One line per answer: method, target, body digest of the question; status, type, digest."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {
@@ -98,7 +101,10 @@ def answers(explained: int) -> Iterator[str]:
                 headers = {"content-type": "application/json"} if body else {}
                 answer = client.request(method, target, content=body, headers=headers)
                 asked = hashlib.sha256(body).hexdigest()[:16] if body else "-"
-                digest = hashlib.sha256(answer.content).hexdigest()
+                content = answer.content
+                for new, old in (renamed or {}).items():
+                    content = content.replace(new, old)
+                digest = hashlib.sha256(content).hexdigest()
                 kind = answer.headers.get("content-type", "-")
                 yield f"{method} {target} {asked}\t{answer.status_code}\t{kind}\t{digest}"
 
@@ -109,8 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write", type=Path, help="write the answers' digests to FILE")
     mode.add_argument("--check", type=Path, help="compare with FILE; exit 1 on any difference")
     parser.add_argument("--explained", type=int, default=300, help="POST details (default 300)")
+    parser.add_argument(
+        "--renamed",
+        action="append",
+        default=[],
+        metavar="NEW=OLD",
+        help="read NEW as OLD in every answer before its digest: a source path an explanation "
+        "cites that moved (repeatable)",
+    )
     args = parser.parse_args(argv)
-    lines = list(answers(args.explained))
+    renamed = dict(pair.encode().split(b"=", 1) for pair in args.renamed)
+    lines = list(answers(args.explained, renamed))
     if args.write:
         args.write.write_text("\n".join(lines) + "\n")
         print(f"{len(lines)} answers written to {args.write}")
