@@ -8,7 +8,8 @@
   which times the memoised steps one by one, are the two readers of its insides.
 - A slice uses the kit, the sizing facade and itself; another slice only through the modules
   named in DOORS (its use cases, schemas and the catalog's snapshot). The kit uses no slice but
-  the catalog's snapshot (`kit/deps.py`'s CatalogDep). The wiring (`app`, `cli`) uses anything.
+  the catalog's snapshot (`kit/deps.py`'s CatalogDep). The wiring (`app`, `cli` and its `cli_*`
+  modules, `openapi_export`) uses anything.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if parts[0] != "service":
         return parts[0]
-    if len(parts) < 2 or parts[1] in WIRING:
+    if len(parts) < 2 or parts[1] in WIRING or parts[1].startswith("cli_"):  # the CLI's own
         return "wiring"
     if parts[1] in (KIT, *PURE):
         return parts[1]
