@@ -118,13 +118,23 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+# bench/ stays out of the wheel, so it is not installed: a server started from another folder
+# (`python -m bench.http.baseline`) finds it in the checkout this module is read from.
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _with_checkout(environ: dict[str, str]) -> dict[str, str]:
+    paths = [str(CHECKOUT), *filter(None, [environ.get("PYTHONPATH")])]
+    return {**environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def start(name: str, command: list[str], env: dict[str, str], workdir: Path) -> Served:
     port = free_port()
     log = (workdir / f"{name}.log").open("wb")
     started = time.perf_counter()
     process = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
-        env={**os.environ, **env},
+        env=_with_checkout({**os.environ, **env}),
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=workdir,
