@@ -38,6 +38,7 @@ IO_BUILTINS = {"open", "input", "print", "breakpoint"}
 # Another slice's modules a slice may import, and why (ARCHITECTURE.md#layers).
 DOORS = {
     "service.catalog.snapshot": "the in-memory catalog every request reads",
+    "service.catalog.names": "the one resolver of the names people type (models, GPUs, totals)",
     "service.catalog.reads": "catalog reads from the database or, while it is down, the snapshot",
     "service.catalog.models": "the catalog's tables, which other tables' keys point at",
     "service.catalog.schemas": "catalog answer models reused in other answers",

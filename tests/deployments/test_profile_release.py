@@ -2,7 +2,8 @@
 
 Issue 17 item 6: a profile that named no release was sized by whatever release kvplan modelled
 newest, so upgrading kvplan moved the `max_num_seqs` an autoscaler reads. A write now stores the
-newest modelled release (`service.sizing.engines.releases.newest_release`); a later kvplan that models a
+newest modelled release (`service.sizing.engines.releases.newest_release`); a later kvplan that
+models a
 newer one keeps sizing the profile as stored and warns with both answers. "A later kvplan" is
 simulated by storing while `newest_release` answers an older release (vLLM 0.19.0, whose default
 utilization is 0.9; 0.20.0 made it 0.92, docs/engines/vllm.md#requested-memory), then asking

@@ -1,6 +1,7 @@
 """Dtype and weight-format names over HTTP: parsed once at the door, answered by their one name.
 
-Issue 18 item 3: the names become typed values (sizing/model/dtypes.py `KvCacheDtype`, `WeightFormat`)
+Issue 18 item 3: the names become typed values (sizing/model/dtypes.py `KvCacheDtype`,
+`WeightFormat`)
 where the request enters; the answer still prints the canonical name.
 """
 

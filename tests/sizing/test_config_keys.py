@@ -2,7 +2,8 @@
 
 Each published config.json in tests/fixtures/hf_configs/ (SOURCES.md) is read as a user's paste
 is; a key of its language model that kvplan neither reads (for the cache or the weights) nor
-declares irrelevant (service/sizing/model/config_guard.py IRRELEVANT, each with its reason, or moot in
+declares irrelevant (service/sizing/model/config_guard.py IRRELEVANT, each with its reason, or
+moot in
 that config) fails the test: a new fixture with a cache-changing key kvplan does not know
 cannot slip in unread.
 """

@@ -1,4 +1,5 @@
-"""The MiMo-V2 reader (service/sizing/model/hf_more.py) on its published config, and what it refuses.
+"""The MiMo-V2 reader (service/sizing/model/hf_more.py) on its published config, and what it
+refuses.
 
 The config is tests/fixtures/hf_configs/XiaomiMiMo--MiMo-V2-Flash.json (SOURCES.md); a test that
 changes a key says to what and why.
