@@ -35,13 +35,13 @@ PARSERS = frozenset(
 # name from a caller (and hand on the typed value), and the config.json readers.
 DOORS = frozenset(
     {
-        ("dtypes.py", "parse_float_dtype"),
-        ("dtypes.py", "normalize_model_dtype"),
-        ("architecture.py", "__post_init__"),  # ModelArchitecture
+        ("model/dtypes.py", "parse_float_dtype"),
+        ("model/dtypes.py", "normalize_model_dtype"),
+        ("model/architecture.py", "__post_init__"),  # ModelArchitecture
         ("engines/common.py", "__post_init__"),  # Workload, EngineOptions
-        ("planner.py", "__post_init__"),  # PlanRequest
-        ("weight_format.py", "model_dtype"),  # config.json torch_dtype / dtype
-        ("hf_config.py", "_state_dtype"),  # config.json mamba_ssm_dtype
+        ("planning/planner.py", "__post_init__"),  # PlanRequest
+        ("model/weight_format.py", "model_dtype"),  # config.json torch_dtype / dtype
+        ("model/hf_config.py", "_state_dtype"),  # config.json mamba_ssm_dtype
     }
 )
 
