@@ -611,6 +611,11 @@ class PlanOptionOut(BaseModel):
     gpu: str
     gpu_name: str
     tensor_parallel_size: int
+    pipeline_parallel_size: int = Field(
+        1, description="Pipeline stages of one replica, one per node (1: a single node)."
+    )
+    nodes_per_replica: int = Field(1, description="Nodes one replica spans.")
+    gpus_per_node: int = Field(description="GPUs of each node a replica uses.")
     replicas: int
     total_gpus: int
     max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")
@@ -639,7 +644,14 @@ class PlanOptionOut(BaseModel):
     )
     performance_bound: PerformanceBound | None
     performance_error_band: float | None = Field(description=ERROR_BAND_DOC)
-    engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
+    engine_flags: dict[str, str] = Field(
+        description="Flags to paste, per engine; a multi-node replica's first node's."
+    )
+    node_flags: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="A multi-node replica's flags for every node, node rank 0 first, per "
+        "engine; empty when one node holds a replica. $NODE0_IP is the first node's address.",
+    )
     warnings: list[str]
     calibrated_from: CalibratedFrom | None = Field(
         None,
@@ -651,6 +663,7 @@ class PlanOptionOut(BaseModel):
 class RejectedOut(BaseModel):
     gpu: str
     tensor_parallel_size: int | None
+    pipeline_parallel_size: int = 1
     code: str
     reason: str
 
