@@ -79,6 +79,8 @@ CapacityField = Literal[
 PlanField = Literal[
     "gpu",
     "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "nodes_per_replica",
     "replicas",
     "total_gpus",
     "max_num_seqs",
@@ -713,7 +715,7 @@ PLAN_HEADLINE: PlanField = "total_gpus"
 
 # A plan option's byte columns that get a GiB twin in tables (formats.gib_twins).
 OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
-_ROW_ONLY = ("engine_flags", "warnings")
+_ROW_ONLY = ("engine_flags", "node_flags", "warnings")
 
 
 def _option_columns() -> list[str]:
@@ -725,7 +727,8 @@ def _option_columns() -> list[str]:
         columns.append("calibration_id" if name == "calibrated_from" else name)
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
-    return [*columns, "vllm_flags", "sglang_flags", "warnings"]
+    flags = ["vllm_flags", "sglang_flags", "vllm_node_flags", "sglang_node_flags"]
+    return [*columns, *flags, "warnings"]
 
 
 OPTION_COLUMNS = tuple(_option_columns())
