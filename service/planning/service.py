@@ -568,8 +568,7 @@ def _option_out(
         **{name: figures.get(name) for name in _OPTION_SPEED},
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
         node_flags={
-            name: [" ".join(flags) for flags in nodes]
-            for name, nodes in option.node_flags.items()
+            name: [" ".join(flags) for flags in nodes] for name, nodes in option.node_flags.items()
         },
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),

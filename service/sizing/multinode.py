@@ -72,7 +72,9 @@ VLLM_MASTER_PORT: Final = 29500  # vLLM's default --master-port
 SGLANG_DIST_PORT: Final = 50000  # the port of SGLang's docs' multi-node example
 
 
-def node_flags(flags: dict[str, list[str]], pipeline_parallel_size: int) -> dict[str, list[list[str]]]:
+def node_flags(
+    flags: dict[str, list[str]], pipeline_parallel_size: int
+) -> dict[str, list[list[str]]]:
     """The flags to paste on each node (node rank 0 first) of a `pp`-node replica.
 
     vLLM (EngineArgs nnodes, node_rank, master_addr, master_port, headless in vllm/engine/

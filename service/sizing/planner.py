@@ -145,7 +145,9 @@ class PlanOption:
         flags = self._flags()
         if self.pipeline_parallel_size == 1:
             return flags
-        return {name: nodes[0] for name, nodes in node_flags(flags, self.pipeline_parallel_size).items()}
+        return {
+            name: nodes[0] for name, nodes in node_flags(flags, self.pipeline_parallel_size).items()
+        }
 
     def _flags(self) -> dict[str, list[str]]:
         return engine_flags(
@@ -294,7 +296,15 @@ def plan(
             else:
                 options.append(outcome)
         if len(options) == found:
-            _across_nodes(arch, gpu, candidates, workload, request, options, rejected)
+            _across_nodes(
+                arch,
+                gpu,
+                candidates,
+                workload=workload,
+                request=request,
+                options=options,
+                rejected=rejected,
+            )
     options.sort(key=lambda option: option.rank_key)
     # Only the options shown are timed; the targets timed every candidate already.
     shown = [_timed(arch, option, request) for option in options[: 1 + request.max_alternatives]]
@@ -314,6 +324,7 @@ def _across_nodes(
     arch: ModelArchitecture,
     gpu: Gpu,
     candidates: list[int],
+    *,
     workload: Workload,
     request: PlanRequest,
     options: list[PlanOption],
@@ -374,6 +385,7 @@ def candidate_capacity(
     workload: Workload,
     tp: int,
     engine: EngineOptions,
+    *,
     pp: int = 1,
 ) -> Capacity:
     return compute_capacity(arch, gpu, workload, Parallelism(tp, pp), engine)
@@ -392,7 +404,9 @@ def _option(
     problem = tensor_parallel_problem(arch, tp)
     if problem is not None:
         return Rejection(gpu, tp, problem.code, problem.reason)
-    outcome = _sized_option(arch, gpu, tp, workload, request, calibrated_pool, pp)
+    outcome = _sized_option(
+        arch, gpu, tp, workload=workload, request=request, calibrated_pool=calibrated_pool, pp=pp
+    )
     if isinstance(outcome, Rejection) and pp > 1:
         return replace(outcome, pipeline_parallel_size=pp)
     return outcome
@@ -402,13 +416,14 @@ def _sized_option(
     arch: ModelArchitecture,
     gpu: Gpu,
     tp: int,
+    *,
     workload: Workload,
     request: PlanRequest,
     calibrated_pool: CalibratedPool | None,
     pp: int,
 ) -> PlanOption | Rejection:
     try:
-        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine, pp)
+        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine, pp=pp)
         pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
         if pool is not None:
             capacity = with_given_pool(

@@ -94,7 +94,8 @@ def test_every_node_gets_its_flags(client: TestClient) -> None:
         assert f"--node-rank {rank} --master-addr $NODE0_IP --master-port 29500" in flags
         assert "--max-num-seqs 4" in flags
     # The other nodes run no API server.
-    assert "--headless" in vllm1 and "--headless" not in vllm0
+    assert "--headless" in vllm1
+    assert "--headless" not in vllm0
     assert best["engine_flags"]["vllm"] == vllm0
     sglang0, sglang1 = best["node_flags"]["sglang"]
     for rank, flags in enumerate((sglang0, sglang1)):
