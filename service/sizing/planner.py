@@ -288,14 +288,16 @@ def plan(
                 )
             )
             continue
-        found = len(options)
+        outcome: PlanOption | Rejection | None = None
         for tp in candidates:
             outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
             if isinstance(outcome, Rejection):
                 rejected.append(outcome)
             else:
                 options.append(outcome)
-        if len(options) == found:
+        # The largest TP a node holds left too little memory: more nodes may hold it. (Too
+        # slow, or too many replicas, a pipeline does not mend.)
+        if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
             _across_nodes(
                 arch,
                 gpu,
@@ -318,6 +320,9 @@ def plan(
         rejected=tuple(rejected),
         warnings=tuple(warnings),
     )
+
+
+MEMORY_CODES = frozenset({"weights-do-not-fit", "sequence-does-not-fit"})
 
 
 def _across_nodes(
