@@ -691,6 +691,8 @@ def no_plan_reason(answer: PlanAnswer) -> str:
         return "no plan: no candidate GPU"
     first = answer.rejected[0]
     layout = "" if first.tensor_parallel_size is None else f" x{first.tensor_parallel_size}"
+    if first.pipeline_parallel_size > 1:
+        layout += f" on {first.pipeline_parallel_size} nodes"
     others = len(answer.rejected) - 1
     tail = f" ({others} other candidates rejected too)" if others else ""
     return f"no plan: {first.gpu}{layout}: {first.reason}{tail}"

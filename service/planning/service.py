@@ -668,6 +668,8 @@ def _why_infeasible(answer: PlanAnswer) -> str:
         if first.tensor_parallel_size is None
         else (f"{first.gpu} at tensor_parallel_size {first.tensor_parallel_size}")
     )
+    if first.pipeline_parallel_size > 1:
+        where += f", pipeline_parallel_size {first.pipeline_parallel_size}"
     return f"no GPU and layout fits ({code}), e.g. {where}: {first.reason}"
 
 

@@ -506,11 +506,19 @@ def _hold_to_targets(
         return Rejection(gpu, tp, paced.code, paced.reason)
     if paced.miss is None:
         return fit, replicas, f"met at {per_replica:,} sequences per replica"
-    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced)
+    pp = capacity.parallel.pipeline_parallel_size
+    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced, pp=pp)
 
 
 def _slowed(
-    gpu: Gpu, tp: int, request: PlanRequest, *, fit: _Fit, replicas: int, paced: Paced
+    gpu: Gpu,
+    tp: int,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+    paced: Paced,
+    pp: int = 1,
 ) -> tuple[_Fit, int, str] | Rejection:
     """A smaller batch on more replicas: what a decode too slow at the peak's batch needs."""
     why = paced.miss.reason if paced.miss is not None else ""
@@ -522,7 +530,7 @@ def _slowed(
             tp,
             "too-many-replicas",
             f"{why}; at {paced.batch:,} sequences per replica the peak needs {more:,} "
-            f"replicas of {tp} GPUs, more than max_replicas {request.max_replicas}",
+            f"replicas of {tp * pp} GPUs, more than max_replicas {request.max_replicas}",
         )
     outcome = (
         f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target (the "
