@@ -637,12 +637,13 @@ def _priced(
 
 def _across(option: PlanOption, pp: int) -> PlanOption:
     """A replica of `pp` nodes of `tensor_parallel_size` GPUs: its GPUs and cost times pp."""
-    cost = option.cost_per_hour_usd
+    total = option.total_gpus * pp
+    price = option.gpu.price_usd_per_hour
     return replace(
         option,
         pipeline_parallel_size=pp,
-        total_gpus=option.total_gpus * pp,
-        cost_per_hour_usd=None if cost is None else round(cost * pp, 4),
+        total_gpus=total,
+        cost_per_hour_usd=None if price is None else round(total * price, 4),
     )
 
 
