@@ -32,6 +32,7 @@ _PLAN_COLUMNS = (
     "gpu",
     "tensor_parallel_size",
     "replicas",
+    "nodes_per_replica",
     "total_gpus",
     "max_num_seqs",
     "sequences_per_replica",
@@ -100,7 +101,14 @@ def plan_table(answer: PlanAnswer) -> str:
     cells = [list(_PLAN_COLUMNS)]
     cells += [[_cell(name, row.get(name)) for name in _PLAN_COLUMNS] for row in rows]
     out = head + aligned(cells)
-    out += "".join(f"{engine} flags: {flags}\n" for engine, flags in best.engine_flags.items())
+    if best.node_flags:
+        out += "".join(
+            f"{engine} flags, node {rank}: {flags}\n"
+            for engine, nodes in best.node_flags.items()
+            for rank, flags in enumerate(nodes)
+        )
+    else:
+        out += "".join(f"{engine} flags: {flags}\n" for engine, flags in best.engine_flags.items())
     if answer.rejected:
         out += f"{len(answer.rejected)} layouts rejected (--format json lists them with why)\n"
     return out + _listed("warning", [*best.warnings, *answer.warnings])

@@ -27,6 +27,8 @@ WHAT = {
     "repeated": "GET /v1/capacity, one question repeated",
     "varied": "GET /v1/capacity, a question not asked recently each time (cache misses)",
     "plans": "POST /v1/plans, whole catalog (llama-3.1-70b, 32768, 256, fp8)",
+    "plans-multinode": "POST /v1/plans, whole catalog with multi-node layouts "
+    "(llama-3.1-405b, 131072, 16)",
 }
 
 

@@ -15,7 +15,7 @@ from . import in_process, report, servers
 from .loadgen import Load, Request, drive, pick
 from .servers import Served
 from .stats import Run
-from .workloads import PLAN, REPEATED, soak, varied
+from .workloads import PLAN, PLAN_MULTINODE, REPEATED, soak, varied
 
 SOAK_REQUESTS = 100_000
 
@@ -78,6 +78,7 @@ def workloads() -> list[Workload]:
         Workload("repeated", [REPEATED], 32),
         Workload("varied", varied(), 32),
         Workload("plans", [PLAN], 8),
+        Workload("plans-multinode", [PLAN_MULTINODE], 8),
     ]
 
 

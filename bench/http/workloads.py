@@ -43,6 +43,16 @@ PLAN = Request(
     ).encode(),
     "application/json",
 )
+# The whole catalog for a model no single node of any catalog GPU holds at its full context:
+# every GPU's single-node layouts are sized, then its 2 ... 4-node layouts (planner.py).
+PLAN_MULTINODE = Request(
+    "POST",
+    "/v1/plans",
+    json.dumps(
+        {"model": "llama-3.1-405b", "max_model_len": 131072, "peak_concurrency": 16}
+    ).encode(),
+    "application/json",
+)
 # More questions than GET /v1/capacity's answer cache holds (2048, least recently used
 # dropped first): asked in turn, each one has been forgotten by the time it comes round again.
 VARIED_COUNT = 6000

@@ -303,10 +303,14 @@ def post_capacity(
 
 def option_row(option: PlanOptionOut) -> dict[str, Any]:
     """One plan option as a flat table row: flags per engine, warnings joined, GiB twins."""
-    data = table_row(option.model_dump(mode="json", exclude={"engine_flags", "warnings"}))
+    data = table_row(
+        option.model_dump(mode="json", exclude={"engine_flags", "node_flags", "warnings"})
+    )
     data = gib_twins(data, OPTION_GIB_COLUMNS)
     for engine in ("vllm", "sglang"):
         data[f"{engine}_flags"] = option.engine_flags.get(engine, "")
+        # every node's flags, node rank 0 first, one " | " apart (empty on one node)
+        data[f"{engine}_node_flags"] = " | ".join(option.node_flags.get(engine, []))
     data["warnings"] = " | ".join(option.warnings)
     return data
 

@@ -85,6 +85,8 @@ CapacityField = Literal[
 PlanField = Literal[
     "gpu",
     "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "nodes_per_replica",
     "replicas",
     "total_gpus",
     "max_num_seqs",
@@ -656,6 +658,11 @@ class PlanOptionOut(BaseModel):
     gpu: str
     gpu_name: str
     tensor_parallel_size: int
+    pipeline_parallel_size: int = Field(
+        1, description="Pipeline stages of one replica, one per node (1: a single node)."
+    )
+    nodes_per_replica: int = Field(1, description="Nodes one replica spans.")
+    gpus_per_node: int = Field(description="GPUs of each node a replica uses.")
     replicas: int
     total_gpus: int
     max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")
@@ -706,7 +713,14 @@ class PlanOptionOut(BaseModel):
     )
     performance_bound: PerformanceBound | None
     performance_error_band: float | None = Field(description=ERROR_BAND_DOC)
-    engine_flags: dict[str, str] = Field(description="Flags to paste, per engine.")
+    engine_flags: dict[str, str] = Field(
+        description="Flags to paste, per engine; a multi-node replica's first node's."
+    )
+    node_flags: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="A multi-node replica's flags for every node, node rank 0 first, per "
+        "engine; empty when one node holds a replica. $NODE0_IP is the first node's address.",
+    )
     warnings: list[str]
     calibrated_from: CalibratedFrom | None = Field(
         None,
@@ -718,6 +732,7 @@ class PlanOptionOut(BaseModel):
 class RejectedOut(BaseModel):
     gpu: str
     tensor_parallel_size: int | None
+    pipeline_parallel_size: int = 1
     code: str
     reason: str
 
@@ -751,6 +766,8 @@ def no_plan_reason(answer: PlanAnswer) -> str:
         return "no plan: no candidate GPU"
     first = answer.rejected[0]
     layout = "" if first.tensor_parallel_size is None else f" x{first.tensor_parallel_size}"
+    if first.pipeline_parallel_size > 1:
+        layout += f" on {first.pipeline_parallel_size} nodes"
     others = len(answer.rejected) - 1
     tail = f" ({others} other candidates rejected too)" if others else ""
     return f"no plan: {first.gpu}{layout}: {first.reason}{tail}"
@@ -775,7 +792,7 @@ PLAN_HEADLINE: PlanField = "total_gpus"
 
 # A plan option's byte columns that get a GiB twin in tables (formats.gib_twins).
 OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
-_ROW_ONLY = ("engine_flags", "warnings")
+_ROW_ONLY = ("engine_flags", "node_flags", "warnings")
 
 
 def _option_columns() -> list[str]:
@@ -787,7 +804,8 @@ def _option_columns() -> list[str]:
         columns.append("calibration_id" if name == "calibrated_from" else name)
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
-    return [*columns, "vllm_flags", "sglang_flags", "warnings"]
+    flags = ["vllm_flags", "sglang_flags", "vllm_node_flags", "sglang_node_flags"]
+    return [*columns, *flags, "warnings"]
 
 
 OPTION_COLUMNS = tuple(_option_columns())

@@ -656,6 +656,9 @@ def _option_out(
         gpu=option.gpu.slug,
         gpu_name=option.gpu.name,
         tensor_parallel_size=option.tensor_parallel_size,
+        pipeline_parallel_size=option.pipeline_parallel_size,
+        nodes_per_replica=option.nodes_per_replica,
+        gpus_per_node=option.gpus_per_node,
         replicas=option.replicas,
         total_gpus=option.total_gpus,
         max_num_seqs=option.max_num_seqs,
@@ -675,6 +678,9 @@ def _option_out(
         tokens_per_dollar=_rounded(option.tokens_per_dollar),
         **{name: figures.get(name) for name in _OPTION_SPEED},
         engine_flags={name: " ".join(flags) for name, flags in option.engine_flags.items()},
+        node_flags={
+            name: [" ".join(flags) for flags in nodes] for name, nodes in option.node_flags.items()
+        },
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
     )
@@ -728,6 +734,7 @@ def _plan_answer(
             RejectedOut(
                 gpu=r.gpu.slug,
                 tensor_parallel_size=r.tensor_parallel_size,
+                pipeline_parallel_size=r.pipeline_parallel_size,
                 code=r.code,
                 reason=r.reason,
             )
@@ -781,6 +788,8 @@ def _why_infeasible(answer: PlanAnswer) -> str:
         if first.tensor_parallel_size is None
         else (f"{first.gpu} at tensor_parallel_size {first.tensor_parallel_size}")
     )
+    if first.pipeline_parallel_size > 1:
+        where += f", pipeline_parallel_size {first.pipeline_parallel_size}"
     return f"no GPU and layout fits ({code}), e.g. {where}: {first.reason}"
 
 

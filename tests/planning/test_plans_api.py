@@ -79,11 +79,12 @@ def test_average_context_lets_paged_attention_hold_more(client: TestClient) -> N
 
 
 def test_candidates_that_cannot_serve_are_rejected_with_a_reason(client: TestClient) -> None:
-    # Llama-3.1-70B in bf16 is 141 GB of weights: one 22 GiB L4 cannot hold them.
+    # Llama-3.1-405B in bf16 is 812 GB of weights: one 22 GiB L4 cannot hold them, nor can
+    # 4 nodes of 2 (8 x 22 GiB = 189 GB), the most nodes a plan searches.
     response = client.post(
         "/v1/plans",
         json={
-            "model": "llama-3.1-70b",
+            "model": "llama-3.1-405b",
             "max_model_len": 8192,
             "peak_concurrency": 8,
             "gpus": ["l4"],

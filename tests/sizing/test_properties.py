@@ -441,31 +441,42 @@ gpu_offers = st.lists(
 def independent_cheapest(
     arch: ModelArchitecture, gpus: list[Gpu], request: PlanRequest
 ) -> float | None:
-    """The cheapest deployment, found without the planner: every GPU x TP, whole replicas."""
-    best: float | None = None
+    """The cheapest deployment, found without the planner: every GPU x TP, whole replicas;
+    where no single node of a GPU serves, its largest TP on 2 ... 4 nodes (one PP stage each)."""
+    costs: list[float] = []
     for gpu in gpus:
-        for tp in range(1, gpu.max_gpus_per_node + 1):
-            if arch.num_attention_heads % tp:
-                continue
-            try:
-                cap = compute_capacity(
-                    arch, gpu, Workload(request.max_model_len), Parallelism(tp), request.engine
-                )
-            except SizingError:
-                continue
-            cap_seqs = cap.engine_settings.get("max_num_seqs")
-            seqs = cap.max_num_seqs
-            if isinstance(cap_seqs, int):
-                seqs = min(seqs, cap_seqs)
-            if not cap.fits or seqs < 1:
-                continue
-            replicas = cdiv(request.peak_concurrency, seqs)
-            if replicas > request.max_replicas:
-                continue
-            assert gpu.price_usd_per_hour is not None
-            cost = round(replicas * tp * gpu.price_usd_per_hour, 4)
-            best = cost if best is None else min(best, cost)
-    return best
+        tps = [
+            tp for tp in range(1, gpu.max_gpus_per_node + 1) if arch.num_attention_heads % tp == 0
+        ]
+        single = [_layout_cost(arch, gpu, request, tp, 1) for tp in tps]
+        costs += [cost for cost in single if cost is not None]
+        if tps and all(cost is None for cost in single):
+            for pp in range(2, min(4, arch.num_layers) + 1):
+                cost = _layout_cost(arch, gpu, request, tps[-1], pp)
+                costs += [] if cost is None else [cost]
+    return min(costs, default=None)
+
+
+def _layout_cost(
+    arch: ModelArchitecture, gpu: Gpu, request: PlanRequest, tp: int, pp: int
+) -> float | None:
+    try:
+        cap = compute_capacity(
+            arch, gpu, Workload(request.max_model_len), Parallelism(tp, pp), request.engine
+        )
+    except SizingError:
+        return None
+    cap_seqs = cap.engine_settings.get("max_num_seqs")
+    seqs = cap.max_num_seqs
+    if isinstance(cap_seqs, int):
+        seqs = min(seqs, cap_seqs)
+    if not cap.fits or seqs < 1:
+        return None
+    replicas = cdiv(request.peak_concurrency, seqs)
+    if replicas > request.max_replicas:
+        return None
+    assert gpu.price_usd_per_hour is not None
+    return round(replicas * tp * pp * gpu.price_usd_per_hour, 4)
 
 
 @SLOW

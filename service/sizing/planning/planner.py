@@ -15,7 +15,9 @@ batch that meets them (a lower max_num_seqs) on as many more replicas as the pea
 one whose prefill is too slow, or whose single sequence is, is rejected with the reason. The
 cheapest candidate left is still the recommendation. The options shown carry their speed at
 the concurrency each replica is planned to serve.
-Short local names: m = max_model_len, tp = tensor_parallel_size.
+A GPU none of whose single-node layouts fits is tried again across nodes: tensor parallel
+within a node, 2 ... MAX_PIPELINE_NODES pipeline stages across nodes (multinode.py).
+Short local names: m = max_model_len, tp = tensor_parallel_size, pp = pipeline_parallel_size.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from functools import lru_cache
 from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from ..engines.common import Engine, EngineOptions
 from ..engines.kv import packed_mla
+from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.parallel import check_tensor_parallel
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
@@ -131,10 +134,37 @@ class PlanOption:
     speed: Speed | None = None
     # What the latency targets made of the batch (None without targets).
     latency_outcome: str | None = None
+    # Nodes one replica spans: pipeline stages, one per node (1: within one node).
+    pipeline_parallel_size: int = 1
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.tensor_parallel_size
+
+    @property
+    def nodes_per_replica(self) -> int:
+        return self.pipeline_parallel_size
+
+    @property
+    def node_flags(self) -> dict[str, list[list[str]]]:
+        """The flags for each node of a multi-node replica (node rank 0 first); empty when
+        one node holds it (`engine_flags` then is the whole command)."""
+        if self.pipeline_parallel_size == 1:
+            return {}
+        return node_flags(self._flags(), self.pipeline_parallel_size)
 
     @property
     def engine_flags(self) -> dict[str, list[str]]:
-        """Built on demand: only the options a plan shows need them."""
+        """Built on demand: only the options a plan shows need them. A multi-node replica's
+        are its first node's (`node_flags` has every node's)."""
+        flags = self._flags()
+        if self.pipeline_parallel_size == 1:
+            return flags
+        return {
+            name: nodes[0] for name, nodes in node_flags(flags, self.pipeline_parallel_size).items()
+        }
+
+    def _flags(self) -> dict[str, list[str]]:
         return engine_flags(
             self.capacity, min(self.sequences_per_replica, self.max_num_seqs) or 1, self.engine
         )
@@ -190,6 +220,7 @@ class Rejection:
     tensor_parallel_size: int | None
     code: str
     reason: str
+    pipeline_parallel_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,12 +338,25 @@ def plan(
                 )
             )
             continue
+        outcome: PlanOption | Rejection | None = None
         for tp in candidates:
             outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
             if isinstance(outcome, Rejection):
                 rejected.append(outcome)
             else:
                 options.append(outcome)
+        # The largest TP a node holds left too little memory: more nodes may hold it. (Too
+        # slow, or too many replicas, a pipeline does not mend.)
+        if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
+            _across_nodes(
+                arch,
+                gpu,
+                candidates,
+                workload=workload,
+                request=request,
+                options=options,
+                rejected=rejected,
+            )
     ranked = _ranked(arch, options, request)
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
     shown = [_timed(arch, option, request) for option in ranked[: 1 + request.max_alternatives]]
@@ -373,12 +417,50 @@ def _ranking_warnings(
     return warnings
 
 
+MEMORY_CODES = frozenset({"weights-do-not-fit", "sequence-does-not-fit"})
+
+
+def _across_nodes(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    candidates: list[int],
+    *,
+    workload: Workload,
+    request: PlanRequest,
+    options: list[PlanOption],
+    rejected: list[Rejection],
+) -> None:
+    """Replicas of 2 ... MAX_PIPELINE_NODES nodes, each node `tp` GPUs (the largest TP the
+    node holds that shards the model), for a GPU no single node of which can serve.
+
+    Every node count that fits is an option (ranking picks among them); where none fits, the
+    largest one's rejection says why. Calibrated pools are per single-node layout, so these
+    candidates are sized by the engine's arithmetic alone.
+    """
+    usable = [tp for tp in candidates if tensor_parallel_problem(arch, tp) is None]
+    if not usable:
+        return
+    tp = usable[-1]
+    last: Rejection | None = None
+    fitted = False
+    for pp in nodes_to_try(MAX_PIPELINE_NODES, arch.num_layers):
+        outcome = _option(arch, gpu, tp, workload, request, pp=pp)
+        if isinstance(outcome, Rejection):
+            last = outcome
+        else:
+            options.append(outcome)
+            fitted = True
+    if last is not None and not fitted:
+        rejected.append(last)
+
+
 def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) -> PlanOption:
     """The option with its speed at the concurrency each replica serves at the peak."""
     if option.speed is not None:
         return option
     question = SpeedQuestion(
         tensor_parallel_size=option.tensor_parallel_size,
+        pipeline_parallel_size=option.pipeline_parallel_size,
         batch=option.concurrency_per_replica,
         context_tokens=request.context_tokens,
         prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
@@ -400,9 +482,15 @@ def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) ->
 # candidates per cache dtype, so this holds a few dozen plans' worth.
 @lru_cache(maxsize=2048)
 def candidate_capacity(
-    arch: ModelArchitecture, gpu: Gpu, workload: Workload, tp: int, engine: EngineOptions
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    tp: int,
+    engine: EngineOptions,
+    *,
+    pp: int = 1,
 ) -> Capacity:
-    return compute_capacity(arch, gpu, workload, Parallelism(tp), engine)
+    return compute_capacity(arch, gpu, workload, Parallelism(tp, pp), engine)
 
 
 def _option(
@@ -413,12 +501,31 @@ def _option(
     request: PlanRequest,
     *,
     calibrated_pool: CalibratedPool | None = None,
+    pp: int = 1,
 ) -> PlanOption | Rejection:
     problem = tensor_parallel_problem(arch, tp)
     if problem is not None:
         return Rejection(gpu, tp, problem.code, problem.reason)
+    outcome = _sized_option(
+        arch, gpu, tp, workload=workload, request=request, calibrated_pool=calibrated_pool, pp=pp
+    )
+    if isinstance(outcome, Rejection) and pp > 1:
+        return replace(outcome, pipeline_parallel_size=pp)
+    return outcome
+
+
+def _sized_option(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    tp: int,
+    *,
+    workload: Workload,
+    request: PlanRequest,
+    calibrated_pool: CalibratedPool | None,
+    pp: int,
+) -> PlanOption | Rejection:
     try:
-        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine)
+        capacity = candidate_capacity(arch, gpu, workload, tp, request.engine, pp=pp)
         pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
         if pool is not None:
             capacity = with_given_pool(
@@ -445,7 +552,7 @@ def _option(
             gpu,
             tp,
             "too-many-replicas",
-            f"needs {replicas} replicas of {tp} GPUs, more than max_replicas "
+            f"needs {replicas} replicas of {tp * pp} GPUs, more than max_replicas "
             f"{request.max_replicas}",
         )
     outcome = None
@@ -455,6 +562,8 @@ def _option(
             return held
         fit, replicas, outcome = held
     option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
+    if pp > 1:
+        option = _across(option, pp)
     if outcome is None:
         return option
     slowed = (outcome,) if fit.latency_limit is not None else ()
@@ -475,6 +584,7 @@ def _hold_to_targets(
     per_replica = min(fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas))
     question = SpeedQuestion(
         tensor_parallel_size=tp,
+        pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
         batch=per_replica,
         context_tokens=request.context_tokens,
         prompt_tokens=check_prompt_tokens(request.avg_prompt_tokens, request.max_model_len),
@@ -493,11 +603,19 @@ def _hold_to_targets(
         return Rejection(gpu, tp, paced.code, paced.reason)
     if paced.miss is None:
         return fit, replicas, f"met at {per_replica:,} sequences per replica"
-    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced)
+    pp = capacity.parallel.pipeline_parallel_size
+    return _slowed(gpu, tp, request, fit=fit, replicas=replicas, paced=paced, pp=pp)
 
 
 def _slowed(
-    gpu: Gpu, tp: int, request: PlanRequest, *, fit: _Fit, replicas: int, paced: Paced
+    gpu: Gpu,
+    tp: int,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+    paced: Paced,
+    pp: int = 1,
 ) -> tuple[_Fit, int, str] | Rejection:
     """A smaller batch on more replicas: what a decode too slow at the peak's batch needs."""
     why = paced.miss.reason if paced.miss is not None else ""
@@ -509,7 +627,7 @@ def _slowed(
             tp,
             "too-many-replicas",
             f"{why}; at {paced.batch:,} sequences per replica the peak needs {more:,} "
-            f"replicas of {tp} GPUs, more than max_replicas {request.max_replicas}",
+            f"replicas of {tp * pp} GPUs, more than max_replicas {request.max_replicas}",
         )
     outcome = (
         f"{why}; max_num_seqs {paced.batch:,}, the largest batch that meets every target (the "
@@ -611,6 +729,18 @@ def _priced(
         concurrency_per_replica=min(
             fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas)
         ),
+    )
+
+
+def _across(option: PlanOption, pp: int) -> PlanOption:
+    """A replica of `pp` nodes of `tensor_parallel_size` GPUs: its GPUs and cost times pp."""
+    total = option.total_gpus * pp
+    price = option.gpu.price_usd_per_hour
+    return replace(
+        option,
+        pipeline_parallel_size=pp,
+        total_gpus=total,
+        cost_per_hour_usd=None if price is None else round(total * price, 4),
     )
 
 

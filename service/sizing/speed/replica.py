@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..engines.common import Capacity, Gpu
+from ..engines.multinode import pipeline_hops_ms, with_pipeline_hops
 from ..errors import SizingError
 from ..frozen import frozen
 from ..model.architecture import ModelArchitecture
@@ -99,6 +100,8 @@ class SpeedQuestion:
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     weight_format: WeightFormat | None = None
     peak_batch: int | None = None
+    # Stages across nodes: each step adds pp - 1 inter-node hops (multinode.py).
+    pipeline_parallel_size: int = 1
 
 
 def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) -> Speed:
@@ -107,7 +110,7 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
     if isinstance(figures, NoEstimate):
         return figures
     try:
-        return estimate_performance(
+        estimate = estimate_performance(
             arch,
             figures,
             batch=question.batch,
@@ -120,6 +123,9 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
         )
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
+    if question.pipeline_parallel_size > 1:
+        return with_pipeline_hops(estimate, arch, gpu, question.pipeline_parallel_size)
+    return estimate
 
 
 def check_prompt_tokens(prompt_tokens: int | None, max_model_len: int) -> int:
@@ -160,6 +166,7 @@ def capacity_speed(
         kv_cache_dtype=capacity.kv_cache_dtype,
         weight_format=weight_format,
         peak_batch=peak_batch,
+        pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
     )
     return replica_speed(arch, gpu, question)
 
@@ -256,6 +263,7 @@ def pace(
     """Hold `question.batch` sequences per replica to the targets: the batch itself when its
     decode step meets them, a smaller one when that does, or why none can."""
     tp = question.tensor_parallel_size
+    pp = question.pipeline_parallel_size
     figures = gpu_performance(gpu, tp)
     if isinstance(figures, NoEstimate):
         return figures
@@ -270,7 +278,7 @@ def pace(
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
         )
-        return step_time(cost, FITTED).ms
+        return step_time(cost, FITTED).ms + pipeline_hops_ms(arch, gpu, pp, batch)
 
     try:
         prefill = prefill_cost(
@@ -280,7 +288,10 @@ def pace(
             tensor_parallel_size=tp,
             weight_format=question.weight_format,
         )
-        slow = targets.prefill_miss(question.prompt_tokens, step_time(prefill, FITTED).ms)
+        prefill_ms = step_time(prefill, FITTED).ms + pipeline_hops_ms(
+            arch, gpu, pp, question.prompt_tokens
+        )
+        slow = targets.prefill_miss(question.prompt_tokens, prefill_ms)
         if slow is not None:
             return slow
         miss = targets.decode_miss(question.batch, decode_ms(question.batch))
