@@ -76,11 +76,17 @@ def test_the_readme_70b_plan_lists_or_counts_every_gpu_that_can_serve_it(
 
 def test_rejected_keeps_one_entry_per_gpu_and_layout(client: TestClient) -> None:
     answer = plan(client, max_alternatives=100)
-    layouts = [(r["gpu"], r["tensor_parallel_size"]) for r in answer["rejected"]]
+
+    # a layout is a GPU, a tensor-parallel size and a number of pipeline stages (one per node:
+    # a GPU whose largest single-node layout lacks memory is tried across nodes, issue 20)
+    def layout(entry: dict[str, Any]) -> tuple[str, int, int]:
+        return entry["gpu"], entry["tensor_parallel_size"], entry["pipeline_parallel_size"]
+
+    layouts = [layout(r) for r in answer["rejected"]]
     assert len(layouts) == len(set(layouts))
     assert all(r["reason"] for r in answer["rejected"])
     # a layout is either an option or rejected, never both
-    assert not set(layouts) & {(o["gpu"], o["tensor_parallel_size"]) for o in options(answer)}
+    assert not set(layouts) & {layout(o) for o in options(answer)}
 
 
 def test_cost_ranking_puts_the_unpriced_catalog_gpus_last_and_says_so(
