@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from service.sizing.engines.parallel import pipeline_stage_sizes
 
 from service.sizing.engines.multinode import pipeline_hops_ms
+from service.sizing.engines.parallel import pipeline_stage_sizes
 from tests.sizing.models import H100_80_GIB, LLAMA_31_8B
 
 QUESTION: dict[str, Any] = {
