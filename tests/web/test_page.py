@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -440,6 +441,45 @@ def test_any_gpu_lets_the_plan_choose(browser: WebDriver, base_url: str) -> None
     # no GPU chosen: the link names none, and the CSV is every option of the whole catalog
     assert "gpus" not in parse_qs(urlsplit(_link(browser)).fragment)
     assert _csv(browser) == _plan_csv(base_url, question)
+    assert _errors(browser) == []
+
+
+def test_a_two_node_plan_shows_every_node_and_draws_what_it_sized(
+    browser: WebDriver, base_url: str
+) -> None:
+    # Llama-3.1-405B at 131,072 tokens fits no single H100 node; the plan spans two (TP 8 x PP 2,
+    # README's multi-node example). The page pastes each node's flags, and its pictures ask the
+    # same layout, stages included: the memory picture must not say "Does not fit".
+    _open(browser, base_url)
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-405b")
+    _ask(browser, context="131072", peak="4", dtype="auto", gpu="h100-sxm-80gb")
+    question = {
+        "model": "llama-3.1-405b",
+        "max_model_len": 131072,
+        "peak_concurrency": 4,
+        "kv_cache_dtype": "auto",
+        "engine": "vllm",
+        "gpus": ["h100-sxm-80gb"],
+    }
+    best = _plan_json(base_url, question)["recommendation"]
+    assert best["pipeline_parallel_size"] == 2
+    flags = browser.find_element(By.ID, "result-flags").text
+    for engine, lines in best["node_flags"].items():
+        for rank, line in enumerate(lines):
+            assert f"# {engine}, node {rank}\n{line}" in flags
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script(
+            "return [...document.images].every(i => i.complete && i.naturalWidth > 0)"
+        )
+    )
+    sources = [
+        i.get_attribute("src") or "" for i in browser.find_elements(By.CSS_SELECTOR, ".picture img")
+    ]
+    assert sources
+    assert all("pipeline_parallel_size=2" in src for src in sources)
+    budget = next(src for src in sources if "memory-budget" in src)
+    svg = urllib.request.urlopen(budget).read().decode()
+    assert "Does not fit" not in svg
     assert _errors(browser) == []
 
 

@@ -165,16 +165,28 @@ function showBest(best) {
     best.cost_per_hour_usd,
     best.cost_per_hour_usd == null ? "no price known" : `$${best.cost_per_hour_usd.toFixed(2)}`,
   );
-  const flags = Object.entries(best.engine_flags).map(([engine, line]) => `# ${engine}\n${line}`);
-  $("result-flags").textContent = flags.join("\n");
+  $("result-flags").textContent = flagLines(best).join("\n");
 }
 
-// The capacity question of the recommendation, for the pictures.
+// The flags to paste: one line per engine, or, for a replica across nodes, one per node
+// (node rank 0 first), as the plan's node_flags give them.
+function flagLines(best) {
+  const nodes = best.node_flags || {};
+  return Object.entries(best.engine_flags).flatMap(([engine, line]) => {
+    const perNode = nodes[engine] || [];
+    if (perNode.length < 2) return [`# ${engine}\n${line}`];
+    return perNode.map((nodeLine, rank) => `# ${engine}, node ${rank}\n${nodeLine}`);
+  });
+}
+
+// The capacity question of the recommendation, for the pictures: its layout whole, pipeline
+// stages across nodes included, so a picture sizes what the plan sized.
 function pictureQuestion(body, best) {
   return {
     model: body.model,
     gpu: best.gpu,
     tensor_parallel_size: best.tensor_parallel_size,
+    pipeline_parallel_size: best.pipeline_parallel_size || 1,
     max_model_len: body.max_model_len,
     kv_cache_dtype: body.kv_cache_dtype,
     peak_concurrency: body.peak_concurrency,
