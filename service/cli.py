@@ -24,7 +24,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -204,44 +205,66 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_FITS if answer.recommendation is not None else EXIT_DOES_NOT_FIT
 
 
-def cmd_gpus(settings: Settings, args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One catalog list as `kvplan models` / `kvplan gpus` print it: where its rows come from
+    (the shipped file offline, the catalog's use case otherwise) and how GET renders them."""
+
+    seed_file: str
+    from_record: Callable[[dict[str, Any], str], Any]
+    from_database: Callable[..., tuple[Sequence[Any], Any]]
+    read: Callable[[Any], Any]
+    csv_row: Callable[[Any], Any]
+    csv_columns: Sequence[str]
+    table_columns: tuple[str, ...]
+
+
+_GPUS = _Listing(
+    "gpus.json",
+    gpu_row_from_record,
+    catalog_service.list_gpus,
+    answers.gpu_read,
+    answers.gpu_csv_row,
+    answers.GPU_CSV_COLUMNS,
+    ("slug", "name", "memory_gib", "memory_type", "fp8_support", "price_usd_per_hour"),
+)
+_MODELS = _Listing(
+    "models.json",
+    model_row_from_record,
+    catalog_service.list_models,
+    answers.model_read,
+    answers.model_csv_row,
+    answers.MODEL_CSV_COLUMNS,
+    ("slug", "hf_id", "num_layers", "layer_kinds", "max_position_embeddings", "weight_gib"),
+)
+
+
+def _list_catalog(settings: Settings, args: argparse.Namespace, listing: _Listing) -> int:
     if _offline(settings, args):
-        rows: Sequence[Any] = [gpu_row_from_record(r, "seed") for r in load_seed("gpus.json")]
+        rows: Sequence[Any] = [listing.from_record(r, "seed") for r in load_seed(listing.seed_file)]
     else:
         with _database(settings).session() as session:
-            rows, _ = catalog_service.list_gpus(session, limit=MAX_LISTED, cursor=None)
+            rows, _ = listing.from_database(session, limit=MAX_LISTED, cursor=None)
     # through the answer model, as GET reads them: a shipped `312` is the column's `312.0`
-    reads = [answers.gpu_read(row) for row in sorted(rows, key=lambda row: str(row.slug))]
+    reads = [listing.read(row) for row in sorted(rows, key=lambda row: str(row.slug))]
     sys.stdout.write(
         catalog_output(
             [read.model_dump(mode="json") for read in reads],
-            [answers.gpu_csv_row(read) for read in reads],
-            answers.GPU_CSV_COLUMNS,
+            [listing.csv_row(read) for read in reads],
+            listing.csv_columns,
             _format(args),
-            ("slug", "name", "memory_gib", "memory_type", "fp8_support", "price_usd_per_hour"),
+            listing.table_columns,
         )
     )
     return 0
+
+
+def cmd_gpus(settings: Settings, args: argparse.Namespace) -> int:
+    return _list_catalog(settings, args, _GPUS)
 
 
 def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
-    if _offline(settings, args):
-        rows: Sequence[Any] = [model_row_from_record(r, "seed") for r in load_seed("models.json")]
-    else:
-        with _database(settings).session() as session:
-            rows, _ = catalog_service.list_models(session, limit=MAX_LISTED, cursor=None)
-    rows = sorted(rows, key=lambda row: str(row.slug))
-    reads = [answers.model_read(row) for row in rows]
-    sys.stdout.write(
-        catalog_output(
-            [read.model_dump(mode="json") for read in reads],
-            [answers.model_csv_row(read) for read in reads],
-            answers.MODEL_CSV_COLUMNS,
-            _format(args),
-            ("slug", "hf_id", "num_layers", "layer_kinds", "max_position_embeddings", "weight_gib"),
-        )
-    )
-    return 0
+    return _list_catalog(settings, args, _MODELS)
 
 
 def cmd_explain_log(settings: Settings, args: argparse.Namespace) -> int:
