@@ -28,6 +28,7 @@ from .engines.common import (
 )
 from .engines.kv import kv_bytes_per_token, packed_mla, sequence_breakdown
 from .engines.model_dtype import resolve_model_dtype, served_architecture
+from .engines.offload import check_offload_flags
 from .engines.parallel import check_tensor_parallel, pipeline_stages
 from .engines.sglang import sglang_capacity
 from .engines.trtllm import trtllm_capacity
@@ -62,6 +63,7 @@ def compute_capacity(
 ) -> Capacity:
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
+    check_offload_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
     warnings.extend(check_tensor_parallel(arch, parallel.tensor_parallel_size))
     if arch.config_note is not None:

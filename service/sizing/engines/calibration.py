@@ -135,6 +135,15 @@ VLLM_NON_TORCH_PER_TP_RANK: Final = round(0.05 * GiB)
 VLLM_CUDAGRAPH_PROFILED: Final[Version] = (0, 18, 0)
 VLLM_CUDAGRAPH_BYTES_PER_GRAPH_LAYER: Final = round(0.2635 * MiB)
 VLLM_CUDAGRAPH_MAX_CAPTURE: Final = 512
+# issue 21, KV tiers (engines/offload.py). vLLM --kv-offloading-size first sizes a host tier in
+# the 0.14.0 wheel (vllm/v1/kv_offload/cpu.py CPUOffloadingSpec: cpu_bytes_to_use // one GPU
+# block of every rank); 0.11.1 - 0.13.0 pass num_cpu_blocks=0 and the spec raises. Host blocks
+# are rounded up to SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE) and a pure MLA
+# model on tensor parallelism alone keeps one copy (`replicated_layout`) in the 0.30.0 and
+# 0.33.0 wheels' vllm/v1/kv_offload/cpu/spec.py; the 0.26.0 wheel has BLOCK_SIZE_ALIGNMENT = 1
+# and a copy per rank (0.27 - 0.29 not read: sized as 0.26).
+VLLM_OFFLOAD_SIZED: Final[Version] = (0, 14, 0)
+VLLM_OFFLOAD_ALIGNED: Final[Version] = (0, 30, 0)
 
 
 def cudagraph_capture_count(largest: int) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..errors import SizingError
 from ..frozen import frozen
@@ -27,6 +28,9 @@ from ..model.dtypes import (
 )
 from ..units import cdiv
 from .kv import LayerBytes
+
+if TYPE_CHECKING:
+    from .offload import KvTiers
 
 MAX_CONTEXT_TOKENS = 10_000_000
 
@@ -80,6 +84,17 @@ class EngineOptions:
     # a max_model_len above the model's derived limit is sized with a warning, not refused
     # (context_limit.py check_max_model_len).
     allow_long_max_model_len: bool = False
+    # issue 21: KV tiers beyond HBM and weight offloading (engines/offload.py reads them).
+    # vLLM --kv-offloading-size: GiB of host KV, summed over the tensor x pipeline ranks;
+    # --kv-offloading-backend (None = native). SGLang HiCache: --enable-hierarchical-cache,
+    # --hicache-ratio (host pool over device pool), --hicache-size (GB per rank). vLLM and
+    # SGLang --cpu-offload-gb: GiB of weights per GPU kept in host memory.
+    kv_offloading_size: float | None = None
+    kv_offloading_backend: str | None = None
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float | None = None
+    hicache_size: int | None = None
+    cpu_offload_gb: float | None = None
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -339,6 +354,8 @@ class Capacity:
     reason: str | None
     max_model_len_that_fits: int | None = None
     per_stage_blocks: tuple[int, ...] = field(default=())
+    # issue 21: KV tiers beyond HBM (engines/offload.py); None without an offload flag.
+    kv_tiers: KvTiers | None = None
 
     @property
     def kv_cache_dtype(self) -> KvCacheDtype:

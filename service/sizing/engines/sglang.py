@@ -56,6 +56,7 @@ from .common import (
     single_group_layout,
 )
 from .kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
+from .offload import offloaded_weight_bytes, sglang_tiers, with_weight_offload
 from .unmodelled import refuse_unmodelled
 
 
@@ -1173,12 +1174,14 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     refuse_unmodelled(inputs.arch, "SGLang")
     page_size = engine.block_size or 1
     version_notes = sglang_version_note(engine.engine_version)  # refuses what is no version
+    offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,
-        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
         tensor_parallel_size=inputs.parallel.tensor_parallel_size,
         options=engine,
     )
+    budget = with_weight_offload(budget, offloaded)
     hybrid, notes = sglang_hybrid(
         inputs.arch,
         stages=inputs.stages,
@@ -1191,7 +1194,14 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     )
     notes = version_notes + notes
     if hybrid is not None:
-        return _hybrid_capacity(inputs, hybrid, budget, page_size, inputs.warnings + notes)
+        if engine.enable_hierarchical_cache:
+            raise SizingError(
+                "enable_hierarchical_cache",
+                "kvplan sizes HiCache's host pool for one full-attention token pool; this "
+                "model has SGLang's hybrid pools (sliding-window or recurrent state)",
+            )
+        capacity = _hybrid_capacity(inputs, hybrid, budget, page_size, inputs.warnings + notes)
+        return sglang_tiers(capacity, engine, page_size)
     # Every attention layer holds the whole context (design section 2).
     cell = inputs.facts.kv_bytes_per_token_per_gpu
     report = sglang_report(budget.pool_bytes, cell, page_size, max_model_len, engine.max_num_seqs)
@@ -1209,7 +1219,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     reason = (
         f"{report.kv_cache_tokens} KV tokens cannot hold one sequence of {max_model_len} tokens"
     )
-    return Capacity(
+    capacity = Capacity(
         engine=Engine.SGLANG,
         engine_version=engine.engine_version,
         facts=inputs.facts,
@@ -1221,6 +1231,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         fits=fits,
         reason=None if fits else reason,
     )
+    return sglang_tiers(capacity, engine, page_size)
 
 
 def _hybrid_capacity(

@@ -38,6 +38,7 @@ from ..model.architecture import (
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
+from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .activation import (
     forward_bytes_per_token,
     moe_workspace_bytes,
@@ -1153,17 +1154,19 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
+    offloaded = offloaded_weight_bytes(inputs.engine, inputs.facts.weights_bytes_per_gpu)
     budget = vllm_budget(
         inputs.arch,
         release=release,
         total_bytes=inputs.gpu.memory_bytes,
-        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
         tensor_parallel_size=inputs.parallel.tensor_parallel_size,
         options=inputs.engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
         pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
     )
+    budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(
         budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
     )
@@ -1174,7 +1177,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         inputs.workload.max_model_len,
         lambda context: layout_at(stages[blocks.worker], context),
     )
-    return Capacity(
+    capacity = Capacity(
         engine=Engine.VLLM,
         engine_version=asked.strip(),
         facts=inputs.facts,
@@ -1190,6 +1193,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len_that_fits=longest,
         per_stage_blocks=blocks.per_stage,
     )
+    return vllm_tiers(capacity, inputs.engine, release.version, release.label)
 
 
 # Memoised per version string: answers name a handful of releases, each parsed once.
