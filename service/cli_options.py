@@ -77,6 +77,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("max_mamba_cache_size"),
     Option("max_attention_window", kind="list", help="TensorRT-LLM window per layer (repeatable)"),
     Option("weight_format"),
+    # issue 21: KV tiers beyond HBM and weight offloading
+    Option("kv_offloading_size"),
+    Option("kv_offloading_backend"),
+    Option("enable_hierarchical_cache", kind="switch"),
+    Option("hicache_ratio"),
+    Option("hicache_size"),
+    Option("cpu_offload_gb"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

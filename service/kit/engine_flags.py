@@ -6,7 +6,7 @@ reads its flags off an SGLang or TensorRT-LLM command line writes `context_lengt
 same way on every door (GET query parameters, POST JSON bodies, the columns of a table of
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
-(LoRA adapters, speculative decoding, expert parallelism, KV offloading) is refused by name
+(LoRA adapters, speculative decoding, expert parallelism, LMCache's connector) is refused by name
 rather than sized as if it were absent. Any other name is left alone: a GET ignores it (and
 says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an unknown field.
 
@@ -120,13 +120,7 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("enable_dp_attention", "SGLang", "attention's KV split over ranks", switch=True),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
     Unmodelled("decode_context_parallel_size", "vLLM", "the KV cache split over ranks"),
-    Unmodelled("cpu_offload_gb", "vLLM, SGLang", "the weights kept on the GPU"),
-    Unmodelled("kv_offloading_size", "vLLM", "the KV cache kept off the GPU"),
-    Unmodelled("kv_offloading_backend", "vLLM", "the KV cache kept off the GPU"),
     Unmodelled("kv_transfer_config", "vLLM", "the KV cache's connector buffers"),
-    Unmodelled("enable_hierarchical_cache", "SGLang", "KV kept in host memory", switch=True),
-    Unmodelled("hicache_ratio", "SGLang", "the KV cache kept in host memory"),
-    Unmodelled("hicache_size", "SGLang", "the KV cache kept in host memory"),
     Unmodelled("max_total_tokens", "SGLang", "the KV pool (in tokens, not bytes)"),
     Unmodelled("chunked_prefill_size", "SGLang", "the activation reserve (its default is derived)"),
     Unmodelled("max_prefill_tokens", "SGLang", "the prefill batch's activations"),

@@ -217,6 +217,41 @@ class EngineFields(BaseModel):
         "the engine derives from the model's config, with a warning. Without it such a length "
         "is refused (422), as the engine refuses to start.",
     )
+    # issue 21: KV tiers beyond HBM and weight offloading (sizing engines/offload.py)
+    kv_offloading_size: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="vLLM `--kv-offloading-size`: GiB of host memory for offloaded KV blocks, "
+        "summed over the tensor x pipeline parallel ranks of one replica (vLLM >= 0.14). The "
+        "answer gains a host tier (`host_kv_cache_*`, `kv_tiers`).",
+    )
+    kv_offloading_backend: Literal["native", "lmcache"] | None = Field(
+        None,
+        description="vLLM `--kv-offloading-backend` (default native). `lmcache` is refused: "
+        "LMCache's own server sizes that tier.",
+    )
+    enable_hierarchical_cache: bool = Field(
+        False,
+        description="SGLang `--enable-hierarchical-cache` (HiCache): a host-memory KV pool of "
+        "`hicache_ratio` x the device pool (default 2.0) or `hicache_size` GB per rank.",
+    )
+    hicache_ratio: float | None = Field(
+        None, gt=0, le=1000, description="SGLang `--hicache-ratio`: host pool over device pool."
+    )
+    hicache_size: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="SGLang `--hicache-size`: host pool GB (10^9 B) per rank; replaces the ratio.",
+    )
+    cpu_offload_gb: float | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="vLLM and SGLang `--cpu-offload-gb`: GiB (2^30 B) of weights per GPU kept in "
+        "host memory, out of the GPU budget (`host_memory_bytes_per_replica` counts them).",
+    )
 
 
 class InlineGpu(BaseModel):
@@ -502,6 +537,26 @@ class CapacityAnswer(BaseModel):
         "and KV), `compute`, or `interconnect` (tensor-parallel all-reduces).",
     )
     performance_error_band: float | None = Field(None, description=ERROR_BAND_DOC)
+    # issue 21: KV tiers beyond HBM (null without kv_offloading_size, HiCache, cpu_offload_gb)
+    host_kv_cache_bytes: int | None = Field(
+        None,
+        description="Host-memory KV tier of one replica, every rank (vLLM kv_offloading_size, "
+        "SGLang HiCache), bytes.",
+    )
+    host_kv_cache_blocks: int | None = Field(
+        None,
+        description="Its blocks: vLLM host blocks (one GPU block of every rank each), SGLang "
+        "pages per rank.",
+    )
+    host_kv_cache_tokens: int | None = Field(None, description="Tokens the host tier holds.")
+    host_max_num_seqs: int | None = Field(
+        None, description="Whole sequences at max_model_len the host tier holds."
+    )
+    host_memory_bytes_per_replica: int | None = Field(
+        None,
+        description="Host memory one replica (tensor x pipeline parallel GPUs) needs: its host "
+        "KV tier plus the weights cpu_offload_gb moves, on every GPU.",
+    )
     fits: bool
     reason: str | None = None
     catalog_version: int
@@ -523,10 +578,27 @@ class CapacityAnswer(BaseModel):
     )
 
 
+class KvTierOut(BaseModel):
+    """One row of the tier table: one replica's KV cache in one kind of memory."""
+
+    tier: Literal["hbm", "host"]
+    bytes: int = Field(description="The whole replica, every rank.")
+    bytes_per_rank: int
+    blocks: int
+    tokens: int
+    sequences: int = Field(description="Whole sequences at max_model_len.")
+    note: str
+
+
 class CapacityDetail(CapacityAnswer):
     engine_settings: dict[str, Any]
     engine_log: list[str]
     explanation: dict[str, Any] | None = None
+    kv_tiers: list[KvTierOut] | None = Field(
+        None,
+        description="The tier table (HBM, host memory) where a KV tier beyond HBM or "
+        "cpu_offload_gb is asked; null otherwise.",
+    )
 
 
 class PlanFields(EngineFields):

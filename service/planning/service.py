@@ -495,13 +495,38 @@ def _capacity_detail(
         if isinstance(speed, PerformanceEstimate):
             steps = performance_steps(speed, context_tokens=capacity.max_model_len)
         explanation = dataclasses.asdict(explain(capacity, steps))
+    tiers = (
+        None
+        if capacity.kv_tiers is None
+        else [dataclasses.asdict(tier) for tier in capacity.kv_tiers.tiers]
+    )
+    if explanation is not None and tiers is not None:
+        explanation["kv_tiers"] = tiers  # issue 21: the tier table, beside the budget
     return CapacityDetail(
         **_answer_fields(sized, catalog_version),
         warnings=[*notes, *_warnings(sized), *also],
         engine_settings=dict(capacity.engine_settings),
         engine_log=list(capacity.report.log_lines),
         explanation=explanation,
+        kv_tiers=tiers,
     )
+
+
+def _tier_fields(capacity: Capacity) -> dict[str, Any]:
+    """The answer's host tier and host memory (issue 21: KV tiers beyond HBM); none without."""
+    tiers = capacity.kv_tiers
+    if tiers is None:
+        return {}
+    host = next((tier for tier in tiers.tiers if tier.tier == "host"), None)
+    fields: dict[str, Any] = {"host_memory_bytes_per_replica": tiers.host_memory_bytes_per_replica}
+    if host is not None:
+        fields |= {
+            "host_kv_cache_bytes": host.bytes,
+            "host_kv_cache_blocks": host.blocks,
+            "host_kv_cache_tokens": host.tokens,
+            "host_max_num_seqs": host.sequences,
+        }
+    return fields
 
 
 def _warnings(sized: _Sized) -> list[str]:
@@ -545,6 +570,7 @@ def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
             None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
         ),
         **speed_fields(estimate),
+        **_tier_fields(capacity),
         "fits": capacity.fits,
         "reason": capacity.reason,
         "catalog_version": catalog_version,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
+from service.sizing.capacity import Parallelism, Workload, compute_capacity
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import SizingError
 from service.sizing.model.architecture import FullAttention, ModelArchitecture
@@ -95,8 +95,10 @@ def test_native_offloading_before_0_14_is_refused_as_the_engine_refuses_to_start
 
 def test_lmcache_backend_and_other_engines_flags_are_refused_by_name() -> None:
     cases = [
-        (_vllm("0.33.0", kv_offloading_size=10.0, kv_offloading_backend="lmcache"),
-         "kv_offloading_backend"),
+        (
+            _vllm("0.33.0", kv_offloading_size=10.0, kv_offloading_backend="lmcache"),
+            "kv_offloading_backend",
+        ),
         (EngineOptions(engine=Engine.SGLANG, kv_offloading_size=10.0), "kv_offloading_size"),
         (EngineOptions(enable_hierarchical_cache=True), "enable_hierarchical_cache"),
         (EngineOptions(engine=Engine.SGLANG, hicache_ratio=2.0), "hicache_ratio"),

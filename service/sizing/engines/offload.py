@@ -256,3 +256,23 @@ def sglang_tiers(capacity: Capacity, options: EngineOptions, page_size: int) -> 
         else None
     )
     return _tiers(capacity, host, offloaded_weight_bytes(options, capacity.weights_bytes_per_gpu))
+
+
+def offload_flags(options: EngineOptions) -> tuple[list[str], list[str]]:
+    """The offload flags to paste, vLLM's and SGLang's, as each engine spells them."""
+    vllm: list[str] = []
+    sglang: list[str] = []
+    if options.kv_offloading_size is not None:
+        vllm.append(f"--kv-offloading-size {options.kv_offloading_size:g}")
+        if options.kv_offloading_backend is not None:
+            vllm.append(f"--kv-offloading-backend {options.kv_offloading_backend}")
+    if options.enable_hierarchical_cache:
+        sglang.append("--enable-hierarchical-cache")
+        if options.hicache_ratio is not None:
+            sglang.append(f"--hicache-ratio {options.hicache_ratio:g}")
+        if options.hicache_size:
+            sglang.append(f"--hicache-size {options.hicache_size}")
+    if options.cpu_offload_gb:
+        for flags in (vllm, sglang):
+            flags.append(f"--cpu-offload-gb {options.cpu_offload_gb:g}")
+    return vllm, sglang

@@ -38,7 +38,6 @@ from ..model.architecture import (
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
-from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .activation import (
     forward_bytes_per_token,
     moe_workspace_bytes,
@@ -59,6 +58,7 @@ from .common import (
     given_pool_budget,
 )
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
+from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 

@@ -32,6 +32,7 @@ from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, s
 from ..engines.common import Engine, EngineOptions
 from ..engines.kv import packed_mla
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
+from ..engines.offload import offload_flags
 from ..engines.parallel import check_tensor_parallel
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
@@ -290,7 +291,8 @@ def engine_flags(
     fraction = capacity.engine_settings.get("mem_fraction_static")
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
-    return {"vllm": vllm, "sglang": sglang}
+    offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
+    return {"vllm": vllm + offloaded[0], "sglang": sglang + offloaded[1]}
 
 
 def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
