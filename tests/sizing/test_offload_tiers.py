@@ -11,7 +11,11 @@ import pytest
 from service.sizing.capacity import Parallelism, Workload, compute_capacity
 from service.sizing.engines.common import Engine, EngineOptions
 from service.sizing.errors import SizingError
-from service.sizing.model.architecture import FullAttention, ModelArchitecture
+from service.sizing.model.architecture import (
+    FullAttention,
+    ModelArchitecture,
+    MultiHeadLatentAttention,
+)
 from service.sizing.units import GiB
 
 from .models import H100_80_GIB, H100_TORCH, LLAMA_31_8B
@@ -170,3 +174,27 @@ def test_sglang_hicache_ratio_defaults_to_twice_the_device_pool() -> None:
     host = capacity.kv_tiers.tiers[1]
     assert host.tokens == 2 * capacity.kv_cache_tokens + 1
     assert host.bytes == host.tokens * 131_072
+
+
+def test_a_pure_mla_model_on_tensor_parallelism_keeps_one_host_copy_from_0_30() -> None:
+    # Four MLA layers (kv_lora_rank 512 + rope 64 = 576 elements, bf16): 4 x 576 x 2 B =
+    # 4,608 B a token, the same latent on every rank; block_size 64: 294,912 B a GPU block
+    # (72 pages of 4,096 B). kv_offloading_size 1 GiB = 1,073,741,824 B at TP 8:
+    # 0.33.0 (replicated_layout, one copy): // 294,912 = 3,640 host blocks;
+    # 0.26.0 (a copy per rank): // (8 x 294,912 = 2,359,296) = 455.
+    mla = ModelArchitecture(
+        layers=(MultiHeadLatentAttention(512, 64),) * 4, num_attention_heads=128, weight_bytes=GiB
+    )
+    blocks = {}
+    for version in ("0.26.0", "0.33.0"):
+        capacity = compute_capacity(
+            mla,
+            H100_80_GIB,
+            Workload(4096),
+            Parallelism(tensor_parallel_size=8),
+            _vllm(version, kv_offloading_size=1.0, block_size=64),
+        )
+        assert capacity.layout.bytes_per_block == 294_912
+        assert capacity.kv_tiers is not None
+        blocks[version] = capacity.kv_tiers.tiers[1].blocks
+    assert blocks == {"0.26.0": 455, "0.33.0": 3_640}
