@@ -108,6 +108,10 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "tensor_parallel_size": "2", "pipeline_parallel_size": "2", "data_parallel_size": "2",
         "peak_concurrency": "9", "avg_prompt_tokens": "9", "format": "csv",
         "field": "max_num_seqs", "dtype": "half", "allow_long_max_model_len": "true",
+        # issue 21: KV tiers beyond HBM
+        "kv_offloading_size": "100", "kv_offloading_backend": "native",
+        "enable_hierarchical_cache": "true", "hicache_ratio": "2", "hicache_size": "10",
+        "cpu_offload_gb": "4",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

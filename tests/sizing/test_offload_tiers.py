@@ -198,3 +198,12 @@ def test_a_pure_mla_model_on_tensor_parallelism_keeps_one_host_copy_from_0_30() 
         assert capacity.kv_tiers is not None
         blocks[version] = capacity.kv_tiers.tiers[1].blocks
     assert blocks == {"0.26.0": 455, "0.33.0": 3_640}
+
+
+def test_a_backend_without_a_size_offloads_nothing_and_says_so() -> None:
+    # vLLM activates offloading only when kv_offloading_size is set (0.14.0 on).
+    capacity = compute_capacity(
+        LLAMA_70B, H100_80_GIB, FP8_32K, TP4, _vllm("0.33.0", kv_offloading_backend="native")
+    )
+    assert capacity.kv_tiers is None
+    assert any("kv_offloading_backend=native without" in w for w in capacity.warnings)

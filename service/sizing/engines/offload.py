@@ -245,6 +245,14 @@ def vllm_tiers(
         if options.kv_offloading_size is not None and capacity.fits
         else None
     )
+    if options.kv_offloading_backend is not None and options.kv_offloading_size is None:
+        # vllm/config/vllm.py _post_init_kv_transfer_config: "KV offloading is only activated
+        # when kv_offloading_size is set" (0.14.0 on)
+        note = (
+            f"kv_offloading_backend={options.kv_offloading_backend} without kv_offloading_size: "
+            "vLLM offloads nothing, and no host tier is sized"
+        )
+        capacity = dataclasses.replace(capacity, warnings=(*capacity.warnings, note))
     return _tiers(capacity, host, offloaded_weight_bytes(options, capacity.weights_bytes_per_gpu))
 
 
