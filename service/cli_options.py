@@ -77,6 +77,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("max_mamba_cache_size"),
     Option("max_attention_window", kind="list", help="TensorRT-LLM window per layer (repeatable)"),
     Option("weight_format"),
+    # issue 21: what held-out logs showed is missing
+    Option("disable_custom_all_reduce", kind="switch"),
+    Option("engine_rules_version"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

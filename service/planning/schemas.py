@@ -217,6 +217,22 @@ class EngineFields(BaseModel):
         "the engine derives from the model's config, with a warning. Without it such a length "
         "is refused (422), as the engine refuses to start.",
     )
+    # issue 21: what held-out logs showed is missing
+    disable_custom_all_reduce: bool = Field(
+        False,
+        description="vLLM `--disable-custom-all-reduce`: NCCL alone, without the custom "
+        "all-reduce's buffers (vLLM also turns it off by itself past two PCIe-only GPUs).",
+    )
+    engine_rules_version: str | None = Field(
+        None,
+        pattern=r"^v?\d{1,3}(\.\d{1,3}){0,2}$",
+        description="vLLM: for a nightly or dev build (`engine_version` `0.20.1rc1.dev91`), the "
+        "final release whose arithmetic the build already carries (`0.20.1`), at most the "
+        "build's own release and at least the release before it. Default: the releases before "
+        "the build (PEP 440 orders a dev build before its release). The answer's warnings say "
+        "which rules sized it.",
+        examples=["0.20.1"],
+    )
 
 
 class InlineGpu(BaseModel):
@@ -243,6 +259,13 @@ class InlineGpu(BaseModel):
         le=100_000,
         description="GPU-to-GPU link within a node, GB/s (10^9 B/s) per GPU and direction: "
         "for the all-reduces of tensor_parallel_size > 1.",
+    )
+    # issue 21: what held-out logs showed is missing
+    fully_connected: bool | None = Field(
+        None,
+        description="Whether every pair of the node's GPUs is linked directly (NVLink, xGMI); "
+        "false for PCIe-only boards, where vLLM turns its custom all-reduce off past two GPUs "
+        "and its buffers leave the budget. Default: taken as linked.",
     )
     bf16_support: bool = Field(
         True,

@@ -413,6 +413,7 @@ def _resolve_gpu(
         dense_fp8_tflops=ref.dense_fp8_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
         bf16_support=ref.bf16_support,
+        fully_connected=ref.fully_connected,
         price_origin=None if ref.price_usd_per_hour is None else CALLERS_PRICE,
     )
 
@@ -438,6 +439,7 @@ _ONE_ENGINE_FLAGS = (
     ("mamba_full_memory_ratio", Engine.SGLANG),
     ("max_mamba_cache_size", Engine.SGLANG),
     ("max_attention_window", Engine.TRTLLM),
+    ("engine_rules_version", Engine.VLLM),
 )
 
 
@@ -454,6 +456,10 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     for (name, applies), value in zip(_ONE_ENGINE_FLAGS, _ONE_ENGINE_VALUES(fields), strict=True):
         if value is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
+    if fields.disable_custom_all_reduce and engine is not Engine.VLLM:
+        raise SizingError(
+            "disable_custom_all_reduce", f"applies to engine=vllm, not {engine.value}"
+        )
     values = list(_ENGINE_VALUES(fields))
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine

@@ -316,7 +316,8 @@ def test_phi_4_log_sized_from_its_config_json_to_the_block() -> None:
     # 49,473,126,400 B = 46.08 GiB ("Available KV cache memory: 46.08 GiB"), 15,098 x 16 =
     # 241,568 tokens, 241,568 / 8,192 = 29.49x.
     row = next(row for row in ROWS if row.item.id == "planner-phi-4")
-    assert row.capacity is not None and row.predicted is not None
+    assert row.capacity is not None
+    assert row.predicted is not None
     assert row.capacity.layout.bytes_per_block == 3_276_800
     assert pool_from_counts(row.item.parsed, row.capacity) == 49_473_126_400
     given = _given_pool("planner-phi-4", 49_473_126_400)
