@@ -311,6 +311,13 @@ class HfConfigModel(BaseModel):
     hf_config: dict[str, Any] = Field(..., description="The parsed config.json.")
     num_parameters: int | None = Field(None, ge=1, le=10**15)
     weight_bytes: int | None = Field(None, ge=1, le=2**52)
+    # issue 21: what held-out logs showed is missing
+    hf_quant_config: dict[str, Any] | None = Field(
+        None,
+        description="The hf_quant_config.json published beside config.json (ModelOpt up to "
+        "0.29: NVFP4, FP8 checkpoints), read as vLLM reads it: the config's "
+        "quantization_config when config.json has none.",
+    )
 
 
 ModelRef = str | InlineModel | HfConfigModel
