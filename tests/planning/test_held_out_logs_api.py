@@ -25,6 +25,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.cli import main
+from tests.conftest import ADMIN
 from tests.helpers import problem
 
 TP8 = {"model": "llama-3.1-70b", "max_model_len": 8192, "tensor_parallel_size": 8}
@@ -190,3 +191,22 @@ def test_the_cli_asks_what_get_asks(
     printed = json.loads(capsys.readouterr().out)
     asked = _get(client, **BUILD, engine_version="0.20.0")
     assert printed["kv_pool_bytes"] == asked["kv_pool_bytes"]
+
+
+# --- deployment profiles ---------------------------------------------------------------------
+
+
+def test_a_profile_stores_both_inputs(client: TestClient) -> None:
+    profile = {"name": "llama-70b-tp8-nccl", "gpu": "h100-sxm-80gb", **TP8}
+    profile |= {"disable_custom_all_reduce": True}
+    created = client.post("/v1/deployments", json=profile, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    sized = client.get("/v1/deployments/llama-70b-tp8-nccl/capacity").json()
+    asked = _get(client, **TP8, gpu="h100-sxm-80gb", disable_custom_all_reduce="true")
+    assert sized["kv_pool_bytes"] == asked["kv_pool_bytes"]
+    dev = {"name": "llama-dev-build", **BUILD, "engine_version": "0.20.0rc1.dev91"}
+    dev |= {"engine_rules_version": "0.20.0"}
+    created = client.post("/v1/deployments", json=dev, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    sized = client.get("/v1/deployments/llama-dev-build/capacity").json()
+    assert sized["kv_pool_bytes"] == _get(client, **BUILD, engine_version="0.20.0")["kv_pool_bytes"]
