@@ -29,26 +29,18 @@ from __future__ import annotations
 
 from ..frozen import frozen
 from ..units import GiB, MiB
+from . import calibration as cal
 from .common import EngineOptions, Gpu
 
 Version = tuple[int, int, int]
 
 # custom_all_reduce.py CustomAllreduce._SUPPORTED_WORLD_SIZES: [2, 4, 6, 8] in every wheel
-# read through 0.20.0; 16 in 0.33.0 (the first kvplan read with it: the release between is
-# not pinned, so 16 counts from 0.33.0).
+# read through 0.20.0; 16 from cal.VLLM_CUSTOM_AR_16_RANKS.
 CUSTOM_ALL_REDUCE_WORLD_SIZES = (2, 4, 6, 8)
-CUSTOM_ALL_REDUCE_16_RANKS: Version = (0, 33, 0)
-# CustomAllreduce.__init__ turns itself off for a group that spans nodes ("spans across nodes",
-# 0.11.0 ... 0.20.0); 0.33.0 keeps it for multi-node NVLink (MNNVL) groups
-# (`_group_can_attempt_mnnvl`), the first wheel kvplan read with it.
-MNNVL_ALL_REDUCE: Version = (0, 33, 0)
-# xpu_worker.py XPUWorker.determine_available_memory and xpu_get_mem_info: in the 0.15.0
-# wheel, gone from 0.16.0 (gpu_worker.py's profile runs on XPU too).
-XPU_OWN_PROFILE_UNTIL: Version = (0, 16, 0)
 XPU_CLIENT_NON_TORCH = 128 * MiB  # xpu_get_mem_info: "we mark it as 128MB"
 # What gpu_worker.py's profile measures as non-torch growth on an Intel XPU (0.16+): issue 21's
-# held-out Arc Pro B60 log prints 1.50 GiB (Level Zero and oneCCL's allocations; kvplan charged
-# CUDA's 0.25 GiB). The log itself is not public; the figure is the issue's.
+# held-out Arc Pro B60 log prints 1.50 GiB (kvplan charged CUDA's 0.25 GiB). The log itself is
+# not public; the figure is the issue's.
 XPU_NON_TORCH_INCREASE = round(1.50 * GiB)
 
 
@@ -79,7 +71,7 @@ def is_xpu_data_center(gpu_name: str) -> bool:
 
 
 def custom_all_reduce_sizes(version: Version) -> tuple[int, ...]:
-    if version >= CUSTOM_ALL_REDUCE_16_RANKS:
+    if version >= cal.VLLM_CUSTOM_AR_16_RANKS:
         return (*CUSTOM_ALL_REDUCE_WORLD_SIZES, 16)
     return CUSTOM_ALL_REDUCE_WORLD_SIZES
 
@@ -93,7 +85,7 @@ def device_memory(gpu: Gpu, tp: int, options: EngineOptions, version: Version) -
         return DeviceMemory("cuda", False, "one GPU: no all-reduce")
     if options.disable_custom_all_reduce:
         return DeviceMemory("cuda", False, "custom all-reduce off (disable_custom_all_reduce)")
-    if tp > gpu.max_gpus_per_node and not (version >= MNNVL_ALL_REDUCE and _rack_nvlink(gpu)):
+    if tp > gpu.max_gpus_per_node and not _rack_nvlink(gpu, version):
         return DeviceMemory(
             "cuda", False, f"custom all-reduce off: {tp} ranks span nodes (NCCL only)"
         )
@@ -110,20 +102,22 @@ def device_memory(gpu: Gpu, tp: int, options: EngineOptions, version: Version) -
     return DeviceMemory("cuda", True, f"custom all-reduce on over {tp} GPUs")
 
 
-def _rack_nvlink(gpu: Gpu) -> bool:
-    """GB200 / GB300 NVL72: NVLink across the rack's nodes (multi-node NVLink)."""
-    return any(tag in gpu.name.lower() for tag in ("gb200", "gb300"))
+def _rack_nvlink(gpu: Gpu, version: Version) -> bool:
+    """GB200 / GB300 NVL72: NVLink across the rack's nodes, which the custom all-reduce uses
+    from cal.VLLM_MNNVL_ALL_REDUCE (multi-node NVLink)."""
+    rack = any(tag in gpu.name.lower() for tag in ("gb200", "gb300"))
+    return rack and version >= cal.VLLM_MNNVL_ALL_REDUCE
 
 
 def _xpu(gpu_name: str, version: Version) -> DeviceMemory:
     """The non-torch memory an XPU worker charges, by release and device."""
-    if version < XPU_OWN_PROFILE_UNTIL and not is_xpu_data_center(gpu_name):
+    if version < cal.VLLM_XPU_GPU_WORKER_PROFILE and not is_xpu_data_center(gpu_name):
         why = (
             "Intel client GPU before vLLM 0.16: the XPU worker's fixed 128 MiB "
             "(xpu_worker.py xpu_get_mem_info)"
         )
         return DeviceMemory("xpu", False, why, XPU_CLIENT_NON_TORCH)
-    if version < XPU_OWN_PROFILE_UNTIL:
+    if version < cal.VLLM_XPU_GPU_WORKER_PROFILE:
         why = (
             "Intel Data Center GPU before vLLM 0.16: all memory outside torch, measured; "
             "kvplan charges the 1.50 GiB an Arc Pro B60 showed (no Data Center GPU log known)"
