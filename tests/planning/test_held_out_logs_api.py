@@ -210,3 +210,32 @@ def test_a_profile_stores_both_inputs(client: TestClient) -> None:
     assert created.status_code == 201, created.text
     sized = client.get("/v1/deployments/llama-dev-build/capacity").json()
     assert sized["kv_pool_bytes"] == _get(client, **BUILD, engine_version="0.20.0")["kv_pool_bytes"]
+
+
+def test_catalog_gpus_carry_their_links_and_an_intel_gpu_is_asked_on_get(
+    client: TestClient,
+) -> None:
+    # An Arc Pro B60 entered in the catalog (24,480 MiB as xpu-smi reports it is not the total
+    # torch.xpu sees, which no public log prints: 24 GiB here) and a PCIe-only NVIDIA card: GET
+    # names them by slug and is charged as POST is.
+    b60 = {"slug": "arc-pro-b60", "name": "Intel(R) Arc(TM) Pro B60 Graphics"}
+    created = client.post("/v1/gpus", json={**b60, "memory_bytes": 24 * 2**30}, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    query = {"model": "llama-3.1-8b", "gpu": "arc-pro-b60", "max_model_len": 4096}
+    got = _get(client, **query, engine_version="0.19.0")
+    inline = {"memory_bytes": 24 * 2**30, "name": b60["name"]}
+    posted = client.post(
+        "/v1/capacity", json={**query, "gpu": inline, "engine_version": "0.19.0"}
+    ).json()
+    assert got["kv_pool_bytes"] == posted["kv_pool_bytes"]
+    assert _non_torch_line(posted)["bytes"] == -1_610_612_736
+    # a catalog GPU whose interconnect says PCIe only: eight of them lose the custom all-reduce
+    pcie = {"slug": "pcie-h100", "name": "NVIDIA H100 PCIe 80GB copy", "interconnect": "PCIe Gen5"}
+    h100 = client.get("/v1/gpus/h100-sxm-80gb").json()
+    created = client.post(
+        "/v1/gpus", json={**pcie, "memory_bytes": h100["memory_bytes"]}, headers=ADMIN
+    )
+    assert created.status_code == 201, created.text
+    linked = _get(client, **TP8, gpu="h100-sxm-80gb")
+    unlinked = _get(client, **TP8, gpu="pcie-h100")
+    assert unlinked["kv_pool_bytes"] - linked["kv_pool_bytes"] == NVLINK_TO_PCIE
