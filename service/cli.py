@@ -166,7 +166,14 @@ def _model_ref(args: argparse.Namespace) -> Any:
         ref: dict[str, Any] = {"hf_config": _read_json(args.hf_config, "config")}
         if args.num_parameters:
             ref["num_parameters"] = args.num_parameters
+        if args.hf_quant_config:
+            ref["hf_quant_config"] = _read_json(args.hf_quant_config, "hf_quant_config")
         return ref
+    if args.hf_quant_config:
+        raise InvalidRequest(
+            "goes with --config: the hf_quant_config.json published beside that config.json",
+            field="hf_quant_config",
+        )
     return args.model
 
 
@@ -319,6 +326,11 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--num-parameters", help="with --config: the parameter count, to price the weights"
+    )
+    parser.add_argument(
+        "--hf-quant-config",
+        help="with --config: the hf_quant_config.json beside it (ModelOpt NVFP4 / FP8), read as "
+        "vLLM reads it",
     )
     parser.add_argument(
         "--explain",

@@ -84,6 +84,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("hicache_ratio"),
     Option("hicache_size"),
     Option("cpu_offload_gb"),
+    # issue 21: what held-out logs showed is missing
+    Option("disable_custom_all_reduce", kind="switch"),
+    Option("engine_rules_version"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

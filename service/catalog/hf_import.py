@@ -18,6 +18,7 @@ from ..sizing import (
     SizingError,
     architecture_from_hf_config,
     architecture_to_dict,
+    with_hf_quant_config,
 )
 from .models import ModelRow
 from .records import apply_architecture, new_model_row
@@ -47,11 +48,20 @@ def _config_model_type(config: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _read_config(body: ModelImport) -> tuple[dict[str, Any], str | None]:
+    """config.json with the hf_quant_config.json given beside it, as vLLM reads the pair."""
+    if body.hf_quant_config is None:
+        return body.hf_config, None
+    return with_hf_quant_config(body.hf_config, body.hf_quant_config)
+
+
 def _architecture(body: ModelImport) -> ModelArchitecture:
-    """The config's architecture, within the catalog's bounds; errors name `hf_config.<key>`."""
+    """The config's architecture, within the catalog's bounds; errors name `hf_config.<key>`
+    (`hf_quant_config.<key>` for the file beside it)."""
+    config, _ = _read_config(body)
     try:
         arch = architecture_from_hf_config(
-            body.hf_config, num_parameters=body.num_parameters, weight_bytes=body.weight_bytes
+            config, num_parameters=body.num_parameters, weight_bytes=body.weight_bytes
         )
     except SizingError as exc:
         raise type(exc)(f"hf_config.{exc.field}", exc.reason) from None
@@ -79,5 +89,8 @@ def imported_model(body: ModelImport) -> tuple[ModelRow, bool]:
     row.name = body.name or body.hf_id or slug
     row.hf_id, row.family = body.hf_id, body.family or model_type
     row.sources, row.notes = list(body.sources), body.notes
+    _, unread = _read_config(body)
+    if unread is not None:
+        row.notes = f"{row.notes} {unread}" if row.notes else unread
     apply_architecture(row, arch)
     return row, chosen

@@ -557,6 +557,14 @@ class ModelImport(BaseModel):
         description="Exact bytes of the weights (e.g. the safetensors total), if known.",
         examples=[16_060_522_496],
     )
+    # issue 21: what held-out logs showed is missing
+    hf_quant_config: dict[str, Any] | None = Field(
+        None,
+        description="The `hf_quant_config.json` published beside `config.json` (ModelOpt up to "
+        "0.29: NVFP4, FP8 checkpoints), read as vLLM reads it: the config's "
+        "`quantization_config` when `config.json` has none. Its errors name "
+        "`hf_quant_config.<key>`.",
+    )
     dry_run: bool = Field(
         False,
         description="Only derive and return the spec (200); store nothing.",

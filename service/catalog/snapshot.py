@@ -347,6 +347,20 @@ def price_origin(row: GpuRow) -> str | None:
     return CATALOG_PRICE if row.origin == "seed" else CALLERS_PRICE
 
 
+def fully_connected(interconnect: str | None) -> bool | None:
+    """Whether a node's GPUs all link directly, from the catalog's `interconnect` words: NVLink
+    or NVSwitch (AMD: xGMI / Infinity Fabric) yes, a bridge of pairs or PCIe alone no, not
+    stated None (vLLM's `is_fully_connected`; engines/vllm_platform.py reads it)."""
+    if not interconnect:
+        return None
+    words = interconnect.lower()
+    if any(alone in words for alone in ("no nvlink", "pairs", "bridge")):
+        return False
+    if any(link in words for link in ("nvlink", "nvswitch", "xgmi", "infinity fabric")):
+        return True
+    return False if "pcie" in words else None
+
+
 def gpu_entry(row: GpuRow) -> GpuEntry:
     return GpuEntry(
         slug=row.slug,
@@ -374,6 +388,7 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             price_source=row.price_source,
             price_origin=price_origin(row),
             bf16_support=row.bf16_support is not False,
+            fully_connected=fully_connected(row.interconnect),
         ),
     )
 

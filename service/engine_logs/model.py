@@ -60,6 +60,8 @@ class Settings:
     max_num_seqs: int | None = None
     enable_prefix_caching: bool | None = None
     enforce_eager: bool | None = None
+    # vLLM --disable-custom-all-reduce (issue 21): NCCL alone, no custom all-reduce buffers.
+    disable_custom_all_reduce: bool | None = None
     # SGLang only.
     chunked_prefill_size: int | None = None
     max_prefill_tokens: int | None = None

@@ -245,6 +245,7 @@ _VLLM_ARGS: tuple[tuple[str, KeySpec], ...] = (
     ("max_num_seqs", _k("settings", "max_num_seqs", "count")),
     ("enable_prefix_caching", _k("settings", "enable_prefix_caching", "flag")),
     ("enforce_eager", _k("settings", "enforce_eager", "flag")),
+    ("disable_custom_all_reduce", _k("settings", "disable_custom_all_reduce", "flag")),
 )
 
 _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (

@@ -252,6 +252,22 @@ class EngineFields(BaseModel):
         description="vLLM and SGLang `--cpu-offload-gb`: GiB (2^30 B) of weights per GPU kept in "
         "host memory, out of the GPU budget (`host_memory_bytes_per_replica` counts them).",
     )
+    # issue 21: what held-out logs showed is missing
+    disable_custom_all_reduce: bool = Field(
+        False,
+        description="vLLM `--disable-custom-all-reduce`: NCCL alone, without the custom "
+        "all-reduce's buffers (vLLM also turns it off by itself past two PCIe-only GPUs).",
+    )
+    engine_rules_version: str | None = Field(
+        None,
+        pattern=r"^v?\d{1,3}(\.\d{1,3}){0,2}$",
+        description="vLLM: for a nightly or dev build (`engine_version` `0.20.1rc1.dev91`), the "
+        "final release whose arithmetic the build already carries (`0.20.1`), at most the "
+        "build's own release and at least the release before it. Default: the releases before "
+        "the build (PEP 440 orders a dev build before its release). The answer's warnings say "
+        "which rules sized it.",
+        examples=["0.20.1"],
+    )
 
 
 class InlineGpu(BaseModel):
@@ -278,6 +294,13 @@ class InlineGpu(BaseModel):
         le=100_000,
         description="GPU-to-GPU link within a node, GB/s (10^9 B/s) per GPU and direction: "
         "for the all-reduces of tensor_parallel_size > 1.",
+    )
+    # issue 21: what held-out logs showed is missing
+    fully_connected: bool | None = Field(
+        None,
+        description="Whether every pair of the node's GPUs is linked directly (NVLink, xGMI); "
+        "false for PCIe-only boards, where vLLM turns its custom all-reduce off past two GPUs "
+        "and its buffers leave the budget. Default: taken as linked.",
     )
     bf16_support: bool = Field(
         True,
@@ -323,6 +346,13 @@ class HfConfigModel(BaseModel):
     hf_config: dict[str, Any] = Field(..., description="The parsed config.json.")
     num_parameters: int | None = Field(None, ge=1, le=10**15)
     weight_bytes: int | None = Field(None, ge=1, le=2**52)
+    # issue 21: what held-out logs showed is missing
+    hf_quant_config: dict[str, Any] | None = Field(
+        None,
+        description="The hf_quant_config.json published beside config.json (ModelOpt up to "
+        "0.29: NVFP4, FP8 checkpoints), read as vLLM reads it: the config's "
+        "quantization_config when config.json has none.",
+    )
 
 
 ModelRef = str | InlineModel | HfConfigModel

@@ -62,6 +62,7 @@ from ..sizing import (
     served_model,
     target_steps,
     with_given_pool,
+    with_hf_quant_config,
 )
 from ..sizing import plan as search_plans
 from . import calibrated
@@ -217,8 +218,22 @@ def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDe
 
 
 def _notes(ref: ModelRef) -> tuple[str, ...]:
-    """What was assumed for keys a config.json leaves out (a slug or inline model: nothing)."""
-    return config_assumptions(ref.hf_config) if isinstance(ref, HfConfigModel) else ()
+    """What was assumed for keys a config.json leaves out, and whether an hf_quant_config.json
+    given beside it was read (a slug or inline model: nothing)."""
+    if not isinstance(ref, HfConfigModel):
+        return ()
+    config, note = _read_config(ref)
+    return (*config_assumptions(config), *((note,) if note else ()))
+
+
+def _read_config(ref: HfConfigModel) -> tuple[dict[str, Any], str | None]:
+    """config.json as vLLM reads it with the hf_quant_config.json given beside it (if any)."""
+    if ref.hf_quant_config is None:
+        return ref.hf_config, None
+    try:
+        return with_hf_quant_config(ref.hf_config, ref.hf_quant_config)
+    except SizingError as exc:
+        raise _prefixed(exc, "model") from exc
 
 
 def _newer_release_warnings(
@@ -370,16 +385,18 @@ def _resolve_model(ref: ModelRef, catalog: CatalogSnapshot) -> tuple[str, ModelA
     if isinstance(ref, str):
         entry = catalog.model(ref)
         return entry.slug, entry.architecture
-    try:
-        if isinstance(ref, InlineModel):
+    if isinstance(ref, InlineModel):
+        try:
             return "inline", architecture_from_dict(ref.model_dump(exclude_none=True))
+        except SizingError as exc:
+            raise _prefixed(exc, "model") from exc
+    config, _ = _read_config(ref)  # a bad hf_quant_config.json is refused as model.hf_quant_config
+    try:
         arch = architecture_from_hf_config(
-            ref.hf_config, num_parameters=ref.num_parameters, weight_bytes=ref.weight_bytes
+            config, num_parameters=ref.num_parameters, weight_bytes=ref.weight_bytes
         )
     except SizingError as exc:
-        raise _prefixed(
-            exc, "model" if isinstance(ref, InlineModel) else "model.hf_config"
-        ) from exc
+        raise _prefixed(exc, "model.hf_config") from exc
     return str(ref.hf_config.get("_name_or_path") or "hf_config"), arch
 
 
@@ -413,6 +430,7 @@ def _resolve_gpu(
         dense_fp8_tflops=ref.dense_fp8_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
         bf16_support=ref.bf16_support,
+        fully_connected=ref.fully_connected,
         price_origin=None if ref.price_usd_per_hour is None else CALLERS_PRICE,
     )
 
@@ -438,6 +456,7 @@ _ONE_ENGINE_FLAGS = (
     ("mamba_full_memory_ratio", Engine.SGLANG),
     ("max_mamba_cache_size", Engine.SGLANG),
     ("max_attention_window", Engine.TRTLLM),
+    ("engine_rules_version", Engine.VLLM),
 )
 
 
@@ -454,6 +473,10 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     for (name, applies), value in zip(_ONE_ENGINE_FLAGS, _ONE_ENGINE_VALUES(fields), strict=True):
         if value is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
+    if fields.disable_custom_all_reduce and engine is not Engine.VLLM:
+        raise SizingError(
+            "disable_custom_all_reduce", f"applies to engine=vllm, not {engine.value}"
+        )
     values = list(_ENGINE_VALUES(fields))
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine

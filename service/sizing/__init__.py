@@ -36,6 +36,7 @@ from .model.dtypes import (
 )
 from .model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .model.schedule import architecture_from_dict, architecture_to_dict
+from .model.weight_format import with_hf_quant_config
 from .planning.explain import Replicas, explain, performance_steps, target_steps
 from .planning.planner import (
     DEFAULT_HEADROOM_FRACTION,
@@ -136,4 +137,5 @@ __all__ = [
     "vllm_cudagraph_estimate",
     "vllm_release",
     "with_given_pool",
+    "with_hf_quant_config",
 ]

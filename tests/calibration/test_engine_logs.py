@@ -80,7 +80,7 @@ def test_the_complete_logs_are_the_23_that_print_every_term_of_the_budget() -> N
 def test_the_complete_logs_kvplan_sizes_meet_the_issue_targets() -> None:
     summary = summarize(ROWS)
     complete = summary.complete
-    assert complete.sized >= 18
+    assert complete.sized >= 19
     assert complete.share >= TARGET_SHARE, f"{complete.within} of {complete.sized}"
     assert complete.median is not None
     assert complete.median <= TARGET_MEDIAN
@@ -89,7 +89,8 @@ def test_the_complete_logs_kvplan_sizes_meet_the_issue_targets() -> None:
 def test_the_held_out_complete_logs_meet_the_targets_too() -> None:
     # the constants were fitted on the other half; these logs were not used
     held_out = summarize(ROWS).complete_held_out
-    assert held_out.sized == 9
+    # 10 since issue 21 item 7 gave planner-phi-4 its config.json
+    assert held_out.sized == 10
     assert held_out.share >= TARGET_SHARE
     assert held_out.median is not None
     assert held_out.median <= TARGET_MEDIAN
@@ -153,13 +154,14 @@ REPLAYED = [row.item.id for row in ROWS if row.capacity is not None and row.logg
 
 
 def test_most_logs_kvplan_sizes_can_be_replayed() -> None:
-    # 32 logs print a pool (in GiB, blocks or tokens) for a model and GPU kvplan has; 28 of
-    # them print tokens or concurrency beside a block or token count. The other four: SGLang's
-    # vllm#21348 line prints no concurrency, PR #10511's TP1 run only GiB, PR #2031 only blocks.
-    assert len(REPLAYED) == 32
+    # 33 logs print a pool (in GiB, blocks or tokens) for a model and GPU kvplan has (phi-4's
+    # since issue 21 item 7); 29 of them print tokens or concurrency beside a block or token
+    # count. The other four: SGLang's vllm#21348 line prints no concurrency, PR #10511's TP1
+    # run only GiB, PR #2031 only blocks.
+    assert len(REPLAYED) == 33
     rows = [row for row in ROWS if row.item.id in REPLAYED]
     exact = [replay(row, MODELS) for row in rows]
-    assert sum(1 for r in exact if r is not None and r.exact) == 28
+    assert sum(1 for r in exact if r is not None and r.exact) == 29
 
 
 @pytest.mark.parametrize("case_id", REPLAYED)
@@ -304,3 +306,35 @@ def test_a_row_compares_the_binding_rank_of_a_pipeline() -> None:
     row = compare(CASES["planner-llama-3.1-8b-pp2"], MODELS)
     assert row.logged.pool == round(75.23 * GiB) - round(9.60 * GiB)
     assert row.logged.activation == round(2.01 * GiB)
+
+
+def test_phi_4_log_sized_from_its_config_json_to_the_block() -> None:
+    # issue 21 item 7: microsoft/phi-4's config.json (tests/fixtures/hf_configs/SOURCES.md) sizes
+    # the llm-d-planner log planner-phi-4 (vLLM 0.19.0, H100 80GB HBM3, util 0.95, 8,192 tokens).
+    # A token: 40 layers x 2 (K, V) x 10 KV heads x 128 (5120 / 40 heads) x 2 B = 204,800 B;
+    # a 16-token block 3,276,800 B. The log: "num_gpu_blocks is: 15098" -> 15,098 x 3,276,800 =
+    # 49,473,126,400 B = 46.08 GiB ("Available KV cache memory: 46.08 GiB"), 15,098 x 16 =
+    # 241,568 tokens, 241,568 / 8,192 = 29.49x.
+    row = next(row for row in ROWS if row.item.id == "planner-phi-4")
+    assert row.capacity is not None
+    assert row.predicted is not None
+    assert row.capacity.layout.bytes_per_block == 3_276_800
+    assert pool_from_counts(row.item.parsed, row.capacity) == 49_473_126_400
+    given = _given_pool("planner-phi-4", 49_473_126_400)
+    assert (given.num_gpu_blocks, given.kv_cache_tokens, given.max_concurrency) == (
+        15_098,
+        241_568,
+        29.49,
+    )
+    # Weights: 2 x 100,352 x 5,120 (untied embeddings and lm_head) + 40 x (5,120 x 7,680 qkv +
+    # 5,120^2 o_proj + 5,120 x 35,840 gate_up + 17,920 x 5,120 down + 2 x 5,120 norms) + 5,120
+    # = 14,659,507,200 parameters x 2 B = 29,319,014,400 B; the budget adds the rotary cache
+    # vLLM keeps (16,384 positions x 128 x 2 B = 4 MiB): 29,323,208,704 B = 27.31 GiB ("Model
+    # loading took 27.39 GiB", -0.3%).
+    assert row.capacity.weights_bytes_per_gpu == 29_319_014_400
+    assert row.capacity.budget.weights_bytes == 29_323_208_704
+    # From the GPU's total and the flags alone: 15,122 blocks where the log has 15,098 (+24
+    # blocks, 78.6 MiB: +0.10% of the 75.23 GiB budget); the activation peak 1.52 GiB as logged.
+    assert row.capacity.num_gpu_blocks == 15_122
+    assert round(row.predicted.activation / GiB, 2) == 1.52
+    assert abs(row.predicted.pool - 49_473_126_400) / row.predicted.budget < 0.0011

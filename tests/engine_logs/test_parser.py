@@ -486,6 +486,32 @@ def test_vllm_v0_engine_config_dump() -> None:
     assert settings.enforce_eager is False
     assert settings.kv_cache_dtype == "auto"
     assert settings.enable_prefix_caching is None  # printed as None: the engine's default
+    assert settings.disable_custom_all_reduce is False
+
+
+def test_vllm_non_default_args_disable_custom_all_reduce() -> None:
+    # github:noonghunna/club-3090#295 (description by hlo-world, 2026-06-01): two RTX 3090s at
+    # TP2, --disable-custom-all-reduce, as vLLM's api server echoes the flags it was given.
+    line = (
+        "(APIServer pid=1) INFO 06-01 09:20:16 [utils.py:278] non-default args: {'model_tag':"
+        " '~/.cache/huggingface/qwen3.6-27b-autoround-int4', 'chat_template':"
+        " '/etc/qwen-froggeric-chat-template.jinja', 'default_chat_template_kwargs':"
+        " {'enable_thinking': False}, 'enable_auto_tool_choice': True, 'tool_call_parser':"
+        " 'qwen3_coder', 'host': '0.0.0.0', 'model':"
+        " '~/.cache/huggingface/qwen3.6-27b-autoround-int4', 'trust_remote_code': True,"
+        " 'dtype': 'float16', 'max_model_len': 262144, 'quantization': 'auto_round',"
+        " 'served_model_name': ['qwen3.6-27b-autoround'], 'override_generation_config':"
+        " {'temperature': 0.6, 'top_p': 0.95, 'top_k': 20, 'min_p': 0.0, 'repetition_penalty':"
+        " 1.0}, 'reasoning_parser': 'qwen3', 'tensor_parallel_size': 2,"
+        " 'disable_custom_all_reduce': True, 'kv_cache_dtype': 'fp8_e5m2',"
+        " 'enable_prefix_caching': True, 'max_num_batched_tokens': 8192, 'max_num_seqs': 2,"
+        " 'enable_chunked_prefill': True, 'speculative_config': {'method': 'mtp',"
+        " 'num_speculative_tokens': 3}}"
+    )
+    settings = parse_engine_log(line).settings
+    assert settings.tensor_parallel_size == 2
+    assert settings.disable_custom_all_reduce is True
+    assert settings.max_num_seqs == 2
 
 
 def test_vllm_v0_args_namespace() -> None:

@@ -77,6 +77,13 @@ VLLM_MLA_HYBRID_ALIGNMENT: Final = 128
 # bfloat16) from 0.30.0; before, the recurrent state is float32 whatever the flag says.
 VLLM_KDA_SSM_DTYPE: Final[Version] = (0, 30, 0)
 VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
+# engines/vllm_platform.py: custom_all_reduce.py CustomAllreduce lists world size 16 and keeps
+# multi-node NVLink (MNNVL) groups in 0.33.0, the first wheel kvplan read with them (0.20.0 has
+# neither; the release between is not pinned). xpu_worker.py XPUWorker has its own
+# determine_available_memory (fixed 128 MiB for client GPUs) in 0.15.0, none from 0.16.0.
+VLLM_CUSTOM_AR_16_RANKS: Final[Version] = (0, 33, 0)
+VLLM_MNNVL_ALL_REDUCE: Final[Version] = (0, 33, 0)
+VLLM_XPU_GPU_WORKER_PROFILE: Final[Version] = (0, 16, 0)
 VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_model_len > 32K"
 
 # --- vLLM memory constants -------------------------------------------------------------

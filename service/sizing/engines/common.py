@@ -95,6 +95,13 @@ class EngineOptions:
     hicache_ratio: float | None = None
     hicache_size: int | None = None
     cpu_offload_gb: float | None = None
+    # issue 21: what held-out logs showed is missing (engines/vllm_platform.py).
+    # vLLM --disable-custom-all-reduce: NCCL alone, none of the custom all-reduce's buffers.
+    disable_custom_all_reduce: bool = False
+    # A nightly or dev build (engine_version `0.20.1rc1.dev91`) that already carries the
+    # arithmetic of a final release: that release's rules size it (None: the releases
+    # before the build, versions.modelled_release).
+    engine_rules_version: str | None = None
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -246,6 +253,10 @@ class Gpu:
     dense_bf16_tflops: float | None = None
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
+    # Whether every pair of a node's GPUs has a direct link (NVLink, AMD xGMI): vLLM's
+    # `current_platform.is_fully_connected`; False on PCIe-only boards; None: not known,
+    # taken as linked (engines/vllm_platform.py custom_all_reduce).
+    fully_connected: bool | None = None
     # Whether the GPU computes in bfloat16: NVIDIA compute capability >= 8.0 (Ampere and
     # later; vllm/platforms/cuda.py `CudaPlatformBase.supported_dtypes`), every ROCm GPU vLLM
     # runs on (Platform.supported_dtypes). False for V100 (7.0), T4 (7.5).

@@ -35,7 +35,7 @@ from ..units import cdiv
 from ..versions import release_label
 from . import calibration as cal
 from .common import Engine, EngineOptions, Gpu
-from .vllm import parse_vllm_version
+from .vllm import parse_vllm_version, vllm_rules_text
 
 _WHERE_OLD = "vllm/config.py _get_and_verify_dtype"
 _WHERE_NEW = "vllm/config/model.py _resolve_auto_dtype"
@@ -59,7 +59,7 @@ def resolve_model_dtype(checkpoint: FloatDtype, engine: EngineOptions, gpu: Gpu)
         checkpoint,
         engine.dtype,
         engine.engine,
-        engine.engine_version or cal.LATEST_VLLM_VERSION,
+        vllm_rules_text(engine) if engine.engine is Engine.VLLM else "",
         bf16=gpu.bf16_support,
         gpu_label=gpu.slug or gpu.name or "this GPU",
     )

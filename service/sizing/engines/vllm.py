@@ -61,6 +61,7 @@ from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_b
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
+from .vllm_platform import LINKED, DeviceMemory, device_memory
 
 Version = tuple[int, int, int]
 
@@ -876,16 +877,30 @@ def _kept_through_sampler(
 # --- non-torch memory
 
 
+_CUDA_LINKED = DeviceMemory("cuda", True, LINKED)
+
+
 def vllm_non_torch_bytes(
-    release: VllmRelease, tensor_parallel_size: int, pipeline_parallel_size: int
+    release: VllmRelease,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    device: DeviceMemory = _CUDA_LINKED,
 ) -> int:
-    """Non-torch memory the budget charges (docs/engines/vllm.md#non-torch-memory)."""
+    """Non-torch memory the budget charges (docs/engines/vllm.md#non-torch-memory): the XPU
+    worker's own figure, else by release, and with tensor parallelism by whether the custom
+    all-reduce runs (engines/vllm_platform.py device_memory): its buffers are the TP growth
+    the H100 logs show; without it (PCIe past two GPUs, `disable_custom_all_reduce`) NCCL
+    alone grows about as one GPU does."""
+    if device.non_torch_bytes is not None:
+        return device.non_torch_bytes
     if release.non_torch_includes_context:
         return cal.VLLM_NON_TORCH_WITH_CONTEXT
     if not release.v1_engine:
         return cal.VLLM_NON_TORCH_INCREASE
-    if tensor_parallel_size > 1:
+    if tensor_parallel_size > 1 and device.custom_all_reduce:
         return cal.VLLM_NON_TORCH_TP2 + cal.VLLM_NON_TORCH_PER_TP_RANK * (tensor_parallel_size - 2)
+    if tensor_parallel_size > 1:
+        return cal.VLLM_NON_TORCH_INCREASE
     if pipeline_parallel_size > 1:
         return cal.VLLM_NON_TORCH_PIPELINE
     return cal.VLLM_NON_TORCH_INCREASE
@@ -940,6 +955,7 @@ def vllm_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     pipeline_parallel_size: int = 1,
+    device: DeviceMemory = _CUDA_LINKED,
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
@@ -965,7 +981,8 @@ def vllm_budget(
         requested_bytes=requested_memory(release, total_bytes, util),
         weights_bytes=model_memory_usage(arch, weights_per_gpu, tp),
         peak=peak,
-        non_torch_bytes=vllm_non_torch_bytes(release, tp, pp),
+        non_torch_bytes=vllm_non_torch_bytes(release, tp, pp, device),
+        device=device,
         cudagraph_bytes=_cudagraph_bytes(
             arch,
             release,
@@ -1014,6 +1031,7 @@ def _profiled_budget(
     peak: ProfilePeak,
     non_torch_bytes: int,
     cudagraph_bytes: int,
+    device: DeviceMemory = _CUDA_LINKED,
 ) -> MemoryBudget:
     """The last step of Worker.determine_available_memory: what the requested memory leaves
     for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
@@ -1030,6 +1048,7 @@ def _profiled_budget(
         non_torch_bytes=non_torch_bytes,
         cudagraph_bytes=cudagraph_bytes,
         pool_bytes=pool,
+        device=device,
     )
     return MemoryBudget(
         total_bytes=total_bytes,
@@ -1058,6 +1077,7 @@ def _budget_lines(
     non_torch_bytes: int,
     cudagraph_bytes: int,
     pool_bytes: int,
+    device: DeviceMemory = _CUDA_LINKED,
 ) -> tuple[BudgetLine, ...]:
     """The budget's terms, written out on demand (only explanations read them)."""
     lines = [
@@ -1073,13 +1093,7 @@ def _budget_lines(
             "model weights on this GPU as vLLM loads them (with the rotary cache and padding)",
         ),
         BudgetLine("activation_peak", -peak.bytes, peak.note),
-        BudgetLine(
-            "non_torch",
-            -non_torch_bytes,
-            "CUDA context and all other non-torch memory (counted by this release)"
-            if release.non_torch_includes_context
-            else "non-torch growth during profiling (NCCL, cuBLAS, attention workspaces)",
-        ),
+        BudgetLine("non_torch", -non_torch_bytes, _non_torch_note(release, device)),
     ]
     if _counts_cudagraphs(release, options):
         lines.append(
@@ -1093,6 +1107,14 @@ def _budget_lines(
         )
     lines.append(BudgetLine("kv_cache_memory", pool_bytes, "what is left for the KV cache"))
     return tuple(lines)
+
+
+def _non_torch_note(release: VllmRelease, device: DeviceMemory) -> str:
+    if device.non_torch_bytes is not None:
+        return device.why
+    if release.non_torch_includes_context:
+        return "CUDA context and all other non-torch memory (counted by this release)"
+    return f"non-torch growth during profiling (NCCL, cuBLAS, attention workspaces); {device.why}"
 
 
 # --- report -------------------------------------------------------------------------------
@@ -1148,7 +1170,8 @@ def vllm_report(
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
-    release, note = release_sizing(asked)
+    vllm_rules_text(inputs.engine)  # refuses rules without a build, or outside the build's
+    release, note = release_sizing(asked, inputs.engine.engine_rules_version)
     _check_release_runs(inputs.arch, release)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     flags = vllm_flags(inputs, release)
@@ -1165,6 +1188,9 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
         pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        device=device_memory(
+            inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
+        ),
     )
     budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(
@@ -1198,11 +1224,64 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
 
 # Memoised per version string: answers name a handful of releases, each parsed once.
 @lru_cache(maxsize=256)
-def release_sizing(asked: str) -> tuple[VllmRelease, str | None]:
-    """The release that sizes the version asked, and the note saying so where it is another."""
-    release = vllm_release(parse_vllm_version(asked))
-    note = sizing_note("vLLM", parse_engine_version(asked), release.label, cal.LATEST_VLLM_VERSION)
-    return release, note
+def release_sizing(asked: str, rules: str | None = None) -> tuple[VllmRelease, str | None]:
+    """The release that sizes the version asked, and the note saying so where it is another:
+    by default the newest modelled release not newer than it (versions.modelled_release);
+    with `rules` (engine_rules_version) the final release whose arithmetic a dev build
+    carries (`rules_for_build`)."""
+    if rules is None:
+        release = vllm_release(parse_vllm_version(asked))
+        note = sizing_note(
+            "vLLM", parse_engine_version(asked), release.label, cal.LATEST_VLLM_VERSION
+        )
+        return release, note
+    release = vllm_release(rules_for_build(asked, rules))
+    default = release_label(parse_vllm_version(asked))
+    note = (
+        f"vLLM {asked.strip()} is sized by the rules of {release.label} "
+        f"(engine_rules_version: the build carries that release's arithmetic); "
+        f"without it, by {default}'s"
+    )
+    newer = sizing_note("vLLM", parse_engine_version(rules), release.label, cal.LATEST_VLLM_VERSION)
+    return release, note if newer is None else f"{note}; {newer}"
+
+
+@lru_cache(maxsize=256)
+def rules_for_build(asked: str, rules: str) -> Version:
+    """The release `rules` names for the build `asked`, checked: a final release, not newer
+    than the build's own (`0.20.1` for `0.20.1rc1.dev91`) nor older than the releases PEP 440
+    puts before the build (whose rules size it by default)."""
+    build = parse_engine_version(asked)
+    carried = parse_engine_version(rules, "engine_rules_version", "vLLM")
+    if carried.is_prerelease or carried.post is not None or len(carried.release) > 3:
+        raise SizingError(
+            "engine_rules_version", f"name a final release (like 0.20.1), not {rules!r}"
+        )
+    lowest, highest = parse_vllm_version(asked), build.major_minor_patch
+    wanted = carried.major_minor_patch
+    if not lowest <= wanted <= highest:
+        raise SizingError(
+            "engine_rules_version",
+            f"a build of vLLM {build.text} carries the rules of {release_label(lowest)} up to "
+            f"{'.'.join(map(str, highest))}, not {rules}",
+        )
+    return wanted
+
+
+def vllm_rules_text(engine: EngineOptions) -> str:
+    """The release string whose rules size `engine`'s question: engine_rules_version where
+    given (checked against the build, rules_for_build), else engine_version, else the newest."""
+    asked = engine.engine_version or cal.LATEST_VLLM_VERSION
+    if engine.engine_rules_version is None:
+        return asked
+    if engine.engine_version is None:
+        raise SizingError(
+            "engine_rules_version",
+            "names the release a nightly or dev build carries: give the build as "
+            "engine_version too",
+        )
+    rules_for_build(asked, engine.engine_rules_version)
+    return engine.engine_rules_version
 
 
 def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
@@ -1386,4 +1465,5 @@ def _settings(
         "enable_prefix_caching": flags.prefix_caching,
         "enforce_eager": options.enforce_eager,
         "defaults_from": flags.defaults.source,
+        **({"disable_custom_all_reduce": True} if options.disable_custom_all_reduce else {}),
     }

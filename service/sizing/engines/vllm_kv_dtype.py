@@ -24,7 +24,7 @@ from ..model.architecture import ModelArchitecture
 from ..model.dtypes import KvCacheDtype
 from . import calibration as cal
 from .common import EngineOptions, Workload
-from .vllm import VllmRelease, parse_vllm_version, vllm_release
+from .vllm import VllmRelease, parse_vllm_version, vllm_release, vllm_rules_text
 
 _FP8_KV_DTYPES = frozenset({KvCacheDtype.FP8, KvCacheDtype.FP8_E4M3, KvCacheDtype.FP8_E5M2})
 
@@ -105,8 +105,7 @@ def vllm_workload(
     arch: ModelArchitecture, workload: Workload, engine: EngineOptions
 ) -> tuple[Workload, str | None]:
     """The question's workload with the cache dtype the asked vLLM release allocates."""
-    asked = engine.engine_version or cal.LATEST_VLLM_VERSION
-    release = vllm_release(parse_vllm_version(asked))
+    release = vllm_release(parse_vllm_version(vllm_rules_text(engine)))
     resolved = vllm_kv_cache_dtype(
         workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
     )

@@ -141,6 +141,8 @@ IRRELEVANT: Final[Mapping[str, str]] = {
         (
             "attention_dropout",
             "attn_dropout_prob",
+            "embd_pdrop",
+            "resid_pdrop",
             "emb_dropout_prob",
             "hidden_dropout",
             "initializer_range",
@@ -497,6 +499,12 @@ _MOOT: Final[Mapping[str, _Moot]] = {
     "use_mla": (
         "kv_lora_rank decides MLA (vLLM ModelConfig.is_deepseek_mla)",
         _mla_family,
+    ),
+    # Phi-3's LongRoPE (vLLM rotary_embedding get_rope, Phi3LongRoPEScaledRotaryEmbedding) reads
+    # it only under rope_scaling; microsoft/phi-4 publishes it beside rope_scaling null.
+    "original_max_position_embeddings": (
+        "rope_scaling is null: no scaling reads it",
+        lambda cfg: _value(cfg, "rope_scaling") is None,
     ),
 }
 

@@ -84,7 +84,7 @@ def declared_kv_cache(config: Mapping[str, Any]) -> str | None:
     if found is None:
         return None
     where, section = found
-    if where == "quantization":
+    if where == "quantization" or where.endswith(".quantization"):
         # a bare hf_quant_config.json body, as quantization_section reads it: modelopt's own
         section = {"quant_method": "modelopt", "quantization": section}
     inner = section.get("quantization")
@@ -143,11 +143,46 @@ def quantization_section(cfg: HFConfig) -> tuple[str, Mapping[str, Any]] | None:
         where, section = found
         if not isinstance(section, Mapping):
             raise SizingError(where, "must be an object")
+        inner = section.get("quantization")
+        if "quant_algo" not in section and isinstance(inner, Mapping) and "quant_algo" in inner:
+            # an hf_quant_config.json body as the config's quantization_config (vLLM
+            # transformers_utils/config.py get_config sets it so, `with_hf_quant_config`):
+            # ModelOpt's own `quantization` object holds the algorithm.
+            return f"{where}.quantization", inner
         return where, section
     modelopt = cfg.top.get("quantization")
     if isinstance(modelopt, Mapping) and "quant_algo" in modelopt:
         return "quantization", modelopt
     return None
+
+
+def with_hf_quant_config(
+    config: Mapping[str, Any], hf_quant_config: Any, field: str = "hf_quant_config"
+) -> tuple[dict[str, Any], str | None]:
+    """config.json with the `hf_quant_config.json` published beside it, as vLLM reads the pair,
+    and a note where the file changes nothing.
+
+    ModelOpt up to 0.29 saved its quantization in hf_quant_config.json beside config.json; vLLM
+    (transformers_utils/config.py `get_config`, 0.33.0 as earlier) reads that file only when
+    config.json has no top-level `quantization_config`, and then sets it as the config's
+    `quantization_config`; the ModelOpt classes read its `quantization` object
+    (model_executor/layers/quantization/modelopt.py `ModelOptQuantConfigBase.from_config`:
+    quant_algo, kv_cache_quant_algo, group_size, exclude_modules).
+    """
+    if not isinstance(hf_quant_config, Mapping):
+        raise SizingError(field, "must be an object (the hf_quant_config.json file)")
+    inner = hf_quant_config.get("quantization")
+    if not isinstance(inner, Mapping) or not isinstance(inner.get("quant_algo"), str):
+        raise SizingError(
+            f"{field}.quantization.quant_algo",
+            "an hf_quant_config.json names its algorithm there (ModelOpt: NVFP4, FP8, ...)",
+        )
+    if config.get("quantization_config") is not None:
+        return dict(config), (
+            "hf_quant_config.json not read: config.json has its own quantization_config, "
+            "which vLLM reads instead (transformers_utils/config.py get_config)"
+        )
+    return {**config, "quantization_config": dict(hf_quant_config)}, None
 
 
 _MLP_HINTS: Final = ("mlp", "expert", "ffn", "moe", "feed_forward")
@@ -890,4 +925,5 @@ __all__ = [
     "model_dtype",
     "quantization_plan",
     "quantization_section",
+    "with_hf_quant_config",
 ]

@@ -279,6 +279,8 @@ def engine_flags(
         )
     if options.enforce_eager:
         vllm.append("--enforce-eager")
+    if options.disable_custom_all_reduce:
+        vllm.append("--disable-custom-all-reduce")
     sglang = [
         f"--tp {tp}",
         f"--context-length {m}",
