@@ -21,11 +21,11 @@ MiniMax-M3 (`model_type` minimax_m3): vLLM models/minimax_m3 `MiniMaxM3SparseAtt
   (`_sparse_attention_layer_ids`), plain GQA (`MiniMaxM3Attention`) elsewhere. Every layer
   caches K and V of num_key_value_heads x head_dim; a sparse layer's indexer also caches one
   key of `sparse_index_dim` elements per token (`MiniMaxM3IndexerCache`, bf16 unless
-  --attention-config indexer_kv_dtype says fp8). Compute or weights only, so not read
-  (kvplan has no parameter count for minimax_m3; the top-level ones are declared in
-  config_guard.IRRELEVANT): sparse_topk_blocks, sparse_init_block, sparse_local_block,
-  sparse_score_type, sparse_num_index_heads (index query heads), partial_rotary_factor /
-  rotary_dim, the MoE keys.
+  --attention-config indexer_kv_dtype says fp8). Compute only, so not read for the cache (the
+  top-level ones are declared in config_guard.IRRELEVANT): sparse_topk_blocks,
+  sparse_init_block, sparse_local_block, sparse_score_type, partial_rotary_factor /
+  rotary_dim. The weights (sparse_num_index_heads, the MoE and dense widths) are read by the
+  parameter count, param_count_2026.minimax_m3.
 """
 
 from __future__ import annotations
