@@ -102,3 +102,17 @@ def test_minimax_m3_weights_are_counted_and_the_catalog_agrees(client: TestClien
     # 852,349,145,856 B over TP 8: 106,543,643,232 B per GPU of the weights.
     weights = [body["explanation"]["per_gpu"]["weights_bytes_per_gpu"] for body in (a, b)]
     assert weights == [852_349_145_856 // 8] * 2 == [106_543_643_232] * 2
+
+
+def test_minimax_m1_is_refused_by_name_over_http_with_its_bytes(client: TestClient) -> None:
+    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; the bytes are worked in
+    # tests/sizing/test_cache_kinds_2026.py: 10 softmax layers x 2 x 8 x 128 x 2 B = 40,960 B
+    # per token, 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B per sequence.
+    for version in ("0.33.0", "0.20.0"):
+        response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version=version)
+        assert response.status_code == 422, response.text
+        problem = response.json()
+        assert problem["type"] == "/problems/unknown-layer-kind"
+        assert problem["field"].endswith("attn_type_list")
+        assert "keep 40960 B per token" in problem["detail"]
+        assert "146800640 B per sequence at TP 1" in problem["detail"]
