@@ -131,21 +131,25 @@ def minimax_m3(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
             dense = cfg.get_int("dense_intermediate_size")
             _gated(out, f"{p}.mlp", TensorClass.MLP, h, dense)
             continue
-        m = f"{p}.block_sparse_moe"
-        e = cfg.get_int("num_local_experts")
-        router = TensorClass.ROUTER
-        out.linear(f"{m}.gate", router, e, h)
-        if cfg.flag("use_routing_bias", False):
-            out.vector(f"{m}.e_score_correction_bias", router, (e,))
-        # Checkpoint experts: w1 gate, w3 up (hidden -> intermediate), w2 down.
-        experts = TensorClass.ROUTED_EXPERTS
-        out.linear(f"{m}.experts.0.w1", experts, inter, h, count=e)
-        out.linear(f"{m}.experts.0.w3", experts, inter, h, count=e)
-        out.linear(f"{m}.experts.0.w2", experts, h, inter, count=e)
-        shared = cfg.opt_int("n_shared_experts", minimum=0) or 0
-        if shared:
-            _gated(out, f"{m}.shared_experts", TensorClass.SHARED_EXPERTS, h, inter * shared)
+        _minimax_m3_moe(cfg, out, f"{p}.block_sparse_moe", h, inter)
     out.norm("model.norm", _N, h)
+
+
+def _minimax_m3_moe(cfg: HFConfig, out: TensorList, m: str, h: int, inter: int) -> None:
+    # vLLM MiniMaxM3MoE: the fp32 gate and its correction bias, the experts, the shared expert.
+    e = cfg.get_int("num_local_experts")
+    router = TensorClass.ROUTER
+    out.linear(f"{m}.gate", router, e, h)
+    if cfg.flag("use_routing_bias", False):
+        out.vector(f"{m}.e_score_correction_bias", router, (e,))
+    # Checkpoint experts: w1 gate, w3 up (hidden -> intermediate), w2 down.
+    experts = TensorClass.ROUTED_EXPERTS
+    out.linear(f"{m}.experts.0.w1", experts, inter, h, count=e)
+    out.linear(f"{m}.experts.0.w3", experts, inter, h, count=e)
+    out.linear(f"{m}.experts.0.w2", experts, h, inter, count=e)
+    shared = cfg.opt_int("n_shared_experts", minimum=0) or 0
+    if shared:
+        _gated(out, f"{m}.shared_experts", TensorClass.SHARED_EXPERTS, h, inter * shared)
 
 
 def _gated(
