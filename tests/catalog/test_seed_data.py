@@ -86,10 +86,10 @@ def test_the_catalog_sizes() -> None:
     # 63 shared entries - 2 left out (gemma-3-12b-it, granite-4.0-h-small) + 3 added for
     # calibration cases + glm-5.3 and qwen3.8-2.4t-a95b (issue 19, part B) + gemma-4-31b-it
     # (issue 19, part A) + mimo-v2-flash and Nemotron 3 Super and Ultra (issue 19 item 4)
-    # = 70 models; 25 shared GPUs - 6
+    # + minimax-m3 (issue 19, its parameter count) = 71 models; 25 shared GPUs - 6
     # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
     # docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 70
+    assert len(models()) == 71
     assert len(gpus()) == 25
 
 
@@ -207,6 +207,10 @@ PER_TOKEN = [
     # v_head_dim 128): 9 full layers x 4 KV heads x (192 + 128) x 2 B = 23,040 plus 39 sliding
     # layers x 8 x 320 x 2 B = 199,680
     ("mimo-v2-flash", 9 * 4 * (192 + 128) * 2 + 39 * 8 * (192 + 128) * 2),
+    # MiniMax-M3 (its config.json, vLLM models/minimax_m3): 60 layers x 2 x 4 KV heads x 128 x 2 B
+    # = 122,880 plus the index key on the 57 sparse layers, 57 x sparse_index_dim 128 x 2 B
+    # = 14,592
+    ("minimax-m3", 60 * 2 * 4 * 128 * 2 + 57 * 128 * 2),
     # Nemotron 3 Super: 8 '*' layers x 2 x 2 kv x 128 x 2 B = 8,192
     ("nvidia-nemotron-3-super-120b-a12b-bf16", 8_192),
     # Nemotron 3 Ultra: 12 attention layers x 2 x 2 kv x 128 x 2 B = 12,288
@@ -451,6 +455,9 @@ def test_derived_parameter_counts_match_published_sizes() -> None:
         "phi-3-mini-4k-instruct": 3_821_079_552,  # keras-hub preset, exact
         "qwen3.8-2.4t-a95b": 2.4e12,  # the checkpoint's name, 2.4T (2,419,804,697,984)
         "mimo-v2-flash": 309e9,  # XiaomiMiMo/MiMo-V2-Flash README.md, "309B total parameters"
+        # MiniMax M3 release: "a total parameter count of 428 billion" (multimodal checkpoint,
+        # vision tower included; kvplan counts the text trunk: 426.17B, -0.43 %)
+        "minimax-m3": 428e9,
         # research.nvidia.com/labs/nemotron/Nemotron-3-Super: "120B total parameter"
         "nvidia-nemotron-3-super-120b-a12b-bf16": 120e9,
         "nvidia-nemotron-3-ultra-550b-a55b-bf16": 550e9,  # the checkpoint's name

@@ -3,7 +3,8 @@ verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting them would a
 
 The arithmetic is worked in tests/sizing/test_cache_kinds_2026.py; here the same numbers come
 back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache memory" from a log):
-these configs' weights have no parameter-count rules yet, and the per-token facts are the point.
+the per-token facts are the point (Kimi-K3's and DeepSeek-V4's weights have no parameter-count
+rules yet; MiniMax-M3's do, and its last test sizes the pool from them).
 """
 
 from __future__ import annotations
@@ -81,3 +82,37 @@ def test_sglang_refuses_kda_by_name(client: TestClient) -> None:
     )
     assert response.status_code == 422
     assert response.json()["field"] == "engine"
+
+
+def test_minimax_m3_weights_are_counted_and_the_catalog_agrees(client: TestClient) -> None:
+    # No kv_pool_bytes: the pool now comes from the GPU less the weights, which kvplan counts
+    # (param_count_2026.minimax_m3: 426,174,572,928 parameters, 852,349,145,856 B in bf16;
+    # tests/sizing/test_param_count_2026.py). The catalog slug and the pasted config.json give
+    # the same answer.
+    base = {"gpu": "h200-141gb", "engine_version": "0.33.0", "max_model_len": 131_072}
+    base["tensor_parallel_size"] = 8
+    config = json.loads((FIXTURES / "MiniMaxAI--MiniMax-M3.json").read_text())
+    pasted = client.post("/v1/capacity", json={"model": {"hf_config": config}, **base})
+    named = client.post("/v1/capacity", json={"model": "minimax-m3", **base})
+    assert pasted.status_code == named.status_code == 200, pasted.text + named.text
+    a, b = pasted.json(), named.json()
+    assert a["kv_bytes_per_token"] == b["kv_bytes_per_token"] == 137_472
+    assert a["num_gpu_blocks"] == b["num_gpu_blocks"] > 0
+    assert a["kv_cache_tokens"] == b["kv_cache_tokens"]
+    # 852,349,145,856 B over TP 8: 106,543,643,232 B per GPU of the weights.
+    weights = [body["explanation"]["per_gpu"]["weights_bytes_per_gpu"] for body in (a, b)]
+    assert weights == [852_349_145_856 // 8] * 2 == [106_543_643_232] * 2
+
+
+def test_minimax_m1_is_refused_by_name_over_http_with_its_bytes(client: TestClient) -> None:
+    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; the bytes are worked in
+    # tests/sizing/test_cache_kinds_2026.py: 10 softmax layers x 2 x 8 x 128 x 2 B = 40,960 B
+    # per token, 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B per sequence.
+    for version in ("0.33.0", "0.20.0"):
+        response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version=version)
+        assert response.status_code == 422, response.text
+        problem = response.json()
+        assert problem["type"] == "/problems/unknown-layer-kind"
+        assert problem["field"].endswith("attn_type_list")
+        assert "keep 40960 B per token" in problem["detail"]
+        assert "146800640 B per sequence at TP 1" in problem["detail"]

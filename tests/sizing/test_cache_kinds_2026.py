@@ -264,3 +264,28 @@ def test_a_minimax_m3_index_value_is_refused_not_ignored() -> None:
     with pytest.raises(UnknownLayerKind) as caught:
         architecture_from_hf_config(config)
     assert caught.value.field == "sparse_attention_config.sparse_disable_index_value[5]"
+
+
+# --- MiniMax-M1 (lightning attention) -----------------------------------------------------------
+
+
+def test_minimax_m1_is_refused_by_name_with_the_bytes_vllm_kept() -> None:
+    # github:MiniMax-AI/MiniMax-M1 config.json: 80 layers, attn_type_list 1 on every 8th layer
+    # (7, 15, ..., 79: 10 softmax layers), 0 elsewhere (70 lightning layers); 64 heads, 8 KV
+    # heads, head_dim 128, max_position_embeddings 10,240,000; no torch_dtype (16 bits under
+    # --dtype auto). vLLM 0.20.0 models/minimax_text_01.py: softmax layers keep K and V,
+    # 10 x 2 x 8 x 128 x 2 B = 40,960 B per token; each lightning layer a state of
+    # (64 / TP, 128, 128) in 16 bits: 64 x 128 x 128 x 2 = 2,097,152 B, x 70 = 146,800,640 B
+    # per sequence at TP 1. One sequence of 10,240,000 tokens: 40,960 x 10,240,000
+    # + 146,800,640 = 419,430,400,000 + 146,800,640 = 419,577,200,640 B.
+    config = load("MiniMaxAI--MiniMax-M1")
+    assert config["attn_type_list"].count(1) == 10
+    with pytest.raises(UnknownLayerKind) as info:
+        architecture_from_hf_config(config)
+    assert info.value.field == "attn_type_list"
+    detail = info.value.reason
+    assert "70 lightning layers, 10 softmax" in detail
+    assert "through 0.23.0" in detail
+    assert "keep 40960 B per token" in detail
+    assert "146800640 B per sequence at TP 1" in detail
+    assert "10240000 tokens holds 419577200640 B" in detail

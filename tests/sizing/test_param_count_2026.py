@@ -89,3 +89,36 @@ def test_nemotron_3_ultra_latent_moe_against_its_name() -> None:
     # Sum 549,308,993,536 against the checkpoint's name, 550B: residual -0.13 %.
     assert counts.total == 549_308_993_536
     assert abs(counts.total - 550e9) <= 550e9 * 0.01
+
+
+def test_minimax_m3_by_class_and_against_the_published_total() -> None:
+    counts = checkpoint_weights(load("MiniMaxAI--MiniMax-M3")).parameters
+    by = dict(counts.by_class)
+    # vLLM 0.33.0 models/minimax_m3/nvidia/model.py; config: hidden 6144, vocab 200064, 60
+    # layers, 64 heads, 4 KV heads of 128, sparse_attention_freq 1 on layers 3..59 (57 layers),
+    # moe_layer_freq 0 on layers 0..2.
+    # embed_tokens and the untied lm_head: 200064 x 6144 = 1_229_193_216 each.
+    assert by[TensorClass.EMBEDDING] == by[TensorClass.LM_HEAD] == 1_229_193_216
+    # Every layer: q 64*128*6144 = 50_331_648, k and v 4*128*6144 = 3_145_728 each, o 50_331_648
+    # -> 106_954_752; a sparse layer adds index_q 4*128*6144 = 3_145_728 and one index_k head
+    # 128*6144 = 786_432 (MinimaxM3QKVParallelLinearWithIndexer) -> 3_932_160.
+    # 60 * 106_954_752 + 57 * 3_932_160 = 6_417_285_120 + 224_133_120 = 6_641_418_240.
+    assert by[TensorClass.ATTENTION] == 6_641_418_240
+    # Three dense MiniMaxM3MLP of dense_intermediate_size 12288: 3 * 3 * 6144 * 12288.
+    assert by[TensorClass.MLP] == 3 * 226_492_416 == 679_477_248
+    # 57 MoE layers of 128 experts w1/w2/w3 of intermediate_size 3072 (3 * 6144 * 3072 =
+    # 56_623_104 each): 57 * 128 * 56_623_104 = 413_122_166_784; the shared expert
+    # (intermediate_size x n_shared_experts 1) 57 * 56_623_104 = 3_227_516_928; the fp32 gate
+    # 128 x 6144 and e_score_correction_bias 128: 57 * 786_560 = 44_833_920.
+    assert by[TensorClass.ROUTED_EXPERTS] == 413_122_166_784
+    assert by[TensorClass.SHARED_EXPERTS] == 3_227_516_928
+    assert by[TensorClass.ROUTER] == 44_833_920
+    # Norms: per layer q_norm, k_norm 128 each and two of 6144 -> 12_544, x 60 = 752_640; the
+    # index_q_norm and index_k_norm 128 each on 57 layers = 14_592; the final 6144.
+    assert by[TensorClass.NORM] == 752_640 + 14_592 + 6_144
+    # Sum 426_174_572_928. The release's "total parameter count of 428 billion" is the
+    # multimodal checkpoint's (vision tower included); "mtp." weights vLLM loads only as a
+    # draft (MiniMaxM3Model.load_weights) are not counted. Residual (426.17 - 428) / 428 =
+    # -0.43 %.
+    assert counts.total == 426_174_572_928 == counts.served_total
+    assert abs(counts.total - 428e9) <= 428e9 * 0.005

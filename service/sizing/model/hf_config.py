@@ -49,8 +49,10 @@ from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, deepseek_v4_refusal, refuse_deeps
 from .hf_hybrids import LFM2_TYPES, lfm2_layers
 from .hf_kimi_minimax import (
     KIMI_LINEAR_TYPES,
+    MINIMAX_LIGHTNING_TYPES,
     MINIMAX_M3_TYPES,
     kimi_linear_layers,
+    minimax_lightning_refusal,
     minimax_m3_layers,
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
@@ -181,10 +183,13 @@ def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
     declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
     published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
-    if cfg.model_type in DEEPSEEK_V4_TYPES:
+    if cfg.model_type in DEEPSEEK_V4_TYPES | MINIMAX_LIGHTNING_TYPES:
         # Refused as a whole by name: no weights are read and no capacity is answered, so only
         # the keys behind the bytes in the refusal must have been read.
-        deepseek_v4_refusal(cfg)
+        if cfg.model_type in DEEPSEEK_V4_TYPES:
+            deepseek_v4_refusal(cfg)
+        else:
+            minimax_lightning_refusal(cfg)
         return tuple(
             cfg.where(key)
             for key in unread_keys(cfg, cfg.keys_read)
@@ -285,6 +290,8 @@ def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> Check
 def _reject_unsupported(cfg: _Cfg) -> None:
     if cfg.model_type in DEEPSEEK_V4_TYPES:
         refuse_deepseek_v4(cfg)
+    if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
+        raise minimax_lightning_refusal(cfg)
     for key, what in _UNSUPPORTED_KEYS.items():
         if cfg.has(key) and cfg.model_type not in _READ_BY.get(key, ()):
             raise UnknownLayerKind(

@@ -21,11 +21,11 @@ MiniMax-M3 (`model_type` minimax_m3): vLLM models/minimax_m3 `MiniMaxM3SparseAtt
   (`_sparse_attention_layer_ids`), plain GQA (`MiniMaxM3Attention`) elsewhere. Every layer
   caches K and V of num_key_value_heads x head_dim; a sparse layer's indexer also caches one
   key of `sparse_index_dim` elements per token (`MiniMaxM3IndexerCache`, bf16 unless
-  --attention-config indexer_kv_dtype says fp8). Compute or weights only, so not read
-  (kvplan has no parameter count for minimax_m3; the top-level ones are declared in
-  config_guard.IRRELEVANT): sparse_topk_blocks, sparse_init_block, sparse_local_block,
-  sparse_score_type, sparse_num_index_heads (index query heads), partial_rotary_factor /
-  rotary_dim, the MoE keys.
+  --attention-config indexer_kv_dtype says fp8). Compute only, so not read for the cache (the
+  top-level ones are declared in config_guard.IRRELEVANT): sparse_topk_blocks,
+  sparse_init_block, sparse_local_block, sparse_score_type, partial_rotary_factor /
+  rotary_dim. The weights (sparse_num_index_heads, the MoE and dense widths) are read by the
+  parameter count, param_count_2026.minimax_m3.
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ from .config_view import HFConfig as _Cfg
 
 KIMI_LINEAR_TYPES: Final = frozenset({"kimi_linear"})
 MINIMAX_M3_TYPES: Final = frozenset({"minimax_m3"})
+# MiniMax-Text-01 and MiniMax-M1 (MiniMax-AI/MiniMax-M1 config.json: model_type minimax_m1).
+MINIMAX_LIGHTNING_TYPES: Final = frozenset({"minimax_text_01", "minimax_m1"})
+# The last vLLM release that serves them (0.33.0 models/registry.py _PREVIOUSLY_SUPPORTED_MODELS:
+# "MiniMaxText01ForCausalLM" and "MiniMaxM1ForCausalLM": "0.23.0").
+VLLM_LAST_MINIMAX_LIGHTNING: Final = "0.23.0"
+# What --dtype auto runs a config with no torch_dtype (MiniMax-M1's) or a 16-bit one in: 2 B.
+_SIXTEEN_BIT: Final = 2
 # vLLM MiniMaxM3SparseBackend.get_supported_kernel_block_sizes: one sparse block per page.
 MINIMAX_M3_SPARSE_BLOCK: Final = 128
 
@@ -145,6 +152,43 @@ def minimax_m3_layers(cfg: _Cfg) -> list[Layer]:
     return [indexed if is_sparse else plain for is_sparse in freq]
 
 
+def minimax_lightning_refusal(cfg: _Cfg) -> UnknownLayerKind:
+    """MiniMax-Text-01 / MiniMax-M1, refused by name with the bytes vLLM kept for them.
+
+    vLLM models/minimax_text_01.py (0.20.0 wheel; served through 0.23.0, gone from later
+    registries): `attn_type_list[i]` 1 is softmax GQA (num_key_value_heads x head_dim K and V per
+    token), 0 a lightning-attention layer whose state is
+    `MambaStateShapeCalculator.linear_attention_state_shape` = (num_attention_heads / tp,
+    head_dim, head_dim) per sequence, in the KV cache dtype (`linear_attention_state_dtype`;
+    a float32 state is refused by vLLM). kvplan has no state kind for it in its engines' pools,
+    so it answers no capacity: the refusal names the key and gives the bytes at TP 1.
+    """
+    n = cfg.layer_count("num_hidden_layers")
+    types = cfg.int_list("attn_type_list")
+    if types is None or len(types) != n or any(t not in (0, 1) for t in types):
+        raise SizingError(
+            cfg.where("attn_type_list"), f"must list 0 (lightning) or 1 (softmax) per layer ({n})"
+        )
+    heads = cfg.get_int("num_attention_heads")
+    kv_heads = cfg.get_int("num_key_value_heads")
+    head_dim = cfg.get_int("head_dim")
+    context = cfg.get_int("max_position_embeddings")
+    softmax = sum(types)
+    lightning = n - softmax
+    per_token = softmax * 2 * kv_heads * head_dim * _SIXTEEN_BIT
+    per_sequence = lightning * heads * head_dim * head_dim * _SIXTEEN_BIT
+    return UnknownLayerKind(
+        cfg.where("attn_type_list"),
+        f"MiniMax lightning attention ({lightning} lightning layers, {softmax} softmax): vLLM "
+        f"served it through {VLLM_LAST_MINIMAX_LIGHTNING} (models/minimax_text_01.py; later "
+        "registries list it as previously supported), where in 16 bits the softmax layers keep "
+        f"{per_token} B per token and the lightning layers {per_sequence} B per sequence at TP "
+        f"1 ({heads} heads x {head_dim} x {head_dim} each): one sequence of {context} tokens "
+        f"holds {per_token * context + per_sequence} B. kvplan does not model how vLLM pages "
+        "this state beside the attention layers, so it gives no capacity rather than a wrong one",
+    )
+
+
 def _per_layer(view: ConfigView, key: str, n: int) -> list[bool]:
     values = view.int_list(key, minimum=0)
     if values is None:
@@ -156,8 +200,10 @@ def _per_layer(view: ConfigView, key: str, n: int) -> list[bool]:
 
 __all__ = [
     "KIMI_LINEAR_TYPES",
+    "MINIMAX_LIGHTNING_TYPES",
     "MINIMAX_M3_SPARSE_BLOCK",
     "MINIMAX_M3_TYPES",
     "kimi_linear_layers",
+    "minimax_lightning_refusal",
     "minimax_m3_layers",
 ]
