@@ -76,6 +76,14 @@ VLLM_MLA_HYBRID_ALIGNMENT: Final = 128
 # mamba_utils.py `kda_state_dtype` takes mamba_ssm_cache_dtype (auto -> float32, or float32 /
 # bfloat16) from 0.30.0; before, the recurrent state is float32 whatever the flag says.
 VLLM_KDA_SSM_DTYPE: Final[Version] = (0, 30, 0)
+# DeepSeek-V4 (models/deepseek_v4*): first in the 0.20.0 wheel. Its pool as kvplan models it:
+# layer tuples in one packed block (kv_cache_utils.py _get_kv_cache_config_packed, 0.24.0) up
+# to 0.26.x; 0.27.0-0.32.0 regroup it unpadded, then per kind (not modelled); 0.33.0's
+# kv_cache_planning.py _get_packed_kv_cache_groups (engines/vllm_deepseek_v4.py).
+VLLM_DEEPSEEK_V4: Final[Version] = (0, 20, 0)
+VLLM_DEEPSEEK_V4_TUPLES: Final[Version] = (0, 24, 0)
+VLLM_DEEPSEEK_V4_REGROUPED: Final[Version] = (0, 27, 0)
+VLLM_DEEPSEEK_V4_PLANNED: Final[Version] = (0, 33, 0)
 VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
 VLLM_V0_CHUNKED_PREFILL_ABOVE: Final = 32 * 1024  # "enabled by default for max_model_len > 32K"
 

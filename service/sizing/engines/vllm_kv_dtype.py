@@ -101,15 +101,36 @@ def _compressed_tensors(
     return ResolvedKvDtype(requested)
 
 
+def deepseek_v4_kv_cache_dtype(requested: KvCacheDtype, release: VllmRelease) -> ResolvedKvDtype:
+    """models/deepseek_v4/attention.py `_resolve_dsv4_kv_cache_dtype` on the FlashMLA backends
+    (`use_fp8_ds_mla_layout`): any fp8 flag becomes fp8_ds_mla ("Using DeepSeek's fp8_ds_mla KV
+    cache format."); `auto` becomes fp8 first from 0.33.0 (0.26.0 asserts an fp8 flag)."""
+    if requested is KvCacheDtype.FP8_DS_MLA:
+        return ResolvedKvDtype(requested)
+    if requested in _FP8_KV_DTYPES or (
+        requested is KvCacheDtype.AUTO and release.version >= cal.VLLM_DEEPSEEK_V4_PLANNED
+    ):
+        return ResolvedKvDtype(
+            KvCacheDtype.FP8_DS_MLA,
+            f"kv_cache_dtype {requested.value} becomes fp8_ds_mla: vLLM {release.label} stores "
+            "DeepSeek-V4's cache as DeepSeek's fp8_ds_mla rows (584 B: 448 fp8 + 64 bf16 rope "
+            "+ 8 B scales; attention.py _resolve_dsv4_kv_cache_dtype)",
+        )
+    return ResolvedKvDtype(requested)
+
+
 def vllm_workload(
     arch: ModelArchitecture, workload: Workload, engine: EngineOptions
 ) -> tuple[Workload, str | None]:
     """The question's workload with the cache dtype the asked vLLM release allocates."""
     asked = engine.engine_version or cal.LATEST_VLLM_VERSION
     release = vllm_release(parse_vllm_version(asked))
-    resolved = vllm_kv_cache_dtype(
-        workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
-    )
+    if arch.has_compressed_attention:
+        resolved = deepseek_v4_kv_cache_dtype(workload.kv_cache_dtype, release)
+    else:
+        resolved = vllm_kv_cache_dtype(
+            workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
+        )
     if resolved.kv_cache_dtype == workload.kv_cache_dtype:
         return workload, resolved.note
     return Workload(workload.max_model_len, resolved.kv_cache_dtype), resolved.note
