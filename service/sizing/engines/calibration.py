@@ -63,6 +63,9 @@ VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9
 VLLM_DEFAULT_UTILIZATION_NEW: Final = 0.92
 VLLM_DEFAULT_BLOCK_SIZE: Final = 16  # CacheConfig.DEFAULT_BLOCK_SIZE on CUDA
 VLLM_SPARSE_MLA_BLOCK_SIZE: Final = 64  # FlashMLA-sparse pages (DeepSeek-V3.2, GLM-5)
+# platforms/cuda.py sparse-MLA backend priorities by compute capability and
+# mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype: the same from 0.24.0 to 0.33.0.
+VLLM_SPARSE_MLA_BACKENDS: Final[Version] = (0, 24, 0)
 VLLM_SPARSE_MLA: Final[Version] = (0, 11, 0)  # DeepseekV32IndexerCache first in the 0.11 wheel
 VLLM_V0_SWAP_SPACE_BYTES: Final = 4 * GiB  # EngineArgs.swap_space = 4 GiB: V0 "# CPU blocks"
 VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # FlashAttention / FlashInfer kernel block multiple

@@ -186,6 +186,20 @@ def gpu_family(gpu_name: str) -> str:
     return "other"
 
 
+def cuda_major(gpu_name: str) -> int | None:
+    """The CUDA compute capability's major version, from the device name, where kvplan knows
+    it: 12 (RTX 50 / RTX PRO Blackwell, SM120), 10 (B200 / B300 / GB200 / GB300), 9 (Hopper);
+    None for every other (the backend choice it decides is then not modelled)."""
+    name = gpu_name.lower()
+    if any(tag in name for tag in ("rtx 50", "rtx pro 6000 blackwell", "gb10")):
+        return 12
+    if gpu_family(name) == "blackwell":
+        return 10
+    if gpu_family(name) == "hopper":
+        return 9
+    return None
+
+
 def mla_block_size(release: VllmRelease, gpu_name: str, sparse: bool = False) -> int:
     """The block size MLA backends force or prefer (platforms/cuda.py, backend preference)."""
     if sparse:

@@ -1,4 +1,4 @@
-"""DeepSeek-V4 compressed sparse attention: what one sequence holds, and why kvplan refuses it.
+"""DeepSeek-V4 compressed sparse attention: what one sequence holds, read from its config.
 
 Every DeepSeek-V4 layer (vLLM 0.33.0 wheel, models/deepseek_v4/attention.py
 `DeepseekV4MultiHeadLatentAttentionWrapper`, `DeepseekV4MLAAttention.get_kv_cache_spec`;
