@@ -14,8 +14,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from service.cli import main
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GiB = 2**30
+PRO = "deepseek-ai--DeepSeek-V4-Pro.json"
 
 
 def ask(client: TestClient, name: str, **question: Any) -> Any:
@@ -113,3 +116,86 @@ def test_sglang_refuses_kda_by_name(client: TestClient) -> None:
     )
     assert response.status_code == 422
     assert response.json()["field"] == "engine"
+
+
+def test_deepseek_v4_gets_the_same_answer_at_every_door(
+    client: TestClient, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    # The pasted config (POST, JSON and CSV), its layers written out inline, and the CLI with
+    # --hf-config: one answer (the V4-Pro figures of test_deepseek_v4_pro_over_http_on_vllm_0_26).
+    question = {
+        "engine_version": "0.26.0",
+        "kv_cache_dtype": "fp8",
+        "max_num_batched_tokens": 4096,
+        "tensor_parallel_size": 8,
+    }
+    pasted = ask(client, "deepseek-ai--DeepSeek-V4-Pro", **question).json()
+    assert pasted["kv_cache_tokens"] == 1_080_185
+    as_csv = client.post(
+        "/v1/capacity",
+        json={
+            "model": {
+                "hf_config": json.loads(
+                    FIXTURES.joinpath("deepseek-ai--DeepSeek-V4-Pro.json").read_text()
+                )
+            },
+            "gpu": "h200-141gb",
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+            **question,
+        },
+        headers={"Accept": "text/csv"},
+    )
+    assert as_csv.status_code == 200, as_csv.text
+    assert "1080185" in as_csv.text
+    # V4-Pro inline: 128, 128, (4, 128) x 29, 4 as compressed_sparse_attention specs.
+    spec = {"sliding_window": 128, "index_head_dim": 128}
+    inline = {
+        "num_attention_heads": 128,
+        "layer_specs": {
+            "c4": {"kind": "compressed_sparse_attention", "compress_ratio": 4, **spec},
+            "c128": {"kind": "compressed_sparse_attention", "compress_ratio": 128, **spec},
+        },
+        "layer_schedule": ["c128", "c128", {"pattern": ["c4", "c128"], "repeat": 29}, "c4"],
+    }
+    spelled = client.post(
+        "/v1/capacity",
+        json={
+            "model": inline,
+            "gpu": "h200-141gb",
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+            **question,
+        },
+    )
+    assert spelled.status_code == 200, spelled.text
+    for key in ("kv_bytes_per_token", "kv_bytes_per_sequence", "num_gpu_blocks", "kv_cache_tokens"):
+        assert spelled.json()[key] == pasted[key]
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'kvplan.db'}")
+    code = main(
+        [
+            "capacity",
+            "--offline",
+            "--hf-config",
+            str(FIXTURES / PRO),
+            "--gpu",
+            "h200-141gb",
+            "--max-model-len",
+            "131072",
+            "--engine-version",
+            "0.26.0",
+            "--kv-cache-dtype",
+            "fp8",
+            "--max-num-batched-tokens",
+            "4096",
+            "--tensor-parallel-size",
+            "8",
+            "--kv-pool-bytes",
+            str(40 * GiB),
+            "--no-explain",
+        ]
+    )
+    assert code == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["kv_cache_tokens"] == 1_080_185
+    assert body["num_gpu_blocks"] == 29_149
