@@ -1313,6 +1313,14 @@ def _deepseek_v4_capacity(
             "kvplan models DeepSeek-V4's pool on one pipeline stage (tensor and data "
             "parallelism); vLLM's per-stage projection of its packed groups is not modelled",
         )
+    if cuda_major(inputs.gpu.name) is None:
+        raise SizingError(
+            "gpu",
+            f"{inputs.gpu.name or 'this GPU'}: kvplan sizes DeepSeek-V4 on the GPUs vLLM's "
+            "DeepSeek-V4 attention runs on (models/deepseek_v4/nvidia/model.py "
+            "_select_dsv4_attn_cls: FlashMLA on Hopper and B200-class Blackwell, FlashInfer on "
+            "SM120); its ROCm, XPU and CPU paths and older GPUs are not modelled",
+        )
     if flags.block_size % _DEEPSEEK_V4_BLOCK_MULTIPLE:
         raise SizingError(
             "block_size",
