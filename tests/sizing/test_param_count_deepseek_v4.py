@@ -9,7 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from service.sizing.capacity import Gpu
 from service.sizing.model.hf_config import architecture_from_hf_config, checkpoint_weights
+from service.sizing.speed.replica import NoEstimate, SpeedQuestion, replica_speed
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 
@@ -78,3 +80,24 @@ def test_v4_experts_are_priced_as_mxfp4_and_the_rest_as_fp8_blocks() -> None:
     by_class = dict(weights.size.by_class)
     assert by_class["routed_experts"] == experts * 17 // 32 == 147_169_738_752
     assert weights.size.served_bytes == 155_622_661_934
+
+
+def test_v4_speed_is_not_estimated_rather_than_estimated_without_its_attention() -> None:
+    # The roofline sums cache reads and attention FLOPs over per-token and state layers;
+    # DeepSeek-V4's layers are neither, so the answer says why it has no speed.
+    arch = architecture_from_hf_config(load("deepseek-ai--DeepSeek-V4-Flash"))
+    gpu = Gpu(
+        memory_bytes=141 * 2**30,
+        name="NVIDIA H200",
+        memory_bandwidth_tb_s=4.8,
+        dense_bf16_tflops=989.0,
+        dense_fp8_tflops=1979.0,
+        interconnect_gb_s=450.0,
+    )
+    speed = replica_speed(
+        arch,
+        gpu,
+        SpeedQuestion(tensor_parallel_size=8, batch=4, context_tokens=4096, prompt_tokens=4096),
+    )
+    assert isinstance(speed, NoEstimate)
+    assert "DeepSeek-V4" in speed.reason
