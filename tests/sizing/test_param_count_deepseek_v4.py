@@ -11,6 +11,7 @@ from typing import Any
 
 from service.sizing.capacity import Gpu
 from service.sizing.model.hf_config import architecture_from_hf_config, checkpoint_weights
+from service.sizing.model.tensors import TensorClass
 from service.sizing.speed.replica import NoEstimate, SpeedQuestion, replica_speed
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
@@ -78,7 +79,7 @@ def test_v4_experts_are_priced_as_mxfp4_and_the_rest_as_fp8_blocks() -> None:
     experts = 43 * 256 * 3 * 4096 * 2048
     assert experts == 277_025_390_592
     by_class = dict(weights.size.by_class)
-    assert by_class["routed_experts"] == experts * 17 // 32 == 147_169_738_752
+    assert by_class[TensorClass.ROUTED_EXPERTS] == experts * 17 // 32 == 147_169_738_752
     assert weights.size.served_bytes == 155_622_661_934
 
 
