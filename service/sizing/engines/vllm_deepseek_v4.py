@@ -1,6 +1,8 @@
-"""DeepSeek-V4 on vLLM 0.33.0: the page of each kind of cache and what one request reserves.
+"""DeepSeek-V4 on vLLM: the page of each kind of cache, and the pool releases pack them into.
 
-The first step towards sizing DeepSeek-V4 as vLLM packs it (issue 19). Each DeepSeek-V4 layer
+`packed_pool` is vLLM 0.33.0's; `tuple_pool` is 0.24.0-0.26.x's layer tuples (its docstring
+names the functions; checked on vllm#51041); engines/vllm.py `_deepseek_v4_capacity` asks the
+one the release has. Each DeepSeek-V4 layer
 hands vLLM's planner up to five kinds of cache spec, each with its own page; this module works
 out those pages and each kind's per-request reservation exactly as the 0.33.0 wheel does:
 
