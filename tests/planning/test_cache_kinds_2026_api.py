@@ -93,6 +93,11 @@ def test_deepseek_v4_pro_over_http_on_vllm_0_26(client: TestClient) -> None:
     # int(8.24116... x 131,072) = 1,080,185 tokens.
     assert body["max_concurrency"] == 8.24
     assert body["kv_cache_tokens"] == 1_080_185
+    # The explanation spreads each compressed row over the tokens it covers: C4 30 x 716 / 4 =
+    # 5,370; C128 31 x 584 / 128 = 141.4 -> 142; 5,370 + 142 = 5,512, the answer's figure.
+    per_token = body["explanation"]["kv_bytes_per_token"]
+    assert [line["bytes_per_token"] for line in per_token["by_layer_kind"]] == [5370, 142]
+    assert "DeepSeek-V4" in per_token["rule"]
 
 
 def test_deepseek_v4_is_refused_by_name_before_vllm_0_20_and_by_sglang(client: TestClient) -> None:
