@@ -1298,15 +1298,10 @@ def _deepseek_v4_fits(pool: TuplePool | PackedPool, pool_bytes: int, num_blocks:
     return num_blocks - 1 >= pool.blocks_per_request
 
 
-def _deepseek_v4_capacity(
-    inputs: SizingInputs,
-    asked: str,
-    release: VllmRelease,
-    flags: VllmFlags,
-    note: str | None,
-) -> Capacity:
-    """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
-    generic layout; budget, report and settings as every other model's."""
+def _check_deepseek_v4_question(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> None:
+    """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
     if inputs.parallel.pipeline_parallel_size > 1:
         raise SizingError(
             "pipeline_parallel_size",
@@ -1335,6 +1330,46 @@ def _deepseek_v4_capacity(
             "with an fp8 cache (kv_cache_dtype fp8, every published recipe); the plain bf16 "
             "rows of the FlashInfer backends are not modelled",
         )
+
+
+def _deepseek_v4_does_not_fit(
+    inputs: SizingInputs,
+    release: VllmRelease,
+    flags: VllmFlags,
+    pool_bytes: int,
+    num_blocks: int,
+) -> tuple[str | None, int | None]:
+    """Why vLLM would not start (None when it starts), and the longest context that fits."""
+    m = inputs.workload.max_model_len
+    if pool_bytes <= 0:
+        return "no memory left for the KV cache", None
+    if _deepseek_v4_fits(_deepseek_v4_pool(inputs, release, flags, m), pool_bytes, num_blocks):
+        return None, None
+    lo, hi = 0, m
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _deepseek_v4_fits(
+            _deepseek_v4_pool(inputs, release, flags, mid), pool_bytes, num_blocks
+        ):
+            lo = mid
+        else:
+            hi = mid - 1
+    return (
+        f"one sequence of {m} tokens needs more of DeepSeek-V4's pool than the {pool_bytes} B "
+        f"there are; the longest max_model_len that fits is {lo}"
+    ), lo
+
+
+def _deepseek_v4_capacity(
+    inputs: SizingInputs,
+    asked: str,
+    release: VllmRelease,
+    flags: VllmFlags,
+    note: str | None,
+) -> Capacity:
+    """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
+    generic layout; budget, report and settings as every other model's."""
+    _check_deepseek_v4_question(inputs, release, flags)
     m = inputs.workload.max_model_len
     pool = _deepseek_v4_pool(inputs, release, flags, m)
     budget = vllm_budget(
@@ -1364,25 +1399,9 @@ def _deepseek_v4_capacity(
         ),
     )
     layout = replace(layout, block_size=flags.block_size)
-    reason: str | None = None
-    longest: int | None = None
-    if budget.pool_bytes <= 0:
-        reason = "no memory left for the KV cache"
-    elif not _deepseek_v4_fits(pool, pool_bytes, num_blocks):
-        lo, hi = 0, m
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if _deepseek_v4_fits(
-                _deepseek_v4_pool(inputs, release, flags, mid), pool_bytes, num_blocks
-            ):
-                lo = mid
-            else:
-                hi = mid - 1
-        longest = lo
-        reason = (
-            f"one sequence of {m} tokens needs more of DeepSeek-V4's pool than the "
-            f"{pool_bytes} B there are; the longest max_model_len that fits is {longest}"
-        )
+    reason, longest = _deepseek_v4_does_not_fit(
+        inputs, release, flags, budget.pool_bytes, num_blocks
+    )
     return Capacity(
         engine=Engine.VLLM,
         engine_version=asked.strip(),

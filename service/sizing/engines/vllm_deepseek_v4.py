@@ -273,17 +273,7 @@ def tuple_pool(
     (`_max_memory_usage_bytes_from_groups`) asks tuples x pages x the sum of the distinct MLA
     page sizes, per group.
     """
-    buckets = _buckets(layers, block_size, fp4_indexer)
-    mla_key = (block_size, None)
-    first = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) == mla_key]
-    windowed = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) != mla_key]
-    if not first:
-        raise SizingError(
-            "compress_ratios",
-            "no layer compresses: vLLM's DeepSeek-V4 grouping needs one compressed (MLA) group "
-            "(group_and_unify_kv_cache_specs asserts one)",
-        )
-    mla = first[0]
+    mla, windowed = _mla_first(_buckets(layers, block_size, fp4_indexer), block_size)
     mla_counts = Counter(page.page_bytes for page in mla)
     mla_sizes = sorted(mla_counts)
     tuples_per_bucket = [
@@ -291,64 +281,99 @@ def tuple_pool(
         for bucket in (mla, *windowed)
     ]
     n = approximate_gcd(tuples_per_bucket, tuples_per_bucket[0])
-    mla_pages = -(-max_model_len // block_size)
     groups = [
         TupleGroup(
             "compressed",
             len(mla),
             block_size,
             sum(mla_counts.elements()),
-            mla_pages,
+            -(-max_model_len // block_size),
             tuple(sorted(mla_counts.items(), reverse=True)),
         )
     ]
     padding = 0
     for bucket in windowed:
-        padded: Counter[int] = Counter()
-        for page in bucket:
-            larger = [size for size in mla_sizes if size >= page.page_bytes]
-            if not larger:
-                raise SizingError(
-                    "block_size",
-                    f"a {page.kind} page of {page.page_bytes} B is larger than every compressed "
-                    "page: vLLM 0.26 cannot pad it into the layer tuples (asserts)",
-                )
-            padded[min(larger)] += 1
-        per_size = set(padded.values())
-        if len(per_size) != 1:
-            raise SizingError(
-                "compress_ratios",
-                "the window-group page sizes have unequal layer counts; vLLM 0.26's layer "
-                "tuples assert they are equal",
-            )
-        count = per_size.pop()
-        splits = -(-count // n)
-        padding += (splits * n - count) * len(padded)
-        head = bucket[0]
-        pages = head.request_bytes(max_model_len, max_in_flight_tokens) // head.page_bytes
-        for i in range(splits):
-            in_group = len(range(i, count, splits))
-            groups.append(
-                TupleGroup(
-                    head.kind,
-                    in_group * len(padded),
-                    head.block_tokens,
-                    in_group * sum(padded),
-                    pages,
-                    tuple((size, in_group) for size in sorted(padded, reverse=True)),
-                )
-            )
+        split, pad = _split_window_bucket(
+            bucket, mla_sizes, n, max_model_len=max_model_len, in_flight=max_in_flight_tokens
+        )
+        groups += split
+        padding += pad
     slots: dict[int, int] = {}
     for group in groups:
         for size, count in group.page_sizes:
             slots[size] = max(slots.get(size, 0), count)
-    bytes_per_block = sum(size * count for size, count in slots.items())
     request = sum(g.pages_per_request * g.page_bytes for g in groups)
-    blocks = -(-request // groups[0].page_bytes)
-    tuple_bytes = sum(mla_sizes)
     most = max(max(count for _, count in g.page_sizes) for g in groups)
-    fit = sum(most * g.pages_per_request * tuple_bytes for g in groups)
-    return TuplePool(tuple(groups), n, bytes_per_block, blocks, fit, padding)
+    return TuplePool(
+        tuple(groups),
+        n,
+        sum(size * count for size, count in slots.items()),
+        -(-request // groups[0].page_bytes),
+        sum(most * g.pages_per_request * sum(mla_sizes) for g in groups),
+        padding,
+    )
+
+
+def _mla_first(
+    buckets: list[list[PageSpec]], block_size: int
+) -> tuple[list[PageSpec], list[list[PageSpec]]]:
+    """The MLAAttentionSpec bucket (block `block_size`, no window) and the window buckets."""
+    mla_key = (block_size, None)
+    first = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) == mla_key]
+    if not first:
+        raise SizingError(
+            "compress_ratios",
+            "no layer compresses: vLLM's DeepSeek-V4 grouping needs one compressed (MLA) group "
+            "(group_and_unify_kv_cache_specs asserts one)",
+        )
+    return first[0], [b for b in buckets if b is not first[0]]
+
+
+def _split_window_bucket(
+    bucket: list[PageSpec],
+    mla_sizes: list[int],
+    tuples: int,
+    *,
+    max_model_len: int,
+    in_flight: int,
+) -> tuple[list[TupleGroup], int]:
+    """One window bucket padded up to the MLA page sizes and split into groups of `tuples`
+    layer tuples (`_get_kv_cache_groups_uniform_groups`), and the padding layers it takes."""
+    padded: Counter[int] = Counter()
+    for page in bucket:
+        larger = [size for size in mla_sizes if size >= page.page_bytes]
+        if not larger:
+            raise SizingError(
+                "block_size",
+                f"a {page.kind} page of {page.page_bytes} B is larger than every compressed "
+                "page: vLLM 0.26 cannot pad it into the layer tuples (asserts)",
+            )
+        padded[min(larger)] += 1
+    per_size = set(padded.values())
+    if len(per_size) != 1:
+        raise SizingError(
+            "compress_ratios",
+            "the window-group page sizes have unequal layer counts; vLLM 0.26's layer "
+            "tuples assert they are equal",
+        )
+    count = per_size.pop()
+    splits = -(-count // tuples)
+    head = bucket[0]
+    pages = head.request_bytes(max_model_len, in_flight) // head.page_bytes
+    groups = []
+    for i in range(splits):
+        in_group = len(range(i, count, splits))
+        groups.append(
+            TupleGroup(
+                head.kind,
+                in_group * len(padded),
+                head.block_tokens,
+                in_group * sum(padded),
+                pages,
+                tuple((size, in_group) for size in sorted(padded, reverse=True)),
+            )
+        )
+    return groups, (splits * tuples - count) * len(padded)
 
 
 def pool_layout(pool: TuplePool | PackedPool, notes: tuple[str, ...]) -> CacheLayout:
