@@ -70,11 +70,14 @@ def compute_capacity(
         warnings.append(arch.config_note)
     if engine.engine is Engine.VLLM:
         # the engine's first step: auto becomes the KV cache the checkpoint declares
-        workload, dtype_note = vllm_workload(arch, workload, engine)
-        if dtype_note is not None:
-            warnings.append(dtype_note)
+        served = vllm_workload(arch, workload, engine, gpu.name)
+        workload, backend_decided = served.workload, served.backend_decided
+        if served.note is not None:
+            warnings.append(served.note)
+    else:
+        backend_decided = False
     stages = _check_parallelism(arch, gpu, parallel)
-    warnings.extend(_check_workload(arch, workload, engine))
+    warnings.extend(_check_workload(arch, workload, engine, backend_said=backend_decided))
     note = weights_note(arch, engine)
     if note is not None:
         warnings.append(note)
@@ -128,7 +131,7 @@ def _check_parallelism(
 
 
 def _check_workload(
-    arch: ModelArchitecture, workload: Workload, engine: EngineOptions
+    arch: ModelArchitecture, workload: Workload, engine: EngineOptions, backend_said: bool = False
 ) -> list[str]:
     """Warnings for a context or cache dtype the model may not take; raise for one it cannot."""
     warnings: list[str] = []
@@ -141,7 +144,7 @@ def _check_workload(
         raise InvalidDtype(
             "kv_cache_dtype", f"fp8_ds_mla is a vLLM cache format; {engine.engine.value} has none"
         )
-    if arch.has_sparse_mla and kv_element_bytes == 1 and not packed:
+    if arch.has_sparse_mla and kv_element_bytes == 1 and not packed and not backend_said:
         warnings.append(
             "sparse MLA with a plain fp8 cache: 576 fp8 values per token per layer. vLLM's "
             "FlashMLA-sparse backend stores fp8_ds_mla rows of 656 B instead (fp8 latent, fp32 "

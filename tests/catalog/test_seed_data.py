@@ -89,7 +89,7 @@ def test_the_catalog_sizes() -> None:
     # + minimax-m3 (issue 19, its parameter count) = 71 models; 25 shared GPUs - 6
     # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
     # docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 71
+    assert len(models()) == 73  # + deepseek-v4-flash and deepseek-v4-pro (issue 19)
     assert len(gpus()) == 25
 
 

@@ -15,8 +15,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from service.cli import main
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GiB = 2**30
+PRO = "deepseek-ai--DeepSeek-V4-Pro.json"
 
 
 def ask(client: TestClient, name: str, **question: Any) -> Any:
@@ -59,17 +62,54 @@ def test_minimax_m3_over_http(client: TestClient) -> None:
     assert body["kv_cache_tokens"] == 947_840
 
 
-def test_deepseek_v4_is_refused_by_name_with_its_bytes(client: TestClient) -> None:
-    response = ask(client, "deepseek-ai--DeepSeek-V4-Pro", tensor_parallel_size=8)
+def test_deepseek_v4_pro_over_http_on_vllm_0_26(client: TestClient) -> None:
+    # vLLM 0.26.0's layer tuples (tests/sizing/test_vllm_deepseek_v4_log.py works the rules).
+    # V4-Pro: 30 C4 + 31 C128 layers, every layer with a 64-token window block. Pages: C4
+    # latent 64 x 584 = 37,376 -> 37,440 (576-B alignment), indexer 64 x 132 -> 8,640, C128
+    # latent 2 x 584 -> 1,728, window 37,440, C4 state 32,832 padded to 37,440, C4 indexer
+    # state 8,640, C128 state 37,440. Tuples: MLA 31 (1,728 x 31), window 61, C4 states 30,
+    # C128 states 31 -> _approximate_gcd from 31 = 31: windows split 31 + 30.
+    response = ask(
+        client,
+        "deepseek-ai--DeepSeek-V4-Pro",
+        tensor_parallel_size=8,
+        engine_version="0.26.0",
+        kv_cache_dtype="fp8",
+        max_num_batched_tokens=4096,
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    # Per token: every 128 tokens add 30 x 32 C4 rows of 716 B + 31 C128 rows of 584 B =
+    # 705,464 B, / 128 = 5,511.4 -> 5,512. One sequence of 131,072: windows 61 x 128 x 584 +
+    # C4 30 x 32,768 x 716 + C128 31 x 1,024 x 584 + states 30 x 81,920 + 31 x 524,288.
+    assert body["kv_bytes_per_token"] == 5512
+    assert body["kv_bytes_per_sequence"] == (
+        61 * 128 * 584 + 30 * 32_768 * 716 + 31 * 1024 * 584 + 30 * 81_920 + 31 * 524_288
+    )
+    # One block: 31 x 37,440 + 30 x 8,640 + 31 x 1,728 = 1,473,408 B; 40 GiB // that = 29,149.
+    assert body["num_gpu_blocks"] == 29_149
+    # A request (in flight 2 x 4,096 = 8,192 tokens): MLA 512 pages x 1,435,968 + windows 131 x
+    # (1,160,640 + 1,123,200) + C4 states 2,051 x 1,382,400 + C128 states 1,041 x 1,160,640
+    # = 5,077,927,296 B; / the MLA group's 1,435,968 -> 3,537 blocks. 29,149 / 3,537 = 8.24x;
+    # int(8.24116... x 131,072) = 1,080,185 tokens.
+    assert body["max_concurrency"] == 8.24
+    assert body["kv_cache_tokens"] == 1_080_185
+    # The explanation spreads each compressed row over the tokens it covers: C4 30 x 716 / 4 =
+    # 5,370; C128 31 x 584 / 128 = 141.4 -> 142; 5,370 + 142 = 5,512, the answer's figure.
+    per_token = body["explanation"]["kv_bytes_per_token"]
+    assert [line["bytes_per_token"] for line in per_token["by_layer_kind"]] == [5370, 142]
+    assert "DeepSeek-V4" in per_token["rule"]
+
+
+def test_deepseek_v4_is_refused_by_name_before_vllm_0_20_and_by_sglang(client: TestClient) -> None:
+    response = ask(client, "deepseek-ai--DeepSeek-V4-Pro", engine_version="0.19.0")
     assert response.status_code == 422
-    problem = response.json()
-    assert problem["type"] == "/problems/unknown-layer-kind"
-    assert problem["field"].endswith("compress_ratios")
-    # V4-Pro at 2^20 tokens in fp8_ds_mla (584-B rows, 132-B indexer keys): windows 61 x 128
-    # x 584, C4 30 x 262,144 x 716, C128 31 x 8,192 x 584, compressor states 30 x 81,920 +
-    # 31 x 524,288 B.
-    fp8 = 61 * 128 * 584 + 30 * 262_144 * 716 + 31 * 8192 * 584 + 30 * 81_920 + 31 * 524_288
-    assert f"holds {fp8} B as vLLM stores it" in problem["detail"]
+    assert response.json()["field"] == "engine_version"
+    assert "arrived in 0.20.0" in response.json()["detail"]
+    response = ask(client, "deepseek-ai--DeepSeek-V4-Pro", engine="sglang", engine_version="0.5.23")
+    assert response.status_code == 422
+    assert response.json()["field"] == "engine"
+    assert "DeepSeek-V4" in response.json()["detail"]
 
 
 def test_sglang_refuses_kda_by_name(client: TestClient) -> None:
@@ -116,3 +156,86 @@ def test_minimax_m1_is_refused_by_name_over_http_with_its_bytes(client: TestClie
         assert problem["field"].endswith("attn_type_list")
         assert "keep 40960 B per token" in problem["detail"]
         assert "146800640 B per sequence at TP 1" in problem["detail"]
+
+
+def test_deepseek_v4_gets_the_same_answer_at_every_door(
+    client: TestClient, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    # The pasted config (POST, JSON and CSV), its layers written out inline, and the CLI with
+    # --hf-config: one answer (the V4-Pro figures of test_deepseek_v4_pro_over_http_on_vllm_0_26).
+    question = {
+        "engine_version": "0.26.0",
+        "kv_cache_dtype": "fp8",
+        "max_num_batched_tokens": 4096,
+        "tensor_parallel_size": 8,
+    }
+    pasted = ask(client, "deepseek-ai--DeepSeek-V4-Pro", **question).json()
+    assert pasted["kv_cache_tokens"] == 1_080_185
+    as_csv = client.post(
+        "/v1/capacity",
+        json={
+            "model": {
+                "hf_config": json.loads(
+                    FIXTURES.joinpath("deepseek-ai--DeepSeek-V4-Pro.json").read_text()
+                )
+            },
+            "gpu": "h200-141gb",
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+            **question,
+        },
+        headers={"Accept": "text/csv"},
+    )
+    assert as_csv.status_code == 200, as_csv.text
+    assert "1080185" in as_csv.text
+    # V4-Pro inline: 128, 128, (4, 128) x 29, 4 as compressed_sparse_attention specs.
+    spec = {"sliding_window": 128, "index_head_dim": 128}
+    inline = {
+        "num_attention_heads": 128,
+        "layer_specs": {
+            "c4": {"kind": "compressed_sparse_attention", "compress_ratio": 4, **spec},
+            "c128": {"kind": "compressed_sparse_attention", "compress_ratio": 128, **spec},
+        },
+        "layer_schedule": ["c128", "c128", {"pattern": ["c4", "c128"], "repeat": 29}, "c4"],
+    }
+    spelled = client.post(
+        "/v1/capacity",
+        json={
+            "model": inline,
+            "gpu": "h200-141gb",
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+            **question,
+        },
+    )
+    assert spelled.status_code == 200, spelled.text
+    for key in ("kv_bytes_per_token", "kv_bytes_per_sequence", "num_gpu_blocks", "kv_cache_tokens"):
+        assert spelled.json()[key] == pasted[key]
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'kvplan.db'}")
+    code = main(
+        [
+            "capacity",
+            "--offline",
+            "--hf-config",
+            str(FIXTURES / PRO),
+            "--gpu",
+            "h200-141gb",
+            "--max-model-len",
+            "131072",
+            "--engine-version",
+            "0.26.0",
+            "--kv-cache-dtype",
+            "fp8",
+            "--max-num-batched-tokens",
+            "4096",
+            "--tensor-parallel-size",
+            "8",
+            "--kv-pool-bytes",
+            str(40 * GiB),
+            "--no-explain",
+        ]
+    )
+    assert code == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["kv_cache_tokens"] == 1_080_185
+    assert body["num_gpu_blocks"] == 29_149

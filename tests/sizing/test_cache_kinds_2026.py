@@ -85,7 +85,7 @@ def test_deepseek_v4_pro_holds_vllms_published_9_62_gib_per_million_tokens_in_16
     assert pro.compressor_state_bytes == 30 * 8 * (2048 + 512) * 4 + 31 * 128 * 1024 * 4
 
 
-def test_deepseek_v4_flash_is_refused_by_name_with_the_bytes_vllm_stores() -> None:
+def test_deepseek_v4_flash_holds_the_bytes_vllm_stores_per_sequence_and_per_token() -> None:
     # Flash: 43 layers, compress_ratios 0, 0, (4, 128) x 20, 4 (the 44th entry is MTP).
     # As vLLM stores them: fp8_ds_mla rows of 584 B, indexer keys of 128 + 128/128 x 4 = 132 B.
     window = 43 * 128 * 584
@@ -94,12 +94,18 @@ def test_deepseek_v4_flash_is_refused_by_name_with_the_bytes_vllm_stores() -> No
     states = 21 * 8 * (2048 + 512) * 4 + 20 * 128 * 1024 * 4
     expected = window + c4 + c128 + states
     assert expected == 4_052_700_160
-    with pytest.raises(UnknownLayerKind) as caught:
-        architecture_from_hf_config(load("deepseek-ai--DeepSeek-V4-Flash"))
-    assert caught.value.field == "compress_ratios"
-    assert "21 C4 layers with indexer keys, 20 C128, 2 window-only" in caught.value.reason
-    assert f"holds {expected} B as vLLM stores it (fp8_ds_mla)" in caught.value.reason
-    assert "_get_packed_kv_cache_groups" in caught.value.reason
+    arch = architecture_from_hf_config(load("deepseek-ai--DeepSeek-V4-Flash"))
+    assert len(arch.compressed_layers) == 43
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.FP8_DS_MLA, ONE_MILLION) == expected
+    # Per token: every 128 tokens add 21 x 32 C4 rows of 716 B and 20 x 1 C128 row of 584 B
+    # = 481,152 + 11,680 = 492,832 B; / 128 = 3,850.25 -> 3,851 B rounded up.
+    assert kv_bytes_per_token(arch, KvCacheDtype.FP8_DS_MLA) == 3851
+    # ... and no other engine sizes it: their pools for it are not modelled.
+    for engine in (Engine.SGLANG, Engine.TRTLLM):
+        with pytest.raises(SizingError) as caught:
+            capacity(arch, 1, 65_536, engine=engine, kv_pool_bytes=GiB)
+        assert caught.value.field == "engine"
+        assert "DeepSeek-V4" in caught.value.reason
 
 
 @pytest.mark.parametrize(

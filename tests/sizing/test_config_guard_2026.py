@@ -47,12 +47,13 @@ def test_glm_5_3_indexer_pattern_without_indexer_types_is_refused_by_name() -> N
     assert refused.value.field == "index_skip_topk_offset"
 
 
-def test_a_refused_deepseek_v4_config_still_has_its_cache_keys_checked() -> None:
-    # DeepSeek-V4 is refused as a whole (with its bytes) and no weights are read for it, so
-    # unexplained_keys checks only its cache keys: every key of the published Flash config is
-    # explained, and a cache key its reader does not read is named. kv_source_layer_ids is the
-    # shared-KV key of DeepSeek-V4.1 (hf_deepseek_v4.deepseek_v4_refusal).
+def test_a_deepseek_v4_config_has_every_cache_key_read() -> None:
+    # Every key of the published Flash config is explained (read for the cache, or declared
+    # irrelevant); kv_source_layer_ids, DeepSeek-V4.1's shared-KV key, is a cache key V4's
+    # reader does not read, so a V4 config carrying it is refused naming it.
     config = load("deepseek-ai--DeepSeek-V4-Flash")
     assert unexplained_keys(config) == ()
     config["kv_source_layer_ids"] = [0]
-    assert unexplained_keys(config) == ("kv_source_layer_ids",)
+    with pytest.raises(UnknownLayerKind) as refused:
+        architecture_from_hf_config(config)
+    assert refused.value.field == "kv_source_layer_ids"

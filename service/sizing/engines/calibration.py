@@ -63,6 +63,9 @@ VLLM_DEFAULT_UTILIZATION_OLD: Final = 0.9
 VLLM_DEFAULT_UTILIZATION_NEW: Final = 0.92
 VLLM_DEFAULT_BLOCK_SIZE: Final = 16  # CacheConfig.DEFAULT_BLOCK_SIZE on CUDA
 VLLM_SPARSE_MLA_BLOCK_SIZE: Final = 64  # FlashMLA-sparse pages (DeepSeek-V3.2, GLM-5)
+# platforms/cuda.py sparse-MLA backend priorities by compute capability and
+# mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype: the same from 0.24.0 to 0.33.0.
+VLLM_SPARSE_MLA_BACKENDS: Final[Version] = (0, 24, 0)
 VLLM_SPARSE_MLA: Final[Version] = (0, 11, 0)  # DeepseekV32IndexerCache first in the 0.11 wheel
 VLLM_V0_SWAP_SPACE_BYTES: Final = 4 * GiB  # EngineArgs.swap_space = 4 GiB: V0 "# CPU blocks"
 VLLM_MAMBA_BLOCK_ALIGNMENT: Final = 16  # FlashAttention / FlashInfer kernel block multiple
@@ -76,6 +79,14 @@ VLLM_MLA_HYBRID_ALIGNMENT: Final = 128
 # mamba_utils.py `kda_state_dtype` takes mamba_ssm_cache_dtype (auto -> float32, or float32 /
 # bfloat16) from 0.30.0; before, the recurrent state is float32 whatever the flag says.
 VLLM_KDA_SSM_DTYPE: Final[Version] = (0, 30, 0)
+# DeepSeek-V4 (models/deepseek_v4*): first in the 0.20.0 wheel. Its pool as kvplan models it:
+# layer tuples in one packed block (kv_cache_utils.py _get_kv_cache_config_packed, 0.24.0) up
+# to 0.26.x; 0.27.0-0.32.0 regroup it unpadded, then per kind (not modelled); 0.33.0's
+# kv_cache_planning.py _get_packed_kv_cache_groups (engines/vllm_deepseek_v4.py).
+VLLM_DEEPSEEK_V4: Final[Version] = (0, 20, 0)
+VLLM_DEEPSEEK_V4_TUPLES: Final[Version] = (0, 24, 0)
+VLLM_DEEPSEEK_V4_REGROUPED: Final[Version] = (0, 27, 0)
+VLLM_DEEPSEEK_V4_PLANNED: Final[Version] = (0, 33, 0)
 VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
 # engines/vllm_platform.py: custom_all_reduce.py CustomAllreduce lists world size 16 and keeps
 # multi-node NVLink (MNNVL) groups in 0.33.0, the first wheel kvplan read with them (0.20.0 has

@@ -6,6 +6,9 @@ These are the model's own numbers, before any engine rounds them into blocks:
   sliding window   as full attention, for at most `sliding_window` tokens
   chunked local    as full attention, for at most `attention_chunk_size` tokens
   linear / Mamba   a fixed state per sequence, in the state dtype (not the KV-cache dtype)
+  DeepSeek-V4      a window of latent rows, one compressed row (+ indexer key) per 4 or 128
+                   tokens and a compressor state (model/hf_deepseek_v4.py); per token is
+                   the compressed rows' bytes spread over the tokens they cover, rounded up
 
 Short local names: tp = tensor_parallel_size; conv_b / ssm_b = bytes per element of the conv
 and SSM states.
@@ -21,6 +24,7 @@ from ..frozen import frozen
 from ..model.architecture import (
     AttentionLayer,
     ChunkedLocalAttention,
+    CompressedSparseAttention,
     FullAttention,
     GatedDeltaNet,
     Mamba1,
@@ -32,6 +36,12 @@ from ..model.architecture import (
     TokenLayer,
 )
 from ..model.dtypes import PACKED_MLA_KV_DTYPE, FloatDtype, KvCacheDtype
+from ..model.hf_deepseek_v4 import (
+    Storage,
+    compressor_state_bytes,
+    indexer_key_bytes,
+    row_bytes,
+)
 
 
 def kv_heads_per_gpu(num_kv_heads: int, tensor_parallel_size: int) -> int:
@@ -179,7 +189,7 @@ class LayerBytes:
     state_bytes_per_layer: int
     bytes_per_sequence: int
     # The factors, written out for people; built on demand (plans compute hundreds of lines).
-    layer: TokenLayer | StateLayer = field(repr=False, compare=False)
+    layer: TokenLayer | StateLayer | CompressedSparseAttention = field(repr=False, compare=False)
     kv_bytes: int = field(repr=False, compare=False)
     conv_bytes: int = field(repr=False, compare=False)
     ssm_bytes: int = field(repr=False, compare=False)
@@ -196,6 +206,14 @@ class LayerBytes:
                 f"{shape.ssm_elements} state x {self.ssm_bytes} B)"
             )
         held = self.tokens_held
+        if isinstance(layer, CompressedSparseAttention):
+            if layer.compress_ratio == 1:
+                return f"{count} layers x {self.bytes_per_token_per_layer} B x {held} window tokens"
+            return (
+                f"{count} layers x ({self.bytes_per_token_per_layer} B x {held} compressed rows "
+                f"(one per {layer.compress_ratio} tokens) + {self.state_bytes_per_layer} B window "
+                "and compressor state)"
+            )
         if isinstance(layer, MultiHeadLatentAttention):
             index = indexer_bytes(layer)
             indexer = f" + {index} B indexer" if index else ""
@@ -228,16 +246,97 @@ def kv_bytes_per_token(
     """Bytes each token adds, summed over every layer that stores keys/values per token."""
     kv_bytes = kv_cache_dtype.bytes_at(arch.dtype)
     packed = packed_mla(arch, kv_cache_dtype)
-    return sum(
+    compressed = compressed_bytes_per_token(
+        arch.compressed_layers, compressed_storage(arch, kv_cache_dtype)
+    )
+    return compressed + sum(
         count * token_bytes_per_layer(layer, kv_bytes, tensor_parallel_size, packed)
         for layer, count in arch.cache_layer_counts
         if not isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1)
     )
 
 
+def compressed_storage(arch: ModelArchitecture, kv_cache_dtype: KvCacheDtype) -> Storage:
+    """DeepSeek-V4's rows: vLLM's fp8_ds_mla with a 1-byte cache, 16-bit rows otherwise."""
+    return "fp8_ds_mla" if kv_cache_dtype.bytes_at(arch.dtype) == 1 else "16-bit"
+
+
+# DeepSeek-V4's ratios divide this many tokens (4 and 128): per-token bytes are worked over it.
+_COMPRESSED_SPAN = 128
+
+
+def compressed_bytes_per_token(
+    layers: tuple[CompressedSparseAttention, ...], storage: Storage
+) -> int:
+    """The compressed rows (latent, and indexer key on C4 layers) every token adds on
+    average, summed over DeepSeek-V4's layers and rounded up; the window and the compressor
+    state are per sequence, not per token."""
+    row = row_bytes(storage)
+    per_span = 0
+    for layer in layers:
+        ratio = layer.compress_ratio
+        if ratio == 1:
+            continue
+        key = indexer_key_bytes(layer.index_head_dim, storage) if ratio == 4 else 0
+        per_span += (row + key) * (_COMPRESSED_SPAN // ratio)
+    return -(-per_span // _COMPRESSED_SPAN)
+
+
+def compressed_lines(
+    layers: tuple[CompressedSparseAttention, ...], storage: Storage, context_tokens: int
+) -> tuple[LayerBytes, ...]:
+    """One sequence's DeepSeek-V4 cache, one line per ratio (C4, C128, window only): rows
+    held per layer and the window plus compressor state each layer keeps."""
+    row = row_bytes(storage)
+    lines: list[LayerBytes] = []
+    for ratio in (4, 128, 1):
+        same = [layer for layer in layers if layer.compress_ratio == ratio]
+        if not same:
+            continue
+        layer, count = same[0], len(same)
+        window = min(context_tokens, layer.sliding_window)
+        if ratio == 1:
+            lines.append(
+                LayerBytes(
+                    f"{layer.kind.value} (window only)",
+                    count,
+                    row,
+                    window,
+                    0,
+                    count * row * window,
+                    layer,
+                    row,
+                    0,
+                    0,
+                    1,
+                )
+            )
+            continue
+        key = indexer_key_bytes(layer.index_head_dim, storage) if ratio == 4 else 0
+        held = context_tokens // ratio
+        state = window * row + compressor_state_bytes(layer, context_tokens)
+        lines.append(
+            LayerBytes(
+                f"{layer.kind.value} (C{ratio})",
+                count,
+                row + key,
+                held,
+                state,
+                count * ((row + key) * held + state),
+                layer,
+                row,
+                0,
+                0,
+                1,
+            )
+        )
+    return tuple(lines)
+
+
 def packed_mla(arch: ModelArchitecture, kv_cache_dtype: KvCacheDtype) -> bool:
-    """Whether the cache is DeepSeek's packed fp8_ds_mla rows; refused for other models."""
-    if not kv_cache_dtype.packed_mla:
+    """Whether the cache is DeepSeek's packed fp8_ds_mla rows; refused for other models.
+    DeepSeek-V4's own fp8_ds_mla rows (584 B) are its layers' (`compressed_storage`)."""
+    if not kv_cache_dtype.packed_mla or arch.has_compressed_attention:
         return False
     if not arch.has_sparse_mla or any(
         not isinstance(layer, MultiHeadLatentAttention)
@@ -264,8 +363,8 @@ def sequence_breakdown(
     lines: list[LayerBytes] = []
     for line in _per_layer_bytes(arch, kv_cache_dtype, tensor_parallel_size, ssm_cache_dtype):
         layer, count, per_token = line.layer, line.layers, line.bytes_per_token_per_layer
-        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):  # the same state at any context
-            lines.append(line)
+        if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1 | CompressedSparseAttention):
+            lines.append(line)  # the same state at any context (no compressed line is here)
             continue
         held = tokens_held(layer, context_tokens)
         lines.append(
@@ -284,7 +383,8 @@ def sequence_breakdown(
                 line.packed_mla,
             )
         )
-    return tuple(lines)
+    storage = compressed_storage(arch, kv_cache_dtype)
+    return tuple(lines) + compressed_lines(arch.compressed_layers, storage, context_tokens)
 
 
 # Memoised without the context: every new max_model_len of one model and layout reuses it.

@@ -12,6 +12,13 @@ from ..model.architecture import ModelArchitecture
 
 def refuse_unmodelled(arch: ModelArchitecture, engine: str) -> None:
     """Raise naming the first layer kind `engine` ("SGLang", "TensorRT-LLM") is not sized for."""
+    if arch.has_compressed_attention:
+        raise SizingError(
+            "engine",
+            f"{engine}'s pools for DeepSeek-V4's compressed sparse attention (windows, "
+            "compressed latents, indexer keys and compressor states) are not modelled by "
+            "kvplan; vLLM's are (0.24.0-0.26.x and 0.33.0)",
+        )
     if arch.has_kda:
         raise SizingError(
             "engine",

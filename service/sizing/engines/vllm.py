@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
-from ..errors import SizingError
+from ..errors import InvalidDtype, SizingError
 from ..frozen import frozen
 from ..model.architecture import (
     ChunkedLocalAttention,
@@ -35,6 +35,7 @@ from ..model.architecture import (
     StateLayer,
     TokenLayer,
 )
+from ..model.dtypes import KvCacheDtype
 from ..units import GiB, cdiv
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
 from . import calibration as cal
@@ -59,6 +60,7 @@ from .common import (
 )
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
+from .vllm_deepseek_v4 import PackedPool, TuplePool, packed_pool, pool_layout, tuple_pool
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 from .vllm_platform import LINKED, DeviceMemory, device_memory
@@ -184,6 +186,20 @@ def gpu_family(gpu_name: str) -> str:
     if any(tag in name for tag in ("h100", "h200", "h800", "h20", "gh200")):
         return "hopper"
     return "other"
+
+
+def cuda_major(gpu_name: str) -> int | None:
+    """The CUDA compute capability's major version, from the device name, where kvplan knows
+    it: 12 (RTX 50 / RTX PRO Blackwell, SM120), 10 (B200 / B300 / GB200 / GB300), 9 (Hopper);
+    None for every other (the backend choice it decides is then not modelled)."""
+    name = gpu_name.lower()
+    if any(tag in name for tag in ("rtx 50", "rtx pro 6000 blackwell", "gb10")):
+        return 12
+    if gpu_family(name) == "blackwell":
+        return 10
+    if gpu_family(name) == "hopper":
+        return 9
+    return None
 
 
 def mla_block_size(release: VllmRelease, gpu_name: str, sparse: bool = False) -> int:
@@ -1175,6 +1191,8 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     _check_release_runs(inputs.arch, release)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     flags = vllm_flags(inputs, release)
+    if inputs.arch.has_compressed_attention:
+        return _deepseek_v4_capacity(inputs, asked, release, flags, note)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     offloaded = offloaded_weight_bytes(inputs.engine, inputs.facts.weights_bytes_per_gpu)
@@ -1293,12 +1311,194 @@ def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
             f"vLLM {release.label} kept Mamba / linear-attention state outside the KV pool; "
             "kvplan sizes recurrent-state models from vLLM 0.10.2 on",
         )
+    if arch.has_compressed_attention:
+        _check_deepseek_v4_release(release)
     if arch.has_sparse_mla and release.version < cal.VLLM_SPARSE_MLA:
         raise SizingError(
             "engine_version",
             f"vLLM {release.label} does not run DeepSeek sparse attention (indexer) models; "
             "they arrived in 0.11.0",
         )
+
+
+def _check_deepseek_v4_release(release: VllmRelease) -> None:
+    """DeepSeek-V4 runs from 0.20.0; kvplan models its pool on 0.24.0-0.26.x and 0.33.0."""
+    v, label = release.version, release.label
+    if v < cal.VLLM_DEEPSEEK_V4:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {label} does not run DeepSeek-V4 (compressed sparse attention); it arrived "
+            "in 0.20.0",
+        )
+    if v < cal.VLLM_DEEPSEEK_V4_TUPLES:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {label} runs DeepSeek-V4 but lays its pool out before the packed block of "
+            "0.24.0 (kv_cache_utils.py _get_kv_cache_config_packed); kvplan models DeepSeek-V4 "
+            "on vLLM 0.24.0-0.26.x and 0.33.0",
+        )
+    if cal.VLLM_DEEPSEEK_V4_REGROUPED <= v < cal.VLLM_DEEPSEEK_V4_PLANNED:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {label} regroups DeepSeek-V4's caches (unpadded layer tuples from 0.27.0, "
+            "groups per kind from 0.29.0) in ways kvplan does not model; it models DeepSeek-V4 "
+            "on vLLM 0.24.0-0.26.x and 0.33.0",
+        )
+
+
+# DeepSeek-V4's C128 layers keep block_size / 128 rows a page (MLAAttentionSpec
+# storage_block_size), and the backend reads pages of 64-token multiples.
+_DEEPSEEK_V4_BLOCK_MULTIPLE = 128
+
+
+def _deepseek_v4_pool(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags, context: int
+) -> TuplePool | PackedPool:
+    """The release's DeepSeek-V4 pool for one request of `context` tokens."""
+    in_flight = release.in_flight_tokens(flags.max_num_batched_tokens, 1)
+    layers = inputs.arch.compressed_layers
+    if release.version < cal.VLLM_DEEPSEEK_V4_PLANNED:
+        return tuple_pool(
+            layers,
+            block_size=flags.block_size,
+            max_model_len=context,
+            max_in_flight_tokens=in_flight,
+        )
+    return packed_pool(
+        layers,
+        block_size=flags.block_size,
+        max_model_len=context,
+        max_in_flight_tokens=in_flight,
+        available_bytes=0,
+    )
+
+
+def _deepseek_v4_fits(pool: TuplePool | PackedPool, pool_bytes: int, num_blocks: int) -> bool:
+    """vLLM's start-up check: 0.26 asks the bytes of `_max_memory_usage_bytes_from_groups`,
+    0.33 one request's blocks beside the null block."""
+    if isinstance(pool, TuplePool):
+        return pool.request_bytes <= pool_bytes
+    return num_blocks - 1 >= pool.blocks_per_request
+
+
+def _check_deepseek_v4_question(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> None:
+    """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
+    if inputs.parallel.pipeline_parallel_size > 1:
+        raise SizingError(
+            "pipeline_parallel_size",
+            "kvplan models DeepSeek-V4's pool on one pipeline stage (tensor and data "
+            "parallelism); vLLM's per-stage projection of its packed groups is not modelled",
+        )
+    if cuda_major(inputs.gpu.name) is None:
+        raise SizingError(
+            "gpu",
+            f"{inputs.gpu.name or 'this GPU'}: kvplan sizes DeepSeek-V4 on the GPUs vLLM's "
+            "DeepSeek-V4 attention runs on (models/deepseek_v4/nvidia/model.py "
+            "_select_dsv4_attn_cls: FlashMLA on Hopper and B200-class Blackwell, FlashInfer on "
+            "SM120); its ROCm, XPU and CPU paths and older GPUs are not modelled",
+        )
+    if flags.block_size % _DEEPSEEK_V4_BLOCK_MULTIPLE:
+        raise SizingError(
+            "block_size",
+            f"{flags.block_size}: DeepSeek-V4's C128 layers keep block_size / 128 compressed "
+            "rows a page; vLLM's recipes run 256 (DeepseekSparseSWABackend's preferred size)",
+        )
+    dtype = inputs.workload.kv_cache_dtype
+    if dtype is not KvCacheDtype.FP8_DS_MLA:
+        raise InvalidDtype(
+            "kv_cache_dtype",
+            f"{dtype.value}: vLLM {release.label} stores DeepSeek-V4's cache as fp8_ds_mla rows "
+            "with an fp8 cache (kv_cache_dtype fp8, every published recipe); the plain bf16 "
+            "rows of the FlashInfer backends are not modelled",
+        )
+
+
+def _deepseek_v4_does_not_fit(
+    inputs: SizingInputs,
+    release: VllmRelease,
+    flags: VllmFlags,
+    pool_bytes: int,
+    num_blocks: int,
+) -> tuple[str | None, int | None]:
+    """Why vLLM would not start (None when it starts), and the longest context that fits."""
+    m = inputs.workload.max_model_len
+    if pool_bytes <= 0:
+        return "no memory left for the KV cache", None
+    if _deepseek_v4_fits(_deepseek_v4_pool(inputs, release, flags, m), pool_bytes, num_blocks):
+        return None, None
+    lo, hi = 0, m
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _deepseek_v4_fits(
+            _deepseek_v4_pool(inputs, release, flags, mid), pool_bytes, num_blocks
+        ):
+            lo = mid
+        else:
+            hi = mid - 1
+    return (
+        f"one sequence of {m} tokens needs more of DeepSeek-V4's pool than the {pool_bytes} B "
+        f"there are; the longest max_model_len that fits is {lo}"
+    ), lo
+
+
+def _deepseek_v4_capacity(
+    inputs: SizingInputs,
+    asked: str,
+    release: VllmRelease,
+    flags: VllmFlags,
+    note: str | None,
+) -> Capacity:
+    """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
+    generic layout; budget, report and settings as every other model's."""
+    _check_deepseek_v4_question(inputs, release, flags)
+    m = inputs.workload.max_model_len
+    pool = _deepseek_v4_pool(inputs, release, flags, m)
+    budget = vllm_budget(
+        inputs.arch,
+        release=release,
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=inputs.engine,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+    )
+    pool_bytes = max(0, budget.pool_bytes)
+    override = inputs.engine.num_gpu_blocks_override
+    num_blocks = pool_bytes // pool.bytes_per_block if override is None else override
+    style = (
+        f"{len(pool.groups)} groups in {pool.layer_tuples} layer tuples"
+        if isinstance(pool, TuplePool)
+        else f"{len(pool.group_bytes)} packed groups"
+    )
+    layout = pool_layout(
+        pool,
+        (
+            f"DeepSeek-V4 pool as vLLM {release.label} packs it: {style}, one block of "
+            f"{pool.bytes_per_block} B holds every group's page, a request of {m} tokens takes "
+            f"{pool.blocks_per_request} blocks",
+        ),
+    )
+    layout = replace(layout, block_size=flags.block_size)
+    reason, longest = _deepseek_v4_does_not_fit(
+        inputs, release, flags, budget.pool_bytes, num_blocks
+    )
+    return Capacity(
+        engine=Engine.VLLM,
+        engine_version=asked.strip(),
+        facts=inputs.facts,
+        budget=budget,
+        layout=layout,
+        report=vllm_report(num_blocks, layout, m, release),
+        engine_settings=_settings(release, flags, budget, layout, inputs.engine),
+        warnings=inputs.warnings + layout.notes + ((note,) if note else ()),
+        fits=reason is None,
+        reason=reason,
+        max_model_len_that_fits=longest,
+        per_stage_blocks=(num_blocks,),
+    )
 
 
 @frozen

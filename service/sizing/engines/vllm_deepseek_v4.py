@@ -1,6 +1,8 @@
-"""DeepSeek-V4 on vLLM 0.33.0: the page of each kind of cache and what one request reserves.
+"""DeepSeek-V4 on vLLM: the page of each kind of cache, and the pool releases pack them into.
 
-The first step towards sizing DeepSeek-V4 as vLLM packs it (issue 19). Each DeepSeek-V4 layer
+`packed_pool` is vLLM 0.33.0's; `tuple_pool` is 0.24.0-0.26.x's layer tuples (its docstring
+names the functions; checked on vllm#51041); engines/vllm.py `_deepseek_v4_capacity` asks the
+one the release has. Each DeepSeek-V4 layer
 hands vLLM's planner up to five kinds of cache spec, each with its own page; this module works
 out those pages and each kind's per-request reservation exactly as the 0.33.0 wheel does:
 
@@ -40,8 +42,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final, Literal
 
+from ..errors import SizingError
 from ..frozen import frozen
 from ..model.hf_deepseek_v4 import FP8_DS_MLA_ROW_BYTES, HEAD_DIM, CompressedLayer
+from .common import CacheGroup, CacheLayout
 
 DS_MLA_ALIGNMENT: Final = 576  # alignment=576 on every fp8_ds_mla DeepSeek-V4 spec
 SWA_BLOCK_TOKENS: Final = 64  # DeepseekV4SWACache block_size default
@@ -216,12 +220,196 @@ def packed_pool(
     )
 
 
+# --- vLLM 0.24.0 - 0.26.0: layer tuples -----------------------------------------------------
+
+
+@frozen
+class TupleGroup:
+    """One KV-cache group of the layer-tuple grouping: its kind, layers, pages and what one
+    max_model_len request takes of it."""
+
+    kind: Kind
+    layers: int
+    block_tokens: int
+    page_bytes: int  # UniformTypeKVCacheSpecs.page_size_bytes: its layers' pages, padded
+    pages_per_request: int  # UniformTypeKVCacheSpecs.max_memory_usage_pages
+    page_sizes: tuple[tuple[int, int], ...]  # (page bytes, layers with it), for the block
+
+
+@frozen
+class TuplePool:
+    """vLLM 0.24.0-0.26.0's DeepSeek-V4 pool: the groups, the block, and one request."""
+
+    groups: tuple[TupleGroup, ...]
+    layer_tuples: int  # _approximate_gcd's pick
+    bytes_per_block: int  # _get_kv_cache_config_packed's total_num_bytes_per_block
+    blocks_per_request: int  # get_max_concurrency_for_kv_cache_config's divisor
+    request_bytes: int  # _max_memory_usage_bytes_from_groups: the start-up fit check
+    padding_layers: int
+
+
+def tuple_pool(
+    layers: tuple[CompressedLayer, ...],
+    *,
+    block_size: int,
+    max_model_len: int,
+    max_in_flight_tokens: int,
+    fp4_indexer: bool = False,
+) -> TuplePool:
+    """v1/core/kv_cache_utils.py (0.24.0-0.26.0) for DeepSeek-V4, step by step:
+
+    `group_and_unify_kv_cache_specs`: every MLAAttentionSpec (compressed latents, indexer keys:
+    block `block_size`, no window) in one group first, the SlidingWindowMLASpecs by (block
+    size, window): the 64-token window, the C4 compressor states (block 4, window 8), the C128
+    ones (block 8, window 128). `_get_kv_cache_groups_uniform_groups`: a group's "layer
+    tuples" are the count of its most common page size (`get_num_layer_tuples`); the tuple
+    count is `_approximate_gcd` of them, at least the MLA group's; each window group's pages
+    are padded up to the nearest MLA page size, and it is split into cdiv(layers per size,
+    tuples) groups, tuple i going to group i mod n. `_get_kv_cache_config_packed`: one block
+    holds, for every page size, as many pages as the group with most of them
+    (`_bucket_layers_by_page_size`). `get_max_concurrency_for_kv_cache_config` (0.20.0-0.26.0):
+    a request's bytes are the sum over groups of its pages x the group's page, divided by the
+    first (MLA) group's page: cdiv of that is the blocks one request takes. The start-up check
+    (`_max_memory_usage_bytes_from_groups`) asks tuples x pages x the sum of the distinct MLA
+    page sizes, per group.
+    """
+    mla, windowed = _mla_first(_buckets(layers, block_size, fp4_indexer), block_size)
+    mla_counts = Counter(page.page_bytes for page in mla)
+    mla_sizes = sorted(mla_counts)
+    tuples_per_bucket = [
+        Counter(page.page_bytes for page in bucket).most_common(1)[0][1]
+        for bucket in (mla, *windowed)
+    ]
+    n = approximate_gcd(tuples_per_bucket, tuples_per_bucket[0])
+    groups = [
+        TupleGroup(
+            "compressed",
+            len(mla),
+            block_size,
+            sum(mla_counts.elements()),
+            -(-max_model_len // block_size),
+            tuple(sorted(mla_counts.items(), reverse=True)),
+        )
+    ]
+    padding = 0
+    for bucket in windowed:
+        split, pad = _split_window_bucket(
+            bucket, mla_sizes, n, max_model_len=max_model_len, in_flight=max_in_flight_tokens
+        )
+        groups += split
+        padding += pad
+    slots: dict[int, int] = {}
+    for group in groups:
+        for size, count in group.page_sizes:
+            slots[size] = max(slots.get(size, 0), count)
+    request = sum(g.pages_per_request * g.page_bytes for g in groups)
+    most = max(max(count for _, count in g.page_sizes) for g in groups)
+    return TuplePool(
+        tuple(groups),
+        n,
+        sum(size * count for size, count in slots.items()),
+        -(-request // groups[0].page_bytes),
+        sum(most * g.pages_per_request * sum(mla_sizes) for g in groups),
+        padding,
+    )
+
+
+def _mla_first(
+    buckets: list[list[PageSpec]], block_size: int
+) -> tuple[list[PageSpec], list[list[PageSpec]]]:
+    """The MLAAttentionSpec bucket (block `block_size`, no window) and the window buckets."""
+    mla_key = (block_size, None)
+    first = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) == mla_key]
+    if not first:
+        raise SizingError(
+            "compress_ratios",
+            "no layer compresses: vLLM's DeepSeek-V4 grouping needs one compressed (MLA) group "
+            "(group_and_unify_kv_cache_specs asserts one)",
+        )
+    return first[0], [b for b in buckets if b is not first[0]]
+
+
+def _split_window_bucket(
+    bucket: list[PageSpec],
+    mla_sizes: list[int],
+    tuples: int,
+    *,
+    max_model_len: int,
+    in_flight: int,
+) -> tuple[list[TupleGroup], int]:
+    """One window bucket padded up to the MLA page sizes and split into groups of `tuples`
+    layer tuples (`_get_kv_cache_groups_uniform_groups`), and the padding layers it takes."""
+    padded: Counter[int] = Counter()
+    for page in bucket:
+        larger = [size for size in mla_sizes if size >= page.page_bytes]
+        if not larger:
+            raise SizingError(
+                "block_size",
+                f"a {page.kind} page of {page.page_bytes} B is larger than every compressed "
+                "page: vLLM 0.26 cannot pad it into the layer tuples (asserts)",
+            )
+        padded[min(larger)] += 1
+    per_size = set(padded.values())
+    if len(per_size) != 1:
+        raise SizingError(
+            "compress_ratios",
+            "the window-group page sizes have unequal layer counts; vLLM 0.26's layer "
+            "tuples assert they are equal",
+        )
+    count = per_size.pop()
+    splits = -(-count // tuples)
+    head = bucket[0]
+    pages = head.request_bytes(max_model_len, in_flight) // head.page_bytes
+    groups = []
+    for i in range(splits):
+        in_group = len(range(i, count, splits))
+        groups.append(
+            TupleGroup(
+                head.kind,
+                in_group * len(padded),
+                head.block_tokens,
+                in_group * sum(padded),
+                pages,
+                tuple((size, in_group) for size in sorted(padded, reverse=True)),
+            )
+        )
+    return groups, (splits * tuples - count) * len(padded)
+
+
+def pool_layout(pool: TuplePool | PackedPool, notes: tuple[str, ...]) -> CacheLayout:
+    """kvplan's description of either pool: its groups, its block and one request's blocks."""
+    if isinstance(pool, TuplePool):
+        groups = tuple(
+            CacheGroup(
+                f"deepseek_v4_{g.kind}", g.layers, g.block_tokens, g.page_bytes, g.pages_per_request
+            )
+            for g in pool.groups
+        )
+        return CacheLayout(
+            groups,
+            pool.bytes_per_block,
+            pool.blocks_per_request,
+            pool.groups[0].block_tokens,
+            pool.padding_layers,
+            notes,
+        )
+    groups = tuple(
+        CacheGroup("deepseek_v4", 0, 0, size, pages)
+        for size, pages in zip(pool.group_bytes, pool.group_pages_per_request, strict=True)
+    )
+    return CacheLayout(groups, pool.bytes_per_block, pool.blocks_per_request, 0, 0, notes)
+
+
 __all__ = [
     "PackedPool",
     "PageSpec",
+    "TupleGroup",
+    "TuplePool",
     "aligned",
     "approximate_gcd",
     "indexer_row_bytes",
     "layer_pages",
     "packed_pool",
+    "pool_layout",
+    "tuple_pool",
 ]

@@ -14,6 +14,8 @@ from . import calibration as cal
 from .calibration import Version
 from .common import EngineOptions
 
+DEEPSEEK_V4_BLOCK = 256
+
 # mamba_utils.py kda_state_dtype (0.30.0+): "KDA recurrent state supports only auto, float32,
 # and bfloat16".
 _KDA_SSM_DTYPES = frozenset({FloatDtype.FLOAT32, FloatDtype.BFLOAT16})
@@ -70,7 +72,12 @@ def _check_kda(version: Version, label: str, ssm_dtype: FloatDtype | None) -> No
 def default_block_size(arch: ModelArchitecture) -> int | None:
     """The block size a model's backends force when none is given, or None for the usual
     choice: MiniMax-M3's backends share only 128 (platforms/interface.py
-    `_preferred_block_size_for_backends`: the smallest size every backend supports)."""
+    `_preferred_block_size_for_backends`: the smallest size every backend supports), and
+    DeepSeek-V4's 256 (v1/attention/backends/mla/sparse_swa.py
+    `DeepseekSparseSWABackend.get_preferred_block_size`: "Setting kv cache block size to 256
+    for DEEPSEEK_SPARSE_SWA backend")."""
+    if arch.has_compressed_attention:
+        return DEEPSEEK_V4_BLOCK
     return MINIMAX_M3_SPARSE_BLOCK if arch.has_indexed_attention else None
 
 

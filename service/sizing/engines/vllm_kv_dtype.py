@@ -24,7 +24,7 @@ from ..model.architecture import ModelArchitecture
 from ..model.dtypes import KvCacheDtype
 from . import calibration as cal
 from .common import EngineOptions, Workload
-from .vllm import VllmRelease, parse_vllm_version, vllm_release, vllm_rules_text
+from .vllm import VllmRelease, cuda_major, parse_vllm_version, vllm_release, vllm_rules_text
 
 _FP8_KV_DTYPES = frozenset({KvCacheDtype.FP8, KvCacheDtype.FP8_E4M3, KvCacheDtype.FP8_E5M2})
 
@@ -101,14 +101,103 @@ def _compressed_tensors(
     return ResolvedKvDtype(requested)
 
 
+def deepseek_v4_kv_cache_dtype(requested: KvCacheDtype, release: VllmRelease) -> ResolvedKvDtype:
+    """models/deepseek_v4/attention.py `_resolve_dsv4_kv_cache_dtype` on the FlashMLA backends
+    (`use_fp8_ds_mla_layout`): any fp8 flag becomes fp8_ds_mla ("Using DeepSeek's fp8_ds_mla KV
+    cache format."); `auto` becomes fp8 first from 0.33.0 (0.26.0 asserts an fp8 flag)."""
+    if requested is KvCacheDtype.FP8_DS_MLA:
+        return ResolvedKvDtype(requested)
+    if requested in _FP8_KV_DTYPES or (
+        requested is KvCacheDtype.AUTO and release.version >= cal.VLLM_DEEPSEEK_V4_PLANNED
+    ):
+        return ResolvedKvDtype(
+            KvCacheDtype.FP8_DS_MLA,
+            f"kv_cache_dtype {requested.value} becomes fp8_ds_mla: vLLM {release.label} stores "
+            "DeepSeek-V4's cache as DeepSeek's fp8_ds_mla rows (584 B: 448 fp8 + 64 bf16 rope "
+            "+ 8 B scales; attention.py _resolve_dsv4_kv_cache_dtype)",
+        )
+    return ResolvedKvDtype(requested)
+
+
+def sparse_mla_kv_cache_dtype(
+    requested: KvCacheDtype, gpu_name: str, release: VllmRelease
+) -> ResolvedKvDtype | None:
+    """DeepSeek sparse-attention MLA (V3.2, GLM-5) with an fp8 cache, as vLLM 0.24.0+ picks
+    its backend on the GPU (platforms/cuda.py `_get_backend_priorities`, the first backend
+    whose `supported_kv_cache_dtypes` and `supports_compute_capability` take the question)
+    and then its format (layers/attention/mla_attention.py
+    `_canonicalize_sparse_mla_kv_cache_dtype`); None where kvplan does not know the GPU's
+    compute capability or the release (0.11-0.23: not read), or the flag is 16-bit.
+
+    - SM90 (Hopper): FLASH_ATTN_MLA_SPARSE takes no fp8, so FLASHMLA_SPARSE: any fp8 flag
+      becomes fp8_ds_mla (656-B rows).
+    - SM100 (B200 / B300): FLASHINFER_MLA_SPARSE comes first for an fp8 cache and keeps the
+      standard fp8 format (576 B; "Using standard fp8 KV cache format").
+    - SM120 (RTX 50, RTX PRO Blackwell): FLASHINFER_MLA_SPARSE_SM120, which turns auto, fp8
+      and fp8_e4m3 into fp8_ds_mla.
+    """
+    major = cuda_major(gpu_name)
+    if major is None or release.version < cal.VLLM_SPARSE_MLA_BACKENDS:
+        return None
+    label = release.label
+    fp8 = requested in _FP8_KV_DTYPES
+    if major == 9 and fp8:
+        return ResolvedKvDtype(
+            KvCacheDtype.FP8_DS_MLA,
+            f"kv_cache_dtype {requested.value} becomes fp8_ds_mla (656-B rows): on compute "
+            f"capability 9.x vLLM {label} runs sparse MLA with an fp8 cache on FLASHMLA_SPARSE "
+            "(platforms/cuda.py _get_backend_priorities), which stores DeepSeek's fp8_ds_mla "
+            "format (mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype)",
+        )
+    if major == 10 and fp8:
+        return ResolvedKvDtype(
+            requested,
+            f"kv_cache_dtype {requested.value} stays plain fp8 (576 B a token a layer): on "
+            f"compute capability 10.x vLLM {label} prefers FLASHINFER_MLA_SPARSE for an fp8 "
+            "cache (platforms/cuda.py _get_backend_priorities), which keeps the standard fp8 "
+            "format; kv_cache_dtype fp8_ds_mla sizes FLASHMLA_SPARSE's 656-B rows",
+        )
+    if major == 12 and (requested in (KvCacheDtype.AUTO, KvCacheDtype.FP8, KvCacheDtype.FP8_E4M3)):
+        return ResolvedKvDtype(
+            KvCacheDtype.FP8_DS_MLA,
+            f"kv_cache_dtype {requested.value} becomes fp8_ds_mla (656-B rows): on compute "
+            f"capability 12.x vLLM {label} runs sparse MLA on FLASHINFER_MLA_SPARSE_SM120, "
+            "which stores DeepSeek's fp8_ds_mla format for auto, fp8 and fp8_e4m3 "
+            "(mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype)",
+        )
+    return None
+
+
+@frozen
+class VllmWorkload:
+    """The workload with the cache dtype vLLM allocates, the note saying how it came to be,
+    and whether the attention backend the GPU runs decided a sparse-MLA cache's format."""
+
+    workload: Workload
+    note: str | None
+    backend_decided: bool
+
+
 def vllm_workload(
-    arch: ModelArchitecture, workload: Workload, engine: EngineOptions
-) -> tuple[Workload, str | None]:
-    """The question's workload with the cache dtype the asked vLLM release allocates."""
+    arch: ModelArchitecture, workload: Workload, engine: EngineOptions, gpu_name: str = ""
+) -> VllmWorkload:
+    """The question's workload with the cache dtype the asked vLLM release allocates: the
+    checkpoint's declaration first (`EngineArgs`), then, for sparse MLA, the format of the
+    backend the GPU runs (`MLAAttention.__init__`)."""
     release = vllm_release(parse_vllm_version(vllm_rules_text(engine)))
-    resolved = vllm_kv_cache_dtype(
-        workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
-    )
-    if resolved.kv_cache_dtype == workload.kv_cache_dtype:
-        return workload, resolved.note
-    return Workload(workload.max_model_len, resolved.kv_cache_dtype), resolved.note
+    if arch.has_compressed_attention:
+        resolved = deepseek_v4_kv_cache_dtype(workload.kv_cache_dtype, release)
+    else:
+        resolved = vllm_kv_cache_dtype(
+            workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
+        )
+    backend = None
+    if arch.has_sparse_mla and not arch.has_compressed_attention:
+        backend = sparse_mla_kv_cache_dtype(resolved.kv_cache_dtype, gpu_name, release)
+    note = resolved.note
+    if backend is not None:
+        note = backend.note if note is None else f"{note}; then {backend.note}"
+        resolved = ResolvedKvDtype(backend.kv_cache_dtype, note)
+    if resolved.kv_cache_dtype != workload.kv_cache_dtype:
+        workload = Workload(workload.max_model_len, resolved.kv_cache_dtype)
+    return VllmWorkload(workload, note, backend is not None)

@@ -34,6 +34,7 @@ class LayerKind(StrEnum):
     MAMBA2 = "mamba2"
     MAMBA = "mamba"
     SHORT_CONV = "short_conv"
+    COMPRESSED_SPARSE = "compressed_sparse_attention"
     NO_CACHE = "no_cache"
 
 
@@ -201,6 +202,34 @@ class ShortConv(Mamba1):
             raise SizingError("state_size", "a short convolution keeps no SSM state")
 
 
+# vLLM models/deepseek_v4 (0.20.0+) sparse_swa.py `_layer_type_for`: window only, C4, C128.
+COMPRESS_RATIOS = frozenset({1, 4, 128})
+
+
+@dataclass(frozen=True, slots=True)
+class CompressedSparseAttention:
+    """A DeepSeek-V4 layer (hf_deepseek_v4.py): a `sliding_window` of latent rows on every
+    layer, and one compressed latent per `compress_ratio` tokens (4: with a lightning-indexer
+    key of `index_head_dim`; 128: without), or the window only (ratio 1). Its bytes are not
+    per-token rows, so no engine's generic layout reads it: vLLM's DeepSeek-V4 pool does
+    (engines/vllm_deepseek_v4.py), and the other engines refuse it by name."""
+
+    kind: ClassVar[LayerKind] = LayerKind.COMPRESSED_SPARSE
+    compress_ratio: int
+    sliding_window: int
+    index_head_dim: int
+
+    def __post_init__(self) -> None:
+        if self.compress_ratio not in COMPRESS_RATIOS:
+            raise UnknownLayerKind(
+                "compress_ratio",
+                f"{self.compress_ratio}: DeepSeek-V4 layers compress by 4 or 128, or keep only "
+                "the window (1)",
+            )
+        _positive("sliding_window", self.sliding_window)
+        _positive("index_head_dim", self.index_head_dim)
+
+
 @dataclass(frozen=True, slots=True)
 class NoCache:
     """A block that keeps no per-sequence state (Nemotron-H MLP / MoE blocks)."""
@@ -211,7 +240,7 @@ class NoCache:
 AttentionLayer: TypeAlias = FullAttention | SlidingWindowAttention | ChunkedLocalAttention
 TokenLayer: TypeAlias = AttentionLayer | MultiHeadLatentAttention
 StateLayer: TypeAlias = GatedDeltaNet | Mamba2 | Mamba1
-Layer: TypeAlias = TokenLayer | StateLayer | NoCache
+Layer: TypeAlias = TokenLayer | StateLayer | NoCache | CompressedSparseAttention
 
 LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
     LayerKind.FULL_ATTENTION: FullAttention,
@@ -223,6 +252,7 @@ LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
     LayerKind.MAMBA2: Mamba2,
     LayerKind.MAMBA: Mamba1,
     LayerKind.SHORT_CONV: ShortConv,
+    LayerKind.COMPRESSED_SPARSE: CompressedSparseAttention,
     LayerKind.NO_CACHE: NoCache,
 }
 
@@ -371,9 +401,12 @@ class ModelArchitecture:
 
     @cached_property
     def cache_layer_counts(self) -> tuple[tuple[TokenLayer | StateLayer, int], ...]:
-        """`layer_counts` without the blocks that keep no state."""
+        """`layer_counts` without the blocks that keep no state (and without DeepSeek-V4's
+        compressed layers, which only `compressed_layers` readers size)."""
         return tuple(
-            (layer, count) for layer, count in self.layer_counts if not isinstance(layer, NoCache)
+            (layer, count)
+            for layer, count in self.layer_counts
+            if not isinstance(layer, NoCache | CompressedSparseAttention)
         )
 
     @cached_property
@@ -381,7 +414,7 @@ class ModelArchitecture:
         """Each distinct cache layer, in model order, with the indexes of the layers it is."""
         positions: dict[TokenLayer | StateLayer, list[int]] = {}
         for index, layer in enumerate(self.layers):
-            if not isinstance(layer, NoCache):
+            if not isinstance(layer, NoCache | CompressedSparseAttention):
                 positions.setdefault(layer, []).append(index)
         return tuple((layer, tuple(where)) for layer, where in positions.items())
 
@@ -419,6 +452,15 @@ class ModelArchitecture:
             isinstance(g, FullAttention) and g.indexer_head_dim is not None
             for g, _ in self.layer_counts
         )
+
+    @cached_property
+    def compressed_layers(self) -> tuple[CompressedSparseAttention, ...]:
+        """DeepSeek-V4's compressed sparse-attention layers, in model order (empty for others)."""
+        return tuple(layer for layer in self.layers if isinstance(layer, CompressedSparseAttention))
+
+    @property
+    def has_compressed_attention(self) -> bool:
+        return bool(self.compressed_layers)
 
     @property
     def is_hybrid(self) -> bool:

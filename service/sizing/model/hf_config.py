@@ -45,7 +45,12 @@ from .config_view import MAX_LAYERS, NESTED_LM_KEYS
 from .config_view import HFConfig as _Cfg
 from .context_limit import derived_max_model_len, sglang_context_len
 from .dtypes import FloatDtype, parse_float_dtype
-from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, deepseek_v4_refusal, refuse_deepseek_v4
+from .hf_deepseek_v4 import (
+    DEEPSEEK_V4_TYPES,
+    V41_TYPES,
+    deepseek_v4_layers,
+    deepseek_v41_refusal,
+)
 from .hf_hybrids import LFM2_TYPES, lfm2_layers
 from .hf_kimi_minimax import (
     KIMI_LINEAR_TYPES,
@@ -119,6 +124,7 @@ _KNOWN_TYPES: Final = (
     }
     | MIMO_V2_TYPES
     | LFM2_TYPES
+    | DEEPSEEK_V4_TYPES
 )
 # model_types whose cache kvplan reads by rules of their own (or, for Qwen-1, checked to be a
 # plain decoder's: vLLM QWenAttention); any other is read as a plain decoder with a warning.
@@ -152,6 +158,7 @@ _UNSUPPORTED_KEYS: Final[dict[str, str]] = {
 _READ_BY: Final[dict[str, frozenset[str]]] = {
     "linear_attn_config": KIMI_LINEAR_TYPES,
     "sparse_attention_config": MINIMAX_M3_TYPES,
+    "compress_ratios": DEEPSEEK_V4_TYPES - V41_TYPES,
 }
 
 
@@ -183,13 +190,10 @@ def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
     declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
     published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
-    if cfg.model_type in DEEPSEEK_V4_TYPES | MINIMAX_LIGHTNING_TYPES:
+    if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
         # Refused as a whole by name: no weights are read and no capacity is answered, so only
         # the keys behind the bytes in the refusal must have been read.
-        if cfg.model_type in DEEPSEEK_V4_TYPES:
-            deepseek_v4_refusal(cfg)
-        else:
-            minimax_lightning_refusal(cfg)
+        minimax_lightning_refusal(cfg)
         return tuple(
             cfg.where(key)
             for key in unread_keys(cfg, cfg.keys_read)
@@ -288,8 +292,8 @@ def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> Check
 
 
 def _reject_unsupported(cfg: _Cfg) -> None:
-    if cfg.model_type in DEEPSEEK_V4_TYPES:
-        refuse_deepseek_v4(cfg)
+    if cfg.model_type in V41_TYPES:
+        raise deepseek_v41_refusal(cfg)
     if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
         raise minimax_lightning_refusal(cfg)
     for key, what in _UNSUPPORTED_KEYS.items():
@@ -370,6 +374,8 @@ def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
 def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
     """Each layer's own geometry, before layers that reuse another layer's K/V are dropped
     (the parameter count still needs their projections)."""
+    if cfg.model_type in DEEPSEEK_V4_TYPES:
+        return list(deepseek_v4_layers(cfg))
     if cfg.model_type in KIMI_LINEAR_TYPES:
         return kimi_linear_layers(cfg)
     if cfg.model_type in MINIMAX_M3_TYPES:

@@ -1,4 +1,4 @@
-"""DeepSeek-V4 compressed sparse attention: what one sequence holds, and why kvplan refuses it.
+"""DeepSeek-V4 compressed sparse attention: what one sequence holds, read from its config.
 
 Every DeepSeek-V4 layer (vLLM 0.33.0 wheel, models/deepseek_v4/attention.py
 `DeepseekV4MultiHeadLatentAttentionWrapper`, `DeepseekV4MLAAttention.get_kv_cache_spec`;
@@ -20,28 +20,26 @@ indexer keys of index_head_dim + index_head_dim / 128 x 4 B (132 B, fp8 with fp3
 figure (9.62 GiB for V4-Pro at 1M).
 
 Only `num_hidden_layers` entries of `compress_ratios` are layers; the rest describe the MTP
-draft layers, which kvplan does not count (hf_config module docstring).
+draft layers (`draft_layers`: vLLM's models/deepseek_v4 MTP builds each as a
+`DeepseekV4DecoderLayer` of that ratio, whose caches join the pool when speculative decoding
+runs).
 
-kvplan does not yet answer how an engine packs these five kinds of cache into its pool (vLLM
-0.33 v1/core/kv_cache_planning.py `_get_packed_kv_cache_groups`: compressed, indexer,
-window and compressor-state pages of different sizes bucketed into block-outermost groups,
-the window and state groups reserving in-flight tokens per request; modelled, not yet wired,
-in engines/vllm_deepseek_v4.py, and earlier releases pack differently). Public start-up logs
-show the pool per token moves with max_model_len for that reason (vllm#51041, vllm#54703),
-so a capacity from the model's own bytes would be wrong. The config is read and refused by
-name, with the bytes it holds in the reason.
+How an engine packs these caches into its pool is the engine's: vLLM's is
+engines/vllm_deepseek_v4.py. DeepSeek-V4.1 (`kv_source_layer_ids`: compressed KV and indexer
+keys shared across layers) is refused by name.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal, NoReturn
+from typing import Final, Literal
 
 from ..errors import SizingError, UnknownLayerKind
 from ..frozen import frozen
+from .architecture import CompressedSparseAttention
 from .config_view import HFConfig as _Cfg
 
 DEEPSEEK_V4_TYPES: Final = frozenset({"deepseek_v4", "deepseek_v41", "deepseek_v41_text"})
-_V41_TYPES: Final = frozenset({"deepseek_v41", "deepseek_v41_text"})
+V41_TYPES: Final = frozenset({"deepseek_v41", "deepseek_v41_text"})
 
 # vLLM DeepseekV4MLAAttention / DeepseekSparseSWABackend: head_dim 512 with 64 RoPE dims.
 HEAD_DIM: Final = 512
@@ -55,13 +53,8 @@ RATIOS: Final = frozenset({0, 1, 4, 128})
 Storage = Literal["fp8_ds_mla", "16-bit"]
 
 
-@frozen
-class CompressedLayer:
-    """One DeepSeek-V4 layer: its compression ratio (1 = window only) and its widths."""
-
-    compress_ratio: int
-    sliding_window: int
-    index_head_dim: int  # used on C4 layers only
+# One DeepSeek-V4 layer: its compression ratio (1 = window only) and its widths.
+CompressedLayer = CompressedSparseAttention
 
 
 @frozen
@@ -85,6 +78,8 @@ class SequenceBytes:
 
 def deepseek_v4_layers(cfg: _Cfg) -> tuple[CompressedLayer, ...]:
     """Each layer's ratio and widths, from every key of a DeepSeek-V4 config that sizes them."""
+    if cfg.model_type in V41_TYPES:
+        raise deepseek_v41_refusal(cfg)
     n = cfg.layer_count("num_hidden_layers")
     ratios = cfg.int_list("compress_ratios", minimum=0)
     if ratios is None:
@@ -129,6 +124,25 @@ def deepseek_v4_layers(cfg: _Cfg) -> tuple[CompressedLayer, ...]:
     return tuple(CompressedLayer(max(ratio, 1), window, index_head_dim) for ratio in ratios[:n])
 
 
+def draft_layers(cfg: _Cfg) -> tuple[CompressedLayer, ...]:
+    """The MTP draft layers' caches (`num_nextn_predict_layers`, each with the ratio
+    `compress_ratios` gives after the model's layers): vLLM models/deepseek_v4 MTP
+    (`DeepSeekV4MultiTokenPredictor`) builds layers num_hidden_layers .. + n as
+    `DeepseekV4DecoderLayer`s, whose window (and compressed) caches join the pool."""
+    layers = deepseek_v4_layers(cfg)
+    n = len(layers)
+    count = cfg.get_int("num_nextn_predict_layers", default=0)
+    ratios = cfg.int_list("compress_ratios", minimum=0) or []
+    if len(ratios) < n + count:
+        raise SizingError(
+            cfg.where("compress_ratios"),
+            f"has {len(ratios)} entries, fewer than num_hidden_layers {n} + "
+            f"num_nextn_predict_layers {count}",
+        )
+    window, index = layers[0].sliding_window, layers[0].index_head_dim
+    return tuple(CompressedLayer(max(r, 1), window, index) for r in ratios[n : n + count])
+
+
 def row_bytes(storage: Storage) -> int:
     return FP8_DS_MLA_ROW_BYTES if storage == "fp8_ds_mla" else HEAD_DIM * 2
 
@@ -169,42 +183,23 @@ def sequence_bytes(
     return SequenceBytes(window, compressed, indexer, state)
 
 
-def refuse_deepseek_v4(cfg: _Cfg) -> NoReturn:
-    """Read the config (refusing what it cannot), then refuse it by name with its bytes."""
-    raise deepseek_v4_refusal(cfg)
-
-
-def deepseek_v4_refusal(cfg: _Cfg) -> UnknownLayerKind:
-    """The by-name refusal of a DeepSeek-V4 config, after reading every key that sizes its
-    cache (raising as `refuse_deepseek_v4` does on what it cannot read)."""
-    if cfg.model_type in _V41_TYPES:
-        raise UnknownLayerKind(
-            cfg.where("model_type"),
-            f"{cfg.model_type}: DeepSeek-V4.1 shares compressed KV and indexer keys across "
-            "layers (kv_source_layer_ids, index_source_layer_ids); kvplan has no cache "
-            "geometry for that",
-        )
-    layers = deepseek_v4_layers(cfg)
-    context = cfg.get_int("max_position_embeddings")
-    fp8 = sequence_bytes(layers, context, "fp8_ds_mla").total_bytes
-    counts = {r: sum(1 for layer in layers if layer.compress_ratio == r) for r in (4, 128, 1)}
+def deepseek_v41_refusal(cfg: _Cfg) -> UnknownLayerKind:
+    """DeepSeek-V4.1 shares compressed KV and indexer keys across layers: refused by name."""
     return UnknownLayerKind(
-        cfg.where("compress_ratios"),
-        f"DeepSeek-V4 compressed sparse attention ({counts[4]} C4 layers with indexer keys, "
-        f"{counts[128]} C128, {counts[1]} window-only; a {layers[0].sliding_window}-token "
-        f"window on every layer): one sequence of {context} tokens holds {fp8} B as vLLM "
-        "stores it (fp8_ds_mla). kvplan does not model how vLLM packs these caches into its "
-        "pool (kv_cache_planning.py _get_packed_kv_cache_groups), nor SGLang's or TensorRT-"
-        "LLM's pools for it, so it gives no capacity rather than a wrong one",
+        cfg.where("model_type"),
+        f"{cfg.model_type}: DeepSeek-V4.1 shares compressed KV and indexer keys across "
+        "layers (kv_source_layer_ids, index_source_layer_ids); kvplan has no cache "
+        "geometry for that",
     )
 
 
 __all__ = [
     "DEEPSEEK_V4_TYPES",
+    "V41_TYPES",
     "CompressedLayer",
     "SequenceBytes",
     "deepseek_v4_layers",
-    "deepseek_v4_refusal",
-    "refuse_deepseek_v4",
+    "deepseek_v41_refusal",
+    "draft_layers",
     "sequence_bytes",
 ]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import SizingError
-from .architecture import FullAttention, Layer, SlidingWindowAttention
+from .architecture import CompressedSparseAttention, FullAttention, Layer, SlidingWindowAttention
 from .config_view import HFConfig
-from .tensors import TensorClass, TensorList
+from .tensors import Tensor, TensorClass, TensorList
 
 _A = TensorClass.ATTENTION
 _N = TensorClass.NORM
@@ -162,4 +162,129 @@ def _gated(
     out.linear(f"{name}.down_proj", cls, hidden, inter, count=count)
 
 
-__all__ = ["mimo_v2", "minimax_m3"]
+__all__ = ["deepseek_v4", "mimo_v2", "minimax_m3"]
+
+
+def deepseek_v4(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
+    """DeepSeek-V4 (vLLM 0.33.0 models/deepseek_v4: attention.py, compressor.py,
+    nvidia/model.py `DeepseekV4DecoderLayer`, `DeepseekV4MoE`, `DeepseekV4Model`; mtp.py).
+
+    Per layer: attention `fused_wqa_wkv` (hidden -> q_lora_rank + head_dim), `q_norm`, `wq_b`
+    (q_lora_rank -> heads x head_dim), `kv_norm`, the grouped output `wo_a` (heads x head_dim /
+    o_groups -> o_groups x o_lora_rank) and `wo_b` (-> hidden), one `attn_sink` per head; on
+    compressing layers a `DeepseekCompressor` (`ape` ratio x coff x head_dim in float32,
+    `fused_wkv_wgate` hidden -> 2 x coff x head_dim, `norm`; coff 2 on C4); on C4 layers the
+    indexer (`wq_b` q_lora_rank -> index_n_heads x index_head_dim, `weights_proj` hidden ->
+    index_n_heads, and its own compressor of index_head_dim). `DeepseekV4MoE`: `gate`, its
+    `e_score_correction_bias` (noaux_tc) or, on the first num_hash_layers layers, the
+    `tid2eid` table (vocab x experts per token), n_routed_experts and n_shared_experts gated
+    experts of moe_intermediate_size. Two RMSNorms and the hyper-connection mixers
+    (`hc_attn_fn` / `hc_ffn_fn` of (2 + hc_mult) x hc_mult rows by hc_mult x hidden, their
+    `_base` and 3-value `_scale`, float32). The model: embeddings, `norm`, `hc_head_fn` /
+    `_base` / `_scale`, an untied lm_head. MTP (`DeepSeekV4MultiTokenPredictorLayer`: a
+    decoder layer of ratio compress_ratios[num_hidden_layers + i], `e_proj`, `h_proj`, `enorm`,
+    `hnorm`, its own hc_head) is in the checkpoint but not served.
+    """
+    h = cfg.get_int("hidden_size")
+    vocab = cfg.get_int("vocab_size")
+    out.embedding("embed", TensorClass.EMBEDDING, vocab, h)
+    out.linear("head", TensorClass.LM_HEAD, vocab, h)
+    out.norm("norm", _N, h)
+    _hc_head(cfg, out, "", h)
+    hash_layers = cfg.get_int("num_hash_layers", default=0)
+    layers: list[CompressedSparseAttention] = []
+    for i, mixer in enumerate(mixers):
+        if not isinstance(mixer, CompressedSparseAttention):
+            raise SizingError(cfg.where("compress_ratios"), f"layer {i} is not DeepSeek-V4's")
+        layers.append(mixer)
+        _deepseek_v4_layer(cfg, out, f"layers.{i}", mixer, hashed=i < hash_layers)
+    mtp = cfg.get_int("num_nextn_predict_layers", default=0)
+    if not mtp:
+        return
+    out.served = False
+    start = len(out.items)
+    ratios = cfg.int_list("compress_ratios", minimum=0) or []
+    for j in range(mtp):
+        index = len(mixers) + j
+        if index >= len(ratios):
+            raise SizingError(cfg.where("compress_ratios"), f"has no ratio for MTP layer {j}")
+        layer = CompressedSparseAttention(
+            max(ratios[index], 1), layers[0].sliding_window, layers[0].index_head_dim
+        )
+        p = f"mtp.{j}"
+        _deepseek_v4_layer(cfg, out, p, layer, hashed=False)
+        out.linear(f"{p}.e_proj", TensorClass.MTP, h, h)
+        out.linear(f"{p}.h_proj", TensorClass.MTP, h, h)
+        out.norm(f"{p}.enorm", TensorClass.MTP, h)
+        out.norm(f"{p}.hnorm", TensorClass.MTP, h)
+        out.norm(f"{p}.norm", TensorClass.MTP, h)
+        _hc_head(cfg, out, f"{p}.", h)
+    out.items[start:] = [
+        Tensor(t.name, TensorClass.MTP, t.role, t.shape, t.count, False, t.tensor_class)
+        for t in out.items[start:]
+    ]
+    out.served = True
+
+
+def _hc_head(cfg: HFConfig, out: TensorList, prefix: str, h: int) -> None:
+    hc = cfg.get_int("hc_mult")
+    out.vector(f"{prefix}hc_head_fn", _N, (hc, hc * h))
+    out.vector(f"{prefix}hc_head_base", _N, (hc,))
+    out.vector(f"{prefix}hc_head_scale", _N, (1,))
+
+
+def _deepseek_v4_layer(
+    cfg: HFConfig, out: TensorList, p: str, layer: CompressedSparseAttention, *, hashed: bool
+) -> None:
+    h = cfg.get_int("hidden_size")
+    heads, hd = cfg.get_int("num_attention_heads"), cfg.get_int("head_dim")
+    q_lora = cfg.get_int("q_lora_rank")
+    groups, o_lora = cfg.get_int("o_groups"), cfg.get_int("o_lora_rank")
+    a = f"{p}.attn"
+    out.linear(f"{a}.fused_wqa_wkv", _A, q_lora + hd, h)
+    out.norm(f"{a}.q_norm", _N, q_lora)
+    out.linear(f"{a}.wq_b", _A, heads * hd, q_lora)
+    out.norm(f"{a}.kv_norm", _N, hd)
+    out.linear(f"{a}.wo_a", _A, groups * o_lora, heads * hd // groups)
+    out.linear(f"{a}.wo_b", _A, h, groups * o_lora)
+    out.vector(f"{a}.attn_sink", _A, (heads,))
+    ratio = layer.compress_ratio
+    if ratio > 1:
+        _compressor(out, f"{a}.compressor", h, hd, ratio)
+    if ratio == 4:
+        index_heads = cfg.get_int("index_n_heads")
+        out.linear(f"{a}.indexer.wq_b", _A, index_heads * layer.index_head_dim, q_lora)
+        out.linear(f"{a}.indexer.weights_proj", _A, index_heads, h)
+        _compressor(out, f"{a}.indexer.compressor", h, layer.index_head_dim, ratio)
+    f = f"{p}.ffn"
+    experts = cfg.get_int("n_routed_experts")
+    out.linear(f"{f}.gate", TensorClass.ROUTER, experts, h)
+    if hashed:
+        out.vector(
+            f"{f}.gate.tid2eid",
+            TensorClass.ROUTER,
+            (cfg.get_int("vocab_size"), cfg.get_int("num_experts_per_tok")),
+        )
+    else:
+        out.vector(f"{f}.gate.e_score_correction_bias", TensorClass.ROUTER, (experts,))
+    inter = cfg.get_int("moe_intermediate_size")
+    _gated(out, f"{f}.experts.0", TensorClass.ROUTED_EXPERTS, h, inter, count=experts)
+    shared = cfg.get_int("n_shared_experts", default=0)
+    if shared:
+        _gated(out, f"{f}.shared_experts", TensorClass.SHARED_EXPERTS, h, inter * shared)
+    out.norm(f"{p}.attn_norm", _N, h)
+    out.norm(f"{p}.ffn_norm", _N, h)
+    hc = cfg.get_int("hc_mult")
+    mix = (2 + hc) * hc
+    for part in ("attn", "ffn"):
+        out.vector(f"{p}.hc_{part}_fn", _N, (mix, hc * h))
+        out.vector(f"{p}.hc_{part}_base", _N, (mix,))
+        out.vector(f"{p}.hc_{part}_scale", _N, (3,))
+
+
+def _compressor(out: TensorList, name: str, h: int, dim: int, ratio: int) -> None:
+    # compressor.py DeepseekCompressor: coff 2 (overlapping windows) on C4, 1 on C128.
+    coff = 2 if ratio == 4 else 1
+    out.vector(f"{name}.ape", _A, (ratio, coff * dim))
+    out.linear(f"{name}.fused_wkv_wgate", _A, 2 * coff * dim, h)
+    out.norm(f"{name}.norm", _N, dim)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from fnmatch import translate as fnmatch_translate
 from typing import Any, Final
@@ -587,10 +587,15 @@ class QuantPlan:
     groups: tuple[_Group, ...] = ()
     # modelopt MIXED_PRECISION: module name (every alias) -> its storage; others unquantized
     per_module: Mapping[str, LinearStorage] | None = None
+    # a class stored otherwise than `default` (DeepSeek-V4's fp4 experts)
+    by_class: tuple[tuple[TensorClass, LinearStorage], ...] = ()
 
     def storage_for(self, t: Tensor) -> LinearStorage | None:
         if t.role is not TensorRole.LINEAR:
             return None
+        for cls, storage in self.by_class:
+            if _cls(t) is cls:
+                return storage
         module = _module(t)
         if module in self.ignore:
             return None
@@ -658,7 +663,18 @@ def quantization_plan(cfg: HFConfig, dtype: str) -> QuantPlan:
     if method is None:
         return QuantPlan(method=dtype)
     if method == "fp8":
-        return _fp8_plan(q, where)
+        plan = _fp8_plan(q, where)
+        expert = cfg.raw("expert_dtype") or ("fp4" if cfg.model_type == "deepseek_v4" else None)
+        if expert == "fp4":
+            # DeepSeek-V4: the routed experts are MXFP4 (E2M1, one UE8M0 scale per 32; vLLM
+            # models/deepseek_v4/quant_config.py: expert_dtype "fp4", the default when the
+            # config says none), the rest the fp8 blocks.
+            return replace(
+                plan,
+                method=f"{plan.method}, fp4 experts",
+                by_class=((TensorClass.ROUTED_EXPERTS, LinearStorage(Storage.MXFP4)),),
+            )
+        return plan
     if method == "fbgemm_fp8":
         # transformers FbgemmFp8Config: e4m3 values with a float32 weight_scale per output row,
         # modules_to_not_convert kept.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capacity import Capacity
+from ..model.architecture import CompressedSparseAttention
 from ..speed.performance import FITTED, PerformanceEstimate, StepTime
 from ..speed.replica import LatencyTargets
 from ..units import GiB
@@ -20,6 +21,11 @@ KV_BYTES_RULE = (
     "(kv_lora_rank + qk_rope_head_dim) x bytes (fp8_ds_mla: 656-B packed rows), plus "
     "132 B of sparse-attention indexer key where the model has one; linear/Mamba layers "
     "keep a fixed state instead"
+)
+COMPRESSED_BYTES_RULE = (
+    "DeepSeek-V4: each compressing layer keeps one row (the latent, plus the indexer key on C4 "
+    "layers) per 4 or 128 tokens; per token is that row spread over the tokens it covers, "
+    "rounded up; the 128-token window and the compressor states are per sequence"
 )
 PER_GPU_RULE = (
     "KV heads per GPU = max(1, kv_heads // tp) (replicated past tp = kv_heads); "
@@ -230,22 +236,25 @@ def _gib(n: int) -> float:
 
 
 def _kv_bytes_per_token(capacity: Capacity) -> KvBytesPerToken:
-    lines = tuple(
-        TokenBytes(
-            kind=line.kind,
-            layers=line.layers,
-            bytes_per_token_per_layer=line.bytes_per_token_per_layer,
-            bytes_per_token=line.layers * line.bytes_per_token_per_layer,
-        )
-        for line in capacity.sequence
-        if line.bytes_per_token_per_layer
-    )
+    lines: list[TokenBytes] = []
+    compressed = False
+    for line in capacity.sequence:
+        per_layer, layer = line.bytes_per_token_per_layer, line.layer
+        if not per_layer:
+            continue
+        if isinstance(layer, CompressedSparseAttention):
+            compressed = True
+            if layer.compress_ratio > 1:  # the window is per sequence, not per token
+                spread = -(-line.layers * per_layer // layer.compress_ratio)
+                lines.append(TokenBytes(line.kind, line.layers, per_layer, spread))
+            continue
+        lines.append(TokenBytes(line.kind, line.layers, per_layer, line.layers * per_layer))
     return KvBytesPerToken(
         value=capacity.kv_bytes_per_token,
         kv_cache_dtype=capacity.kv_cache_dtype,
         element_bytes=capacity.kv_element_bytes,
-        by_layer_kind=lines,
-        rule=KV_BYTES_RULE,
+        by_layer_kind=tuple(lines),
+        rule=COMPRESSED_BYTES_RULE if compressed else KV_BYTES_RULE,
     )
 
 

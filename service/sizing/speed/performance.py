@@ -772,6 +772,14 @@ def estimate_performance(
 ) -> PerformanceEstimate:
     """TPOT and throughput at `batch` sequences of `context_tokens`, prefill of one prompt of
     `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica."""
+    if arch.has_compressed_attention:
+        # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
+        # the roofline's layer sums would count none of them.
+        raise SizingError(
+            "model",
+            "the speed of DeepSeek-V4's compressed sparse attention (windows, compressed rows "
+            "and indexer top-k) is not modelled",
+        )
 
     def decode_at(sequences: int) -> StepTime:
         cost = decode_cost(
