@@ -89,3 +89,29 @@ def test_nemotron_3_ultra_latent_moe_against_its_name() -> None:
     # Sum 549,308,993,536 against the checkpoint's name, 550B: residual -0.13 %.
     assert counts.total == 549_308_993_536
     assert abs(counts.total - 550e9) <= 550e9 * 0.01
+
+
+def test_lfm2_350m_by_class_and_against_liquidai() -> None:
+    counts = checkpoint_weights(load("LiquidAI--LFM2-350M")).parameters
+    by = dict(counts.by_class)
+    # vLLM 0.33.0 lfm2.py; config: hidden 1024, vocab 65536, 16 layers, full_attn_idxs
+    # [2, 5, 8, 10, 12, 14] (6 attention, 10 conv), 16 heads, 8 KV heads, conv_dim 1024,
+    # conv_L_cache 3, conv_bias false, block_ff_dim 6656 with block_auto_adjust_ff_dim.
+    # embed_tokens 65536 x 1024 = 67_108_864; lm_head tied (Lfm2ForCausalLM.tie_weights).
+    assert by[TensorClass.EMBEDDING] == 67_108_864
+    assert TensorClass.LM_HEAD not in by
+    # Lfm2MLP width: int(2 * 6656 / 3) = 4437, x 1.0, up to a multiple of 256: 4608.
+    # w1 + w3 + w2 = 3 * 1024 * 4608 = 14_155_776 per layer, x 16 = 226_492_416.
+    assert by[TensorClass.MLP] == 226_492_416
+    # Attention (head_dim 1024 / 16 = 64): q 1024 * 1024 + k 512 * 1024 + v 512 * 1024 +
+    # out 1024 * 1024 = 3_145_728 per layer, x 6 = 18_874_368.
+    assert by[TensorClass.ATTENTION] == 18_874_368
+    # ShortConv: in_proj 3 * 1024 * 1024 + out_proj 1024 * 1024 = 4_194_304, x 10 =
+    # 41_943_040; the depthwise conv 1024 x 1 x 3 = 3_072, x 10 = 30_720.
+    assert by[TensorClass.LINEAR_ATTENTION] == 41_943_040
+    assert by[TensorClass.CONV_STATE] == 30_720
+    # Norms: operator_norm + ffn_norm 2 * 1024 * 16 = 32_768, q/k_layernorm 2 * 64 * 6 = 768,
+    # embedding_norm 1024: 34_560.
+    assert by[TensorClass.NORM] == 34_560
+    # Sum 354_483_968: LiquidAI's LFM2-350M model card ("Parameters | 354,483,968"), exactly.
+    assert counts.total == 354_483_968 == counts.served_total

@@ -33,8 +33,9 @@ from .architecture import (
     SlidingWindowAttention,
 )
 from .config_view import ConfigView, HFConfig
+from .hf_hybrids import LFM2_TYPES
 from .hf_more import MIMO_V2_TYPES
-from .param_count_2026 import mimo_v2
+from .param_count_2026 import lfm2, mimo_v2
 from .tensors import ParameterCount, Tensor, TensorClass, TensorList, TensorRole, summarize
 from .towers import count_towers
 
@@ -100,6 +101,8 @@ def count_parameters(cfg: HFConfig, mixers: Sequence[Layer]) -> ParameterCount:
         _jamba(cfg, mixers, out)
     elif mt in MIMO_V2_TYPES:
         mimo_v2(cfg, mixers, out)
+    elif mt in LFM2_TYPES:
+        lfm2(cfg, mixers, out)
     elif mt in _DECODER_TYPES:
         _Decoder(cfg, mixers, out).build()
     else:
