@@ -10,6 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from service.sizing.errors import SizingError
 from service.sizing.model.hf_config import checkpoint_weights
 from service.sizing.model.param_count import TensorClass
 
@@ -115,3 +118,51 @@ def test_lfm2_350m_by_class_and_against_liquidai() -> None:
     assert by[TensorClass.NORM] == 34_560
     # Sum 354_483_968: LiquidAI's LFM2-350M model card ("Parameters | 354,483,968"), exactly.
     assert counts.total == 354_483_968 == counts.served_total
+
+
+def test_kimi_k3_text_model_by_class_and_against_its_published_size() -> None:
+    config = load("moonshotai--Kimi-K3")
+    # The whole checkpoint also holds the vision tower, which kvplan has no rules for: the
+    # weights are refused by name (pass weight_bytes), never guessed.
+    with pytest.raises(SizingError, match="vision tower"):
+        checkpoint_weights(config)
+    # The text model alone (text_config: KimiLinearForCausalLM, vLLM 0.33.0
+    # models/kimi_k3/nvidia/model.py): hidden 7168, vocab 163840, 93 layers, 69 KDA
+    # (linear_attn_config.kda_layers) and 24 MLA, tie_word_embeddings false.
+    counts = checkpoint_weights(config["text_config"]).parameters
+    by = dict(counts.by_class)
+    # embed_tokens and lm_head: 163840 x 7168 = 1_174_405_120 each.
+    assert by[TensorClass.EMBEDDING] == by[TensorClass.LM_HEAD] == 1_174_405_120
+    # KDA (96 heads x 128 = P 12_288, 4 conv taps), per layer: q/k/v/g_proj 4 x 12_288 x 7168
+    # = 352_321_536, f_a_proj 128 x 7168 = 917_504, b_proj 96 x 7168 = 688_128, f_b_proj
+    # 12_288 x 128 = 1_572_864, o_proj 7168 x 12_288 = 88_080_384 -> 443_580_416, x 69 =
+    # 30_607_048_704.
+    assert by[TensorClass.LINEAR_ATTENTION] == 30_607_048_704
+    # q/k/v_conv1d 3 x 12_288 x 4 = 147_456, dt_bias 12_288, A_log 96 -> 159_840, x 69.
+    assert by[TensorClass.CONV_STATE] == 69 * 159_840 == 11_028_960
+    # MLA (96 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128), per layer:
+    # q_a 1536 x 7168 = 11_010_048, kv_a (512 + 64) x 7168 = 4_128_768, g 96 x 128 x 7168 =
+    # 88_080_384, q_b 96 x 192 x 1536 = 28_311_552, kv_b 96 x 256 x 512 = 12_582_912,
+    # o 7168 x 12_288 = 88_080_384 -> 232_194_048, x 24 = 5_572_657_152.
+    assert by[TensorClass.ATTENTION] == 5_572_657_152
+    # Layer 0 dense (first_k_dense_replace 1): 3 x 7168 x 33_792 = 726_663_168.
+    assert by[TensorClass.MLP] == 726_663_168
+    # 92 MoE layers. Router 896 x 7168 + bias 896 = 6_423_424 -> 590_955_008.
+    assert by[TensorClass.ROUTER] == 92 * 6_423_424 == 590_955_008
+    # Shared experts 2 x 3072 = 6144 wide at 7168: 3 x 7168 x 6144 = 132_120_576, x 92.
+    assert by[TensorClass.SHARED_EXPERTS] == 92 * 132_120_576 == 12_155_092_992
+    # Latent MoE (routed_expert_hidden_size 3584): down 3584 x 7168 + up 7168 x 3584 =
+    # 51_380_224; 896 experts x 3 x 3584 x 3072 = 29_595_009_024 -> 29_646_389_248, x 92.
+    assert by[TensorClass.ROUTED_EXPERTS] == 92 * 29_646_389_248 == 2_727_467_810_816
+    # Norms per layer: input + post-attention + two attention-residual norms 4 x 7168 =
+    # 28_672, two res projections 2 x 7168 = 14_336 -> 43_008, x 93 = 3_999_744; KDA o_norm
+    # 128 x 69 = 8_832; MLA q_a 1536 + kv_a 512 = 2048, x 24 = 49_152; MoE routed_expert_norm
+    # 3584 x 92 = 329_728; model.norm, output_attn_res_norm and its projection 3 x 7168 =
+    # 21_504. Sum 4_408_960.
+    assert by[TensorClass.NORM] == 4_408_960
+    # Total 2_779_484_476_000: published as "2.8T" (ai-dynamo/aiconfigurator
+    # aic-core/src/aiconfigurator_core/sdk/models/kimi_k3.py: "Kimi-K3 hybrid KDA + MLA
+    # LatentMoE model (2.8T, 93 layers = 69 KDA + 24 MLA)"), the vision tower not counted
+    # here. Residual (2.7795 - 2.8) / 2.8 = -0.7 %, inside the rounding of "2.8T".
+    assert counts.total == 2_779_484_476_000 == counts.served_total
+    assert 2.75e12 <= counts.total < 2.85e12

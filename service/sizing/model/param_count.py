@@ -34,8 +34,9 @@ from .architecture import (
 )
 from .config_view import ConfigView, HFConfig
 from .hf_hybrids import LFM2_TYPES
+from .hf_kimi_minimax import KIMI_LINEAR_TYPES
 from .hf_more import MIMO_V2_TYPES
-from .param_count_2026 import lfm2, mimo_v2
+from .param_count_2026 import kimi_k3, lfm2, mimo_v2
 from .tensors import ParameterCount, Tensor, TensorClass, TensorList, TensorRole, summarize
 from .towers import count_towers
 
@@ -103,6 +104,8 @@ def count_parameters(cfg: HFConfig, mixers: Sequence[Layer]) -> ParameterCount:
         mimo_v2(cfg, mixers, out)
     elif mt in LFM2_TYPES:
         lfm2(cfg, mixers, out)
+    elif mt in KIMI_LINEAR_TYPES:
+        kimi_k3(cfg, mixers, out)
     elif mt in _DECODER_TYPES:
         _Decoder(cfg, mixers, out).build()
     else:
