@@ -166,3 +166,12 @@ def test_kimi_k3_text_model_by_class_and_against_its_published_size() -> None:
     # here. Residual (2.7795 - 2.8) / 2.8 = -0.7 %, inside the rounding of "2.8T".
     assert counts.total == 2_779_484_476_000 == counts.served_total
     assert 2.75e12 <= counts.total < 2.85e12
+    # Bytes: quantization_config is compressed-tensors mxfp4-pack-quantized (4-bit values and
+    # one 1-byte scale per 32: 17/32 B) on every Linear except self_attn, shared_experts, the
+    # dense mlp and lm_head. So the routed experts and the latent down/up projections,
+    # 2_727_467_810_816 parameters, take x 17 / 32 = 1_448_967_274_496 B; the router gate and
+    # the residual projections are not Linear modules vLLM quantizes, and stay bf16 with the
+    # other 2_779_484_476_000 - 2_727_467_810_816 = 52_016_665_184 parameters (x 2 B).
+    size = checkpoint_weights(config["text_config"]).size
+    assert size.of(TensorClass.ROUTED_EXPERTS) == 2_727_467_810_816 * 17 // 32
+    assert size.total_bytes == 1_448_967_274_496 + 52_016_665_184 * 2 == 1_553_000_604_864

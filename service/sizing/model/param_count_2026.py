@@ -174,7 +174,8 @@ def kimi_k3(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
       experts (w1/w3/w2) of moe_intermediate_size at the latent width.
     - With attn_res_block_size (attention residuals): per layer self_attention_res_norm,
       mlp_res_norm and two hidden -> 1 projections; after the last layer
-      output_attn_res_norm and output_attn_res_proj.
+      output_attn_res_norm and output_attn_res_proj. These and the router gate are built
+      without quantization, so a quantized checkpoint keeps them in the model dtype.
     - input/post_attention RMSNorms, the final norm, embed_tokens and lm_head (untied unless
       tie_word_embeddings). num_nextn_predict_layers MTP layers are not counted.
     """
@@ -203,12 +204,12 @@ def kimi_k3(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
         if res_block is not None:
             out.norm(f"{p}.self_attention_res_norm", _N, h)
             out.norm(f"{p}.mlp_res_norm", _N, h)
-            out.linear(f"{p}.self_attention_res_proj", _N, 1, h)
-            out.linear(f"{p}.mlp_res_proj", _N, 1, h)
+            out.vector(f"{p}.self_attention_res_proj.weight", _N, (1, h))
+            out.vector(f"{p}.mlp_res_proj.weight", _N, (1, h))
     out.norm("model.norm", _N, h)
     if res_block is not None:
         out.norm("model.output_attn_res_norm", _N, h)
-        out.linear("model.output_attn_res_proj", _N, 1, h)
+        out.vector("model.output_attn_res_proj.weight", _N, (1, h))
 
 
 def _kimi_k3_kda(cfg: HFConfig, out: TensorList, a: str, h: int) -> None:
@@ -263,7 +264,9 @@ def _kimi_k3_moe(cfg: HFConfig, out: TensorList, m: str, h: int) -> None:
     e = cfg.get_int("num_experts")
     inter = cfg.get_int("moe_intermediate_size")
     router = TensorClass.ROUTER
-    out.linear(f"{m}.gate", router, e, h)
+    # Kept in the model dtype: vLLM builds the gate (GateLinear) and the residual projections
+    # (ReplicatedLinear, quant_config=None) unquantized, so the checkpoint stores them so.
+    out.vector(f"{m}.gate.weight", router, (e, h))
     out.vector(f"{m}.gate.e_score_correction_bias", router, (e,))
     shared = cfg.get_int("num_shared_experts", default=0, minimum=0)
     if shared:
