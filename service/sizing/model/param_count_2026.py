@@ -100,6 +100,9 @@ def lfm2(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
     vocab = cfg.get_int("vocab_size")
     out.embedding("model.embed_tokens", TensorClass.EMBEDDING, vocab, h)
     width = _lfm2_ff_width(cfg)
+    # vLLM Lfm2MLP reads config.block_dim (transformers 4.57 Lfm2Config has no such field, so
+    # it comes from config.json); the MLP reads and writes the residual stream, so a loadable
+    # checkpoint has block_dim == hidden_size, which stands in when the key is absent.
     dim = cfg.get_int("block_dim") if cfg.raw("block_dim") is not None else h
     conv_bias = cfg.flag("conv_bias", False)
     heads = cfg.get_int("num_attention_heads")
@@ -134,8 +137,9 @@ def lfm2(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
 
 
 def _lfm2_ff_width(cfg: HFConfig) -> int:
-    # transformers Lfm2Config.__init__: intermediate_size = kwargs.get("block_ff_dim",
-    # intermediate_size); vLLM lfm2.py Lfm2MLP.__init__ applies the auto-adjust.
+    # transformers 4.57.1 Lfm2Config.__init__: intermediate_size = kwargs.get("block_ff_dim",
+    # intermediate_size), block_multiple_of 256, block_ffn_dim_multiplier 1.0 and
+    # block_auto_adjust_ff_dim True by default; vLLM lfm2.py Lfm2MLP.__init__ applies them.
     key = "block_ff_dim" if cfg.raw("block_ff_dim") is not None else "intermediate_size"
     width = cfg.get_int(key)
     if not cfg.flag("block_auto_adjust_ff_dim", True):
