@@ -3,9 +3,8 @@ verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting them would a
 
 The arithmetic is worked in tests/sizing/test_cache_kinds_2026.py; here the same numbers come
 back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache memory" from a log):
-MiniMax-M3's and DeepSeek-V4's weights have no parameter-count rules yet, nor Kimi-K3's vision
-tower (its text model is counted in tests/sizing/test_param_count_2026.py), and the per-token
-facts are the point.
+MiniMax-M3's and DeepSeek-V4's weights have no parameter-count rules yet (Kimi-K3's are counted
+in tests/sizing/test_param_count_2026.py), and the per-token facts are the point.
 """
 
 from __future__ import annotations

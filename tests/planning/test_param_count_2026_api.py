@@ -7,7 +7,12 @@ catalog, whose every model must price its weights.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from fastapi.testclient import TestClient
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 
 
 def test_lfm2_350m_from_the_catalog(client: TestClient) -> None:
@@ -44,3 +49,29 @@ def test_kimi_k3_from_the_catalog(client: TestClient) -> None:
     # 128 x 4 B (float32) = 6,291,456 and q/k/v convs 3 x 12,288 x (4 - 1) x 2 B = 221,184.
     per_layer = 96 * 128 * 128 * 4 + 3 * 12_288 * 3 * 2
     assert body["kv_bytes_per_sequence"] == 131_072 * 27_648 + 69 * per_layer == 4_073_250_816
+
+
+def test_kimi_k3_pasted_whole_prices_its_vision_tower_too(client: TestClient) -> None:
+    config = json.loads((FIXTURES / "moonshotai--Kimi-K3.json").read_text(encoding="utf-8"))
+    question = "gpu=b200&engine_version=0.33.0&tensor_parallel_size=8&pipeline_parallel_size=2"
+    pasted = client.post(
+        "/v1/capacity",
+        json={
+            "model": {"hf_config": config},
+            "gpu": "b200",
+            "engine_version": "0.33.0",
+            "tensor_parallel_size": 8,
+            "pipeline_parallel_size": 2,
+            "max_model_len": 131072,
+        },
+    )
+    assert pasted.status_code == 200, pasted.text
+    catalog = client.get(f"/v1/capacity?model=kimi-k3&{question}&max_model_len=131072")
+    assert catalog.status_code == 200, catalog.text
+    p, c = pasted.json(), catalog.json()
+    # Same cache either way (27,648 B per token; per sequence worked above) ...
+    assert (p["kv_bytes_per_token"], p["kv_bytes_per_sequence"]) == (27_648, 4_073_250_816)
+    assert (c["kv_bytes_per_token"], c["kv_bytes_per_sequence"]) == (27_648, 4_073_250_816)
+    # ... but the pasted checkpoint also holds the vision tower and projector (894,717,952 B
+    # in bf16), which the catalog leaves out: less room for the cache.
+    assert p["kv_pool_bytes"] < c["kv_pool_bytes"]

@@ -10,9 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from service.sizing.errors import SizingError
 from service.sizing.model.hf_config import checkpoint_weights
 from service.sizing.model.param_count import TensorClass
 
@@ -122,10 +119,6 @@ def test_lfm2_350m_by_class_and_against_liquidai() -> None:
 
 def test_kimi_k3_text_model_by_class_and_against_its_published_size() -> None:
     config = load("moonshotai--Kimi-K3")
-    # The whole checkpoint also holds the vision tower, which kvplan has no rules for: the
-    # weights are refused by name (pass weight_bytes), never guessed.
-    with pytest.raises(SizingError, match="vision tower"):
-        checkpoint_weights(config)
     # The text model alone (text_config: KimiLinearForCausalLM, vLLM 0.33.0
     # models/kimi_k3/nvidia/model.py): hidden 7168, vocab 163840, 93 layers, 69 KDA
     # (linear_attn_config.kda_layers) and 24 MLA, tie_word_embeddings false.
@@ -175,6 +168,26 @@ def test_kimi_k3_text_model_by_class_and_against_its_published_size() -> None:
     size = checkpoint_weights(config["text_config"]).size
     assert size.of(TensorClass.ROUTED_EXPERTS) == 2_727_467_810_816 * 17 // 32
     assert size.total_bytes == 1_448_967_274_496 + 52_016_665_184 * 2 == 1_553_000_604_864
-    # SemiAnalysisAI/InferenceX#2351 (Kimi-K3 MXFP4 on MI355X): "the ~1.56 TB checkpoint",
-    # vision tower included; the text model is 1.553 TB of it (-0.4 %).
-    assert abs(size.total_bytes - 1.56e12) / 1.56e12 < 0.01
+
+
+def test_kimi_k3_whole_checkpoint_with_its_vision_tower() -> None:
+    config = load("moonshotai--Kimi-K3")
+    whole = checkpoint_weights(config)
+    by = dict(whole.parameters.by_class)
+    # vision_config (vLLM 0.33.0 kimi_k25_vit.py MoonViT3dPretrainedModel, KimiK3VisionConfig):
+    # vt_hidden_size 1024, qkv_hidden_size 1536, vt_intermediate_size 4096, 27 layers, patch 14,
+    # no biases (patch_embed_proj_bias, attn_bias, linear_bias false), rmsnorm.
+    # patch_embed.proj 1024 x 3 x 14 x 14 = 602_112; pos_emb 64 x 64 x 1024 = 4_194_304;
+    # per block: norm0 + norm1 2_048, wqkv 4608 x 1024 = 4_718_592, wo 1024 x 1536 = 1_572_864,
+    # fc0 + fc1 2 x 4096 x 1024 = 8_388_608 -> 14_682_112, x 27 = 396_417_024; final norm 1024.
+    assert by[TensorClass.VISION] == 602_112 + 4_194_304 + 396_417_024 + 1_024 == 401_214_464
+    # patchmergerv2 projector: merged 1024 x 2 x 2 = 4096; linear_1 4096 x 4096 = 16_777_216,
+    # linear_2 7168 x 4096 = 29_360_128, post_norm 7168.
+    assert by[TensorClass.PROJECTOR] == 16_777_216 + 29_360_128 + 7_168 == 46_144_512
+    assert whole.parameters.total == 2_779_484_476_000 + 447_358_976 == 2_779_931_834_976
+    # The tower and projector match quantization_config's ignore ("re:.*vision_tower.*",
+    # "re:.*mm_projector.*"): bf16, 447_358_976 x 2 B on top of the text model's bytes.
+    assert whole.size.total_bytes == 1_553_000_604_864 + 447_358_976 * 2 == 1_553_895_322_816
+    # SemiAnalysisAI/InferenceX#2351 (Kimi-K3 MXFP4 on MI355X): "the ~1.56 TB checkpoint"
+    # (-0.4 %).
+    assert abs(whole.size.total_bytes - 1.56e12) / 1.56e12 < 0.01
