@@ -89,7 +89,9 @@ def test_the_catalog_sizes() -> None:
     # + minimax-m3 (issue 19, its parameter count) = 71 models; 25 shared GPUs - 6
     # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
     # docs/catalog-sources.md#gpu-prices) = 25.
-    assert len(models()) == 73  # + deepseek-v4-flash and deepseek-v4-pro (issue 19)
+    # + deepseek-v4-flash and deepseek-v4-pro, kimi-k3 and lfm2-350m (issue 19, their
+    # parameter counts) = 75 models.
+    assert len(models()) == 75
     assert len(gpus()) == 25
 
 
@@ -215,6 +217,11 @@ PER_TOKEN = [
     ("nvidia-nemotron-3-super-120b-a12b-bf16", 8_192),
     # Nemotron 3 Ultra: 12 attention layers x 2 x 2 kv x 128 x 2 B = 12,288
     ("nvidia-nemotron-3-ultra-550b-a55b-bf16", 12_288),
+    # Kimi-K3: 24 MLA layers x (512 + 64) x 2 B = 27,648 (69 KDA layers keep a state)
+    ("kimi-k3", 24 * 576 * 2),
+    # LFM2-350M: 6 attention layers x 2 x 8 KV heads x 64 (1024 / 16) x 2 B = 12,288 (10
+    # short-convolution layers keep a state)
+    ("lfm2-350m", 6 * 2 * 8 * 64 * 2),
 ]
 
 
@@ -461,12 +468,16 @@ def test_derived_parameter_counts_match_published_sizes() -> None:
         # research.nvidia.com/labs/nemotron/Nemotron-3-Super: "120B total parameter"
         "nvidia-nemotron-3-super-120b-a12b-bf16": 120e9,
         "nvidia-nemotron-3-ultra-550b-a55b-bf16": 550e9,  # the checkpoint's name
+        # aiconfigurator sdk/models/kimi_k3.py "2.8T" (text model 2,779,484,476,000: -0.7 %)
+        "kimi-k3": 2.8e12,
+        "lfm2-350m": 354_483_968,  # LiquidAI/LFM2-350M model card, exact
     }
     for slug, total in published.items():
         params = arch(slug).num_parameters
         assert params is not None
         assert abs(params - total) / total < 0.01, slug
     assert arch("phi-3-mini-4k-instruct").num_parameters == 3_821_079_552
+    assert arch("lfm2-350m").num_parameters == 354_483_968
 
 
 # --- GPUs --------------------------------------------------------------------------------------

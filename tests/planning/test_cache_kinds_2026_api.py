@@ -3,8 +3,8 @@ verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting them would a
 
 The arithmetic is worked in tests/sizing/test_cache_kinds_2026.py; here the same numbers come
 back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache memory" from a log):
-the per-token facts are the point (Kimi-K3's and DeepSeek-V4's weights have no parameter-count
-rules yet; MiniMax-M3's do, and its last test sizes the pool from them).
+the per-token facts are the point (MiniMax-M3's, Kimi-K3's and DeepSeek-V4's weights are counted
+now: tests/sizing/test_param_count_2026.py and test_param_count_deepseek_v4.py).
 """
 
 from __future__ import annotations

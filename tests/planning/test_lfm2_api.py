@@ -3,7 +3,8 @@
 
 The layers are worked in tests/sizing/test_hf_hybrids.py (vLLM 0.33.0 models/lfm2.py); here the
 same numbers come back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache
-memory" from a log): kvplan has no parameter-count rules for LFM2's weights.
+memory" from a log), so these numbers do not move with the memory model; LFM2's weights are
+counted in tests/sizing/test_param_count_2026.py (354,483,968, LiquidAI's figure).
 """
 
 from __future__ import annotations

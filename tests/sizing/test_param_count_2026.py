@@ -91,6 +91,108 @@ def test_nemotron_3_ultra_latent_moe_against_its_name() -> None:
     assert abs(counts.total - 550e9) <= 550e9 * 0.01
 
 
+def test_lfm2_350m_by_class_and_against_liquidai() -> None:
+    counts = checkpoint_weights(load("LiquidAI--LFM2-350M")).parameters
+    by = dict(counts.by_class)
+    # vLLM 0.33.0 lfm2.py; config: hidden 1024, vocab 65536, 16 layers, full_attn_idxs
+    # [2, 5, 8, 10, 12, 14] (6 attention, 10 conv), 16 heads, 8 KV heads, conv_dim 1024,
+    # conv_L_cache 3, conv_bias false, block_ff_dim 6656 with block_auto_adjust_ff_dim.
+    # embed_tokens 65536 x 1024 = 67_108_864; lm_head tied (Lfm2ForCausalLM.tie_weights).
+    assert by[TensorClass.EMBEDDING] == 67_108_864
+    assert TensorClass.LM_HEAD not in by
+    # Lfm2MLP width: int(2 * 6656 / 3) = 4437, x 1.0, up to a multiple of 256: 4608.
+    # w1 + w3 + w2 = 3 * 1024 * 4608 = 14_155_776 per layer, x 16 = 226_492_416.
+    assert by[TensorClass.MLP] == 226_492_416
+    # Attention (head_dim 1024 / 16 = 64): q 1024 * 1024 + k 512 * 1024 + v 512 * 1024 +
+    # out 1024 * 1024 = 3_145_728 per layer, x 6 = 18_874_368.
+    assert by[TensorClass.ATTENTION] == 18_874_368
+    # ShortConv: in_proj 3 * 1024 * 1024 + out_proj 1024 * 1024 = 4_194_304, x 10 =
+    # 41_943_040; the depthwise conv 1024 x 1 x 3 = 3_072, x 10 = 30_720.
+    assert by[TensorClass.LINEAR_ATTENTION] == 41_943_040
+    assert by[TensorClass.CONV_STATE] == 30_720
+    # Norms: operator_norm + ffn_norm 2 * 1024 * 16 = 32_768, q/k_layernorm 2 * 64 * 6 = 768,
+    # embedding_norm 1024: 34_560.
+    assert by[TensorClass.NORM] == 34_560
+    # Sum 354_483_968: LiquidAI's LFM2-350M model card ("Parameters | 354,483,968"), exactly.
+    assert counts.total == 354_483_968 == counts.served_total
+
+
+def test_kimi_k3_text_model_by_class_and_against_its_published_size() -> None:
+    config = load("moonshotai--Kimi-K3")
+    # The text model alone (text_config: KimiLinearForCausalLM, vLLM 0.33.0
+    # models/kimi_k3/nvidia/model.py): hidden 7168, vocab 163840, 93 layers, 69 KDA
+    # (linear_attn_config.kda_layers) and 24 MLA, tie_word_embeddings false.
+    counts = checkpoint_weights(config["text_config"]).parameters
+    by = dict(counts.by_class)
+    # embed_tokens and lm_head: 163840 x 7168 = 1_174_405_120 each.
+    assert by[TensorClass.EMBEDDING] == by[TensorClass.LM_HEAD] == 1_174_405_120
+    # KDA (96 heads x 128 = P 12_288, 4 conv taps), per layer: q/k/v/g_proj 4 x 12_288 x 7168
+    # = 352_321_536, f_a_proj 128 x 7168 = 917_504, b_proj 96 x 7168 = 688_128, f_b_proj
+    # 12_288 x 128 = 1_572_864, o_proj 7168 x 12_288 = 88_080_384 -> 443_580_416, x 69 =
+    # 30_607_048_704.
+    assert by[TensorClass.LINEAR_ATTENTION] == 30_607_048_704
+    # q/k/v_conv1d 3 x 12_288 x 4 = 147_456, dt_bias 12_288, A_log 96 -> 159_840, x 69.
+    assert by[TensorClass.CONV_STATE] == 69 * 159_840 == 11_028_960
+    # MLA (96 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128), per layer:
+    # q_a 1536 x 7168 = 11_010_048, kv_a (512 + 64) x 7168 = 4_128_768, g 96 x 128 x 7168 =
+    # 88_080_384, q_b 96 x 192 x 1536 = 28_311_552, kv_b 96 x 256 x 512 = 12_582_912,
+    # o 7168 x 12_288 = 88_080_384 -> 232_194_048, x 24 = 5_572_657_152.
+    assert by[TensorClass.ATTENTION] == 5_572_657_152
+    # Layer 0 dense (first_k_dense_replace 1): 3 x 7168 x 33_792 = 726_663_168.
+    assert by[TensorClass.MLP] == 726_663_168
+    # 92 MoE layers. Router 896 x 7168 + bias 896 = 6_423_424 -> 590_955_008.
+    assert by[TensorClass.ROUTER] == 92 * 6_423_424 == 590_955_008
+    # Shared experts 2 x 3072 = 6144 wide at 7168: 3 x 7168 x 6144 = 132_120_576, x 92.
+    assert by[TensorClass.SHARED_EXPERTS] == 92 * 132_120_576 == 12_155_092_992
+    # Latent MoE (routed_expert_hidden_size 3584): down 3584 x 7168 + up 7168 x 3584 =
+    # 51_380_224; 896 experts x 3 x 3584 x 3072 = 29_595_009_024 -> 29_646_389_248, x 92.
+    assert by[TensorClass.ROUTED_EXPERTS] == 92 * 29_646_389_248 == 2_727_467_810_816
+    # Norms per layer: input + post-attention + two attention-residual norms 4 x 7168 =
+    # 28_672, two res projections 2 x 7168 = 14_336 -> 43_008, x 93 = 3_999_744; KDA o_norm
+    # 128 x 69 = 8_832; MLA q_a 1536 + kv_a 512 = 2048, x 24 = 49_152; MoE routed_expert_norm
+    # 3584 x 92 = 329_728; model.norm, output_attn_res_norm and its projection 3 x 7168 =
+    # 21_504. Sum 4_408_960.
+    assert by[TensorClass.NORM] == 4_408_960
+    # Total 2_779_484_476_000: published as "2.8T" (ai-dynamo/aiconfigurator
+    # aic-core/src/aiconfigurator_core/sdk/models/kimi_k3.py: "Kimi-K3 hybrid KDA + MLA
+    # LatentMoE model (2.8T, 93 layers = 69 KDA + 24 MLA)"), the vision tower not counted
+    # here. Residual (2.7795 - 2.8) / 2.8 = -0.7 %, inside the rounding of "2.8T".
+    assert counts.total == 2_779_484_476_000 == counts.served_total
+    assert 2.75e12 <= counts.total < 2.85e12
+    # Bytes: quantization_config is compressed-tensors mxfp4-pack-quantized (4-bit values and
+    # one 1-byte scale per 32: 17/32 B) on every Linear except self_attn, shared_experts, the
+    # dense mlp and lm_head. So the routed experts and the latent down/up projections,
+    # 2_727_467_810_816 parameters, take x 17 / 32 = 1_448_967_274_496 B; the router gate and
+    # the residual projections are not Linear modules vLLM quantizes, and stay bf16 with the
+    # other 2_779_484_476_000 - 2_727_467_810_816 = 52_016_665_184 parameters (x 2 B).
+    size = checkpoint_weights(config["text_config"]).size
+    assert size.of(TensorClass.ROUTED_EXPERTS) == 2_727_467_810_816 * 17 // 32
+    assert size.total_bytes == 1_448_967_274_496 + 52_016_665_184 * 2 == 1_553_000_604_864
+
+
+def test_kimi_k3_whole_checkpoint_with_its_vision_tower() -> None:
+    config = load("moonshotai--Kimi-K3")
+    whole = checkpoint_weights(config)
+    by = dict(whole.parameters.by_class)
+    # vision_config (vLLM 0.33.0 kimi_k25_vit.py MoonViT3dPretrainedModel, KimiK3VisionConfig):
+    # vt_hidden_size 1024, qkv_hidden_size 1536, vt_intermediate_size 4096, 27 layers, patch 14,
+    # no biases (patch_embed_proj_bias, attn_bias, linear_bias false), rmsnorm.
+    # patch_embed.proj 1024 x 3 x 14 x 14 = 602_112; pos_emb 64 x 64 x 1024 = 4_194_304;
+    # per block: norm0 + norm1 2_048, wqkv 4608 x 1024 = 4_718_592, wo 1024 x 1536 = 1_572_864,
+    # fc0 + fc1 2 x 4096 x 1024 = 8_388_608 -> 14_682_112, x 27 = 396_417_024; final norm 1024.
+    assert by[TensorClass.VISION] == 602_112 + 4_194_304 + 396_417_024 + 1_024 == 401_214_464
+    # patchmergerv2 projector: merged 1024 x 2 x 2 = 4096; linear_1 4096 x 4096 = 16_777_216,
+    # linear_2 7168 x 4096 = 29_360_128, post_norm 7168.
+    assert by[TensorClass.PROJECTOR] == 16_777_216 + 29_360_128 + 7_168 == 46_144_512
+    assert whole.parameters.total == 2_779_484_476_000 + 447_358_976 == 2_779_931_834_976
+    # The tower and projector match quantization_config's ignore ("re:.*vision_tower.*",
+    # "re:.*mm_projector.*"): bf16, 447_358_976 x 2 B on top of the text model's bytes.
+    assert whole.size.total_bytes == 1_553_000_604_864 + 447_358_976 * 2 == 1_553_895_322_816
+    # SemiAnalysisAI/InferenceX#2351 (Kimi-K3 MXFP4 on MI355X): "the ~1.56 TB checkpoint"
+    # (-0.4 %).
+    assert abs(whole.size.total_bytes - 1.56e12) / 1.56e12 < 0.01
+
+
 def test_minimax_m3_by_class_and_against_the_published_total() -> None:
     counts = checkpoint_weights(load("MiniMaxAI--MiniMax-M3")).parameters
     by = dict(counts.by_class)

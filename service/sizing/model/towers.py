@@ -49,6 +49,8 @@ def count_towers(cfg: HFConfig, out: TensorList, text_hidden: int) -> None:
         _llama4_vision(vision, out, text_hidden)
     elif top_type == "kimi_vl" and kind == "moonvit":
         _moonvit(vision, out, text_hidden)
+    elif top_type == "kimi_k3" and kind is None:
+        _kimi_k3_vision(vision, out, text_hidden)
     elif top_type in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"):
         _qwen3_vision(vision, out)
     else:
@@ -292,6 +294,56 @@ def _moonvit(vision: ConfigView, out: TensorList, text_hidden: int) -> None:
     out.norm("multi_modal_projector.pre_norm", proj, h, bias=True)
     out.linear("multi_modal_projector.linear_1", proj, merged, merged, bias=True)
     out.linear("multi_modal_projector.linear_2", proj, text_hidden, merged, bias=True)
+
+
+def _kimi_k3_vision(vision: ConfigView, out: TensorList, text_hidden: int) -> None:
+    # vLLM 0.33.0 kimi_k25_vit.py MoonViT3dPretrainedModel as models/kimi_k3/nvidia/model.py
+    # KimiK3ForConditionalGeneration builds it from transformers_utils/configs/kimi_k3.py
+    # KimiK3VisionConfig (hidden_size = vt_hidden_size, ...): patch_embed.proj Conv2d (bias when
+    # patch_embed_proj_bias), a divided_fixed pos_emb of init_pos_emb_height x width x hidden
+    # (its time table is a buffer); blocks of norm0/norm1, wqkv (hidden -> 3 x qkv_hidden_size)
+    # and wo (attn_bias), MLP2 fc0/fc1 (linear_bias); final_layernorm.
+    # KimiK25MultiModalProjector "patchmergerv2": linear_1 (merged, square) and linear_2
+    # (-> text hidden) without bias, post_norm RMSNorm over the text hidden size.
+    v = TensorClass.VISION
+    h = vision.get_int("vt_hidden_size")
+    inter = vision.get_int("vt_intermediate_size")
+    qkv = vision.get_int("qkv_hidden_size", default=h)
+    patch = vision.get_int("patch_size")
+    for key, want in (("pos_emb_type", "divided_fixed"), ("mlp_type", "mlp2")):
+        if vision.raw(key) not in (None, want):
+            raise SizingError(vision.where(key), f"only {want!r} has parameter rules in kvplan")
+    norm_type = vision.raw("norm_type") or "layernorm"
+    if norm_type not in ("layernorm", "rmsnorm"):
+        raise SizingError(vision.where("norm_type"), "must be layernorm or rmsnorm")
+    norm_bias = norm_type == "layernorm"
+    attn_bias = vision.flag("attn_bias", True)
+    linear_bias = vision.flag("linear_bias", True)
+    p = "vision_tower"
+    out.vector(f"{p}.patch_embed.proj.weight", v, (h, 3, patch, patch))
+    if vision.flag("patch_embed_proj_bias", True):
+        out.vector(f"{p}.patch_embed.proj.bias", v, (h,))
+    rows = vision.get_int("init_pos_emb_height")
+    cols = vision.get_int("init_pos_emb_width")
+    out.vector(f"{p}.patch_embed.pos_emb.weight", v, (rows, cols, h))
+    for i in range(vision.layer_count("vt_num_hidden_layers")):
+        b = f"{p}.encoder.blocks.{i}"
+        out.norm(f"{b}.norm0", v, h, bias=norm_bias)
+        out.norm(f"{b}.norm1", v, h, bias=norm_bias)
+        out.linear(f"{b}.wqkv", v, 3 * qkv, h, bias=attn_bias)
+        out.linear(f"{b}.wo", v, h, qkv, bias=attn_bias)
+        out.linear(f"{b}.mlp.fc0", v, inter, h, bias=linear_bias)
+        out.linear(f"{b}.mlp.fc1", v, h, inter, bias=linear_bias)
+    out.norm(f"{p}.encoder.final_layernorm", v, h, bias=norm_bias)
+    if vision.raw("mm_projector_type") != "patchmergerv2":
+        raise SizingError(
+            vision.where("mm_projector_type"), "only 'patchmergerv2' has parameter rules in kvplan"
+        )
+    merged = h * prod(vision.int_list("merge_kernel_size") or [2, 2])
+    proj = TensorClass.PROJECTOR
+    out.linear("mm_projector.linear_1", proj, merged, merged)
+    out.linear("mm_projector.linear_2", proj, text_hidden, merged)
+    out.norm("mm_projector.post_norm", proj, text_hidden)
 
 
 def _gemma4_vision(vision: ConfigView, out: TensorList, text_hidden: int) -> None:
