@@ -36,7 +36,7 @@ from .model.dtypes import (
 )
 from .model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .model.schedule import architecture_from_dict, architecture_to_dict
-from .planning.explain import Replicas, explain, performance_steps, target_steps
+from .planning.explain import Replicas, as_plain, explain, performance_steps, target_steps
 from .planning.planner import (
     DEFAULT_HEADROOM_FRACTION,
     MAX_PEAK_CONCURRENCY,
@@ -109,6 +109,7 @@ __all__ = [
     "architecture_from_dict",
     "architecture_from_hf_config",
     "architecture_to_dict",
+    "as_plain",
     "batch_curve",
     "batch_sizes",
     "capacity_speed",

@@ -316,50 +316,28 @@ def plan(
     workload = Workload(request.max_model_len, request.kv_cache_dtype)
     if packed_mla(arch, request.kv_cache_dtype) and request.engine.engine is not Engine.VLLM:
         raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
-    options: list[PlanOption] = []
-    rejected: list[Rejection] = []
     # A length the engine refuses is the request's fault, not every candidate's; allowed with
     # allow_long_max_model_len, it is said once at the top.
     too_long = check_max_model_len(arch, request.max_model_len, request.engine)
     warnings: list[str] = [] if too_long is None else [too_long]
+    # Without calibrated pools a GPU's search depends on the question alone, so it is
+    # remembered across plans (_Remembered); a calibrated pool is looked up for each candidate.
+    memo = None if calibrated_pool is not None else _remembered(arch, workload, request)
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
     for gpu in gpus:
-        node = gpu.max_gpus_per_node
-        if request.max_gpus_per_node is not None:
-            node = min(node, request.max_gpus_per_node)
-        candidates = tensor_parallel_candidates(arch, node)
-        if not candidates:
-            rejected.append(
-                Rejection(
-                    gpu,
-                    None,
-                    "no-tensor-parallel-size",
-                    f"no tensor_parallel_size up to {node} divides the "
-                    f"{arch.num_attention_heads} attention heads",
-                )
-            )
-            continue
-        outcome: PlanOption | Rejection | None = None
-        for tp in candidates:
-            outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
-            if isinstance(outcome, Rejection):
-                rejected.append(outcome)
-            else:
-                options.append(outcome)
-        # The largest TP a node holds left too little memory: more nodes may hold it. (Too
-        # slow, or too many replicas, a pipeline does not mend.)
-        if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
-            _across_nodes(
-                arch,
-                gpu,
-                candidates,
-                workload=workload,
-                request=request,
-                options=options,
-                rejected=rejected,
-            )
-    ranked = _ranked(arch, options, request)
+        if memo is None:
+            searched = _search_gpu(arch, gpu, workload, request, calibrated_pool)
+        else:
+            searched = memo.search(gpu)
+        options.extend(searched.options)
+        rejected.extend(searched.rejected)
+    timed: Callable[[PlanOption], PlanOption] = (
+        (lambda option: _timed(arch, option, request)) if memo is None else memo.timed
+    )
+    ranked = _ranked(options, request, timed)
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
-    shown = [_timed(arch, option, request) for option in ranked[: 1 + request.max_alternatives]]
+    shown = [timed(option) for option in ranked[: 1 + request.max_alternatives]]
     hidden = ranked[len(shown) :]
     best = shown[0] if shown else None
     if best is None:
@@ -377,15 +355,16 @@ def plan(
 
 
 def _ranked(
-    arch: ModelArchitecture, options: list[PlanOption], request: PlanRequest
+    options: list[PlanOption],
+    request: PlanRequest,
+    timed: Callable[[PlanOption], PlanOption],
 ) -> list[PlanOption]:
     """The options in the order `rank_by` asks for (stable: ties keep the cost order)."""
     options = sorted(options, key=lambda option: option.rank_key)
     if request.rank_by == "gpu_count":
         return sorted(options, key=lambda option: option.gpu_count_key)
     if request.rank_by == "tokens_per_dollar":
-        timed = [_timed(arch, option, request) for option in options]
-        return sorted(timed, key=lambda option: option.tokens_per_dollar_key)
+        return sorted(map(timed, options), key=lambda option: option.tokens_per_dollar_key)
     return options
 
 
@@ -415,6 +394,109 @@ def _ranking_warnings(
             "to see them"
         )
     return warnings
+
+
+@dataclass(frozen=True, slots=True)
+class _GpuSearch:
+    """One GPU's layouts for one question: the feasible options (not yet timed) and the
+    rejections, each in the order they were tried."""
+
+    options: tuple[PlanOption, ...]
+    rejected: tuple[Rejection, ...]
+
+
+def _search_gpu(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    request: PlanRequest,
+    calibrated_pool: CalibratedPool | None,
+) -> _GpuSearch:
+    """Every tensor-parallel size one node of `gpu` holds, then, if the largest left too
+    little memory, its layouts across nodes."""
+    node = gpu.max_gpus_per_node
+    if request.max_gpus_per_node is not None:
+        node = min(node, request.max_gpus_per_node)
+    candidates = tensor_parallel_candidates(arch, node)
+    if not candidates:
+        return _GpuSearch(
+            (),
+            (
+                Rejection(
+                    gpu,
+                    None,
+                    "no-tensor-parallel-size",
+                    f"no tensor_parallel_size up to {node} divides the "
+                    f"{arch.num_attention_heads} attention heads",
+                ),
+            ),
+        )
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
+    outcome: PlanOption | Rejection | None = None
+    for tp in candidates:
+        outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
+        if isinstance(outcome, Rejection):
+            rejected.append(outcome)
+        else:
+            options.append(outcome)
+    # The largest TP a node holds left too little memory: more nodes may hold it. (Too
+    # slow, or too many replicas, a pipeline does not mend.)
+    if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
+        _across_nodes(
+            arch,
+            gpu,
+            candidates,
+            workload=workload,
+            request=request,
+            options=options,
+            rejected=rejected,
+        )
+    return _GpuSearch(tuple(options), tuple(rejected))
+
+
+# GPUs (or timed options) one remembered question keeps before it starts afresh: the catalog
+# has a few dozen; inline GPUs in the questions could otherwise grow it without bound.
+_REMEMBERED_PER_QUESTION = 512
+
+
+class _Remembered:
+    """What a plan's search found for one question (model, workload, request), per GPU, and
+    its options once timed: another plan asking the same question (any peak differs it)
+    reads them instead of sizing every candidate again. A GPU is a key by its value, so a
+    catalog GPU whose price or figures changed is searched afresh. Every value is frozen and
+    a function of its key, so plans in several threads at most compute one twice."""
+
+    __slots__ = ("arch", "request", "searches", "timings", "workload")
+
+    def __init__(self, arch: ModelArchitecture, workload: Workload, request: PlanRequest):
+        self.arch, self.workload, self.request = arch, workload, request
+        self.searches: dict[Gpu, _GpuSearch] = {}
+        self.timings: dict[tuple[Gpu, int, int], PlanOption] = {}
+
+    def search(self, gpu: Gpu) -> _GpuSearch:
+        found = self.searches.get(gpu)
+        if found is None:
+            if len(self.searches) >= _REMEMBERED_PER_QUESTION:
+                self.searches.clear()
+            found = _search_gpu(self.arch, gpu, self.workload, self.request, None)
+            self.searches[gpu] = found
+        return found
+
+    def timed(self, option: PlanOption) -> PlanOption:
+        key = (option.gpu, option.tensor_parallel_size, option.pipeline_parallel_size)
+        found = self.timings.get(key)
+        if found is None:
+            if len(self.timings) >= _REMEMBERED_PER_QUESTION:
+                self.timings.clear()
+            found = _timed(self.arch, option, self.request)
+            self.timings[key] = found
+        return found
+
+
+@lru_cache(maxsize=256)
+def _remembered(arch: ModelArchitecture, workload: Workload, request: PlanRequest) -> _Remembered:
+    return _Remembered(arch, workload, request)
 
 
 MEMORY_CODES = frozenset({"weights-do-not-fit", "sequence-does-not-fit"})
