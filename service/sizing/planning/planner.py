@@ -494,7 +494,9 @@ class _Remembered:
         return found
 
 
-@lru_cache(maxsize=256)
+# Questions remembered: the most recent few dozen (an autoscaler or a page asks the same few
+# again); each holds its GPUs' options, so the bound keeps what the cycle collector walks small.
+@lru_cache(maxsize=64)
 def _remembered(arch: ModelArchitecture, workload: Workload, request: PlanRequest) -> _Remembered:
     return _Remembered(arch, workload, request)
 
