@@ -593,8 +593,8 @@ def _option(
     outcome = _sized_option(
         arch, gpu, tp, workload=workload, request=request, calibrated_pool=calibrated_pool, pp=pp
     )
-    if isinstance(outcome, Rejection) and pp > 1:
-        return replace(outcome, pipeline_parallel_size=pp)
+    if isinstance(outcome, Rejection) and outcome.pipeline_parallel_size != pp:
+        return replace(outcome, pipeline_parallel_size=pp)  # a latency target's rejection
     return outcome
 
 
@@ -616,10 +616,10 @@ def _sized_option(
                 capacity, pool, arch=arch, gpu=gpu, workload=workload, options=request.engine
             )
     except SizingError as exc:
-        return Rejection(gpu, tp, exc.code, exc.reason)
+        return Rejection(gpu, tp, exc.code, exc.reason, pp)
     if not capacity.fits:
         code = "weights-do-not-fit" if capacity.kv_pool_bytes <= 0 else "sequence-does-not-fit"
-        return Rejection(gpu, tp, code, capacity.reason or "does not fit")
+        return Rejection(gpu, tp, code, capacity.reason or "does not fit", pp)
     fit = _fit_for(capacity, request.avg_context_tokens)
     if fit.sequences_that_fit == 0:
         # The start-up check passed, but the null block leaves too little for one sequence.
@@ -629,6 +629,7 @@ def _sized_option(
             "sequence-does-not-fit",
             f"one sequence needs {fit.blocks_per_sequence} blocks but only {fit.usable_blocks} "
             f"of the {capacity.num_gpu_blocks} blocks can be handed out",
+            pp,
         )
     replicas = _replicas(request, fit)
     if replicas > request.max_replicas:
@@ -638,6 +639,7 @@ def _sized_option(
             "too-many-replicas",
             f"needs {replicas} replicas of {tp * pp} GPUs, more than max_replicas "
             f"{request.max_replicas}",
+            pp,
         )
     outcome = None
     if request.targets.given:
@@ -645,9 +647,7 @@ def _sized_option(
         if isinstance(held, Rejection):
             return held
         fit, replicas, outcome = held
-    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
-    if pp > 1:
-        option = _across(option, pp)
+    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas, pp=pp)
     if outcome is None:
         return option
     slowed = (outcome,) if fit.latency_limit is not None else ()
@@ -774,9 +774,17 @@ def _replicas(request: PlanRequest, fit: _Fit) -> int:
 
 
 def _priced(
-    gpu: Gpu, tp: int, capacity: Capacity, request: PlanRequest, *, fit: _Fit, replicas: int
+    gpu: Gpu,
+    tp: int,
+    capacity: Capacity,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+    pp: int = 1,
 ) -> PlanOption:
-    """The option with its headroom, warnings and cost."""
+    """The option with its headroom, warnings and cost; a replica of `pp` nodes of `tp` GPUs
+    (pipeline stages, one per node) has `tp x pp` GPUs, and costs as many."""
     demand = request.peak_concurrency * fit.blocks_per_sequence
     supply = replicas * fit.usable_blocks
     free_blocks = supply - demand
@@ -793,7 +801,7 @@ def _priced(
             f"the KV cache holds {fit.sequences_that_fit} sequences per replica but max_num_seqs "
             f"{cap} caps the batch; {why}"
         )
-    total = replicas * tp
+    total = replicas * tp * pp
     cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
     limit = capacity.max_num_seqs if fit.latency_limit is None else fit.latency_limit
     return PlanOption(
@@ -813,18 +821,7 @@ def _priced(
         concurrency_per_replica=min(
             fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas)
         ),
-    )
-
-
-def _across(option: PlanOption, pp: int) -> PlanOption:
-    """A replica of `pp` nodes of `tensor_parallel_size` GPUs: its GPUs and cost times pp."""
-    total = option.total_gpus * pp
-    price = option.gpu.price_usd_per_hour
-    return replace(
-        option,
         pipeline_parallel_size=pp,
-        total_gpus=total,
-        cost_per_hour_usd=None if price is None else round(total * price, 4),
     )
 
 
