@@ -67,6 +67,7 @@ _CACHES: tuple[Any, ...] = (
     parallel.check_tensor_parallel,
     planner.tensor_parallel_problem,
     planner.candidate_capacity,
+    planner._remembered,
     capacity._per_token_facts,
     vllm.vllm_budget,
     performance._bytes_per_parameter,

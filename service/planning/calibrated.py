@@ -115,6 +115,17 @@ class CalibrationHook:
         default_factory=dict
     )
 
+    @property
+    def may_match(self) -> bool:
+        """Whether any candidate could take a calibration: one is named, or the catalog holds
+        one for this model. When not, every call answers None, and a plan leaves the hook out
+        (the planner then remembers its search across plans)."""
+        if self.calibration_id is not None:
+            return True
+        return self.model is not None and any(
+            key.model == self.model for key in self.catalog.calibrations
+        )
+
     def __call__(self, capacity: Capacity, gpu: Gpu) -> int | None:
         if self.calibration_id is None and (self.model is None or not self.catalog.calibrations):
             return None  # nothing to match: a plan asks this of every candidate

@@ -47,6 +47,7 @@ from ..sizing import (
     Workload,
     architecture_from_dict,
     architecture_from_hf_config,
+    as_plain,
     batch_curve,
     batch_sizes,
     capacity_speed,
@@ -361,8 +362,10 @@ def plan(
             arch,
             question.fields.weight_format,
         )
-        given = question.fields.kv_pool_bytes is not None  # the caller's pool wins
-        result = search_plans(arch, gpus, _plan_request(question.fields), None if given else hook)
+        # The caller's pool wins; a hook that can match nothing is left out.
+        given = question.fields.kv_pool_bytes is not None
+        pool = None if given or not hook.may_match else hook
+        result = search_plans(arch, gpus, _plan_request(question.fields), pool)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
@@ -517,7 +520,7 @@ def _capacity_detail(
         steps = None
         if isinstance(speed, PerformanceEstimate):
             steps = performance_steps(speed, context_tokens=capacity.max_model_len)
-        explanation = dataclasses.asdict(explain(capacity, steps))
+        explanation = as_plain(explain(capacity, steps))
     tiers = (
         None
         if capacity.kv_tiers is None
@@ -752,8 +755,8 @@ def _plan_explanation(best: PlanOption, request: PlanRequest) -> dict[str, Any]:
             best.speed, context_tokens=request.context_tokens, targets=targets
         )
     return {
-        **dataclasses.asdict(explain(best.capacity, steps)),
-        "replicas": dataclasses.asdict(replicas),
+        **as_plain(explain(best.capacity, steps)),
+        "replicas": as_plain(replicas),
     }
 
 

@@ -37,7 +37,7 @@ from .model.dtypes import (
 from .model.hf_config import NESTED_LM_KEYS, architecture_from_hf_config
 from .model.schedule import architecture_from_dict, architecture_to_dict
 from .model.weight_format import with_hf_quant_config
-from .planning.explain import Replicas, explain, performance_steps, target_steps
+from .planning.explain import Replicas, as_plain, explain, performance_steps, target_steps
 from .planning.planner import (
     DEFAULT_HEADROOM_FRACTION,
     MAX_PEAK_CONCURRENCY,
@@ -110,6 +110,7 @@ __all__ = [
     "architecture_from_dict",
     "architecture_from_hf_config",
     "architecture_to_dict",
+    "as_plain",
     "batch_curve",
     "batch_sizes",
     "capacity_speed",

@@ -45,9 +45,10 @@ def test_every_gpu_has_a_price_with_its_source_and_date_or_says_why_not(slug: st
 
 
 def test_only_the_gpus_without_a_published_price_are_unpriced() -> None:
-    # docs/catalog-sources.md#gpu-prices: GB300 (rack-scale, reserved) and H20 (China market).
+    # docs/catalog-sources.md#gpu-prices: GB300 (rack-scale, reserved), H20 (China market) and
+    # GB10 (a DGX Spark is bought, not rented: its owned cost is in price_examples, unranked).
     unpriced = sorted(g["slug"] for g in SEED_GPUS if g["price_usd_per_hour"] is None)
-    assert unpriced == ["gb300", "h20"]
+    assert unpriced == ["gb10", "gb300", "h20"]
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -67,6 +68,34 @@ def test_every_gpu_has_the_figures_a_speed_estimate_needs(slug: str) -> None:
 
 
 def test_derived_prices_by_hand() -> None:
+    # DGX Spark Founders Edition $3,999 over 3 years of hours (3 x 8,760 = 26,280):
+    # 3,999 / 26,280 = 0.152169... -> 0.1522; at $4,699: 0.178805... -> 0.1788. Owned costs,
+    # kept as examples: the GB10 is unpriced, so no plan ranks them against rental prices.
+    owned = seed_gpu("gb10")["price_examples"]
+    assert sorted(owned.values()) == [0.1522, 0.1788]
+    assert seed_gpu("gb10")["price_usd_per_hour"] is None
+    # Vultr's 8 x MI355X VM, on demand, $2.59 per GPU-hour (Oracle Cloud $8.60).
+    assert seed_gpu("mi355x")["price_usd_per_hour"] == 2.59
+
+
+def test_derived_speed_figures_by_hand() -> None:
+    # MI355X, from its compute units (ISSCC 2026: 8,192 FP8 FLOPs per CU per clock; 256 CUs at
+    # 2,400 MHz): 256 x 8,192 x 2.4e9 = 5.0331648e15 -> 5,033.2 TFLOPS FP8; BF16 half,
+    # 2,516.6; FP4 twice, 10,066.3 (AMD's 20 PFLOPS sparse FP4 / 2 = 10 PFLOPS dense).
+    mi355x = seed_gpu("mi355x")
+    assert mi355x["dense_fp8_tflops"] == round(256 * 8192 * 2.4e9 / 1e12, 1) == 5033.2
+    assert mi355x["dense_bf16_tflops"] == 2516.6
+    assert mi355x["dense_fp4_tflops"] == 10066.3
+    # Seven xGMI links of 153.6 GB/s both ways: 7 x 153.6 / 2 = 537.6 GB/s each way.
+    assert mi355x["interconnect_gb_s"] == 537.6
+    # GB10: aiconfigurator's measured dense peaks; FP8 is not twice BF16 on sm_121.
+    gb10 = seed_gpu("gb10")
+    assert (gb10["dense_bf16_tflops"], gb10["dense_fp8_tflops"], gb10["dense_fp4_tflops"]) == (
+        213,
+        214,
+        427,
+    )
+    assert (gb10["memory_bandwidth_tb_s"], gb10["max_gpus_per_node"]) == (0.273, 1)
     # Spheron: $9.08 an hour per GB200 superchip of two Blackwell GPUs -> 9.08 / 2 = 4.54.
     assert seed_gpu("gb200")["price_usd_per_hour"] == 4.54
     # Beam: A10G $0.00046716 a second x 3,600 = $1.681776 -> 1.6818.
@@ -112,17 +141,19 @@ def test_the_catalog_api_answers_each_gpus_price_source(client: TestClient) -> N
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_every_catalog_gpu_gets_a_speed_estimate_at_tensor_parallel_2(
+def test_every_catalog_gpu_gets_a_speed_estimate_at_tensor_parallel_2_or_its_node(
     client: TestClient, slug: str
 ) -> None:
-    # Llama-3.1-8B: 16 GB of bf16 weights, 8 GB per GPU at TP 2, fits every catalog GPU.
+    # Llama-3.1-8B: 16 GB of bf16 weights, 8 GB per GPU at TP 2, fits every catalog GPU; a GPU
+    # alone in its node (GB10, a DGX Spark) is timed at TP 1 with all 16 GB, in its 119.70 GiB.
+    tp = min(2, seed_gpu(slug)["max_gpus_per_node"])
     response = client.get(
         "/v1/capacity",
         params={
             "model": "llama-3.1-8b",
             "gpu": slug,
             "max_model_len": 4096,
-            "tensor_parallel_size": 2,
+            "tensor_parallel_size": tp,
         },
     )
     assert response.status_code == 200, response.text

@@ -69,7 +69,7 @@ def test_pages_of_exactly_the_remaining_size_end_without_an_empty_page(
 
 def test_vendor_filter_is_case_insensitive(client: TestClient) -> None:
     body = client.get("/v1/gpus", params={"vendor": "amd"}).json()
-    assert [item["slug"] for item in body["items"]] == ["mi250x", "mi300x", "mi325x"]
+    assert [item["slug"] for item in body["items"]] == ["mi250x", "mi300x", "mi325x", "mi355x"]
     assert {item["vendor"] for item in body["items"]} == {"AMD"}
 
 

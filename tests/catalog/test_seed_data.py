@@ -88,11 +88,12 @@ def test_the_catalog_sizes() -> None:
     # (issue 19, part A) + mimo-v2-flash and Nemotron 3 Super and Ultra (issue 19 item 4)
     # + minimax-m3 (issue 19, its parameter count) = 71 models; 25 shared GPUs - 6
     # left out + rtx-3090 = 20, + a10, h20, l40, mi325x, rtx-5090 (issue 20;
-    # docs/catalog-sources.md#gpu-prices) = 25.
+    # docs/catalog-sources.md#gpu-prices) = 25, + gb10 and mi355x (issue 20, their torch totals
+    # and speed figures found) = 27.
     # + deepseek-v4-flash and deepseek-v4-pro, kimi-k3 and lfm2-350m (issue 19, their
     # parameter counts) = 75 models.
     assert len(models()) == 75
-    assert len(gpus()) == 25
+    assert len(gpus()) == 27
 
 
 def test_models_without_verified_geometry_are_left_out() -> None:
@@ -507,6 +508,8 @@ def test_every_gpu_has_memory_and_its_source() -> None:
         ("l4", 22.05),
         ("rtx-4090", 23.55),  # vllm#13061: (13.95 + 0.25 + 0.19 + 8.69) / 0.98
         ("mi325x", 255.98),  # vLLM issue reports "AMD MI325X x 8 (255.98 GiB HBM each)"
+        ("mi355x", 287.98),  # HIP OOM lines "GPU 0 has a total capacity of 287.98 GiB"
+        ("gb10", 119.70),  # CUDA OOM line on a DGX Spark: "total capacity of 119.70 GiB"
     ],
 )
 def test_gpu_memory_is_the_torch_gib_figure_in_bytes(slug: str, gib: float) -> None:
@@ -521,11 +524,16 @@ def test_torch_totals_by_hand() -> None:
     # 23.58 x 2^30 = 25,318,832,209.92 -> 25,318,832,210
     assert gpu("rtx-3090")["memory_bytes"] == 25_318_832_210
     assert gpu("rtx-3090")["nvidia_smi_memory_mib"] == 24_576
+    # 287.98 x 2^30 = 309,216,170,475.52 -> 309,216,170,476
+    assert gpu("mi355x")["memory_bytes"] == 309_216_170_476
+    # 119.70 x 2^30 = 128,526,896,332.8 -> 128,526,896,333; the same log allows 107.73 GiB at the
+    # default utilization 0.9 (119.70 x 0.9 = 107.73), so 119.70 is the total vLLM multiplies.
+    assert gpu("gb10")["memory_bytes"] == 128_526_896_333
 
 
 def test_gpus_without_a_runtime_reading_are_left_out() -> None:
     slugs = {g["slug"] for g in gpus()}
-    for slug in ("a100-pcie-80gb", "mi355x", "gaudi-3", "tpu-v5e", "tpu-v6e"):
+    for slug in ("a100-pcie-80gb", "gaudi-3", "tpu-v5e", "tpu-v6e"):
         assert slug not in slugs
 
 

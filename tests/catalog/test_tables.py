@@ -49,7 +49,7 @@ def test_a_model_table_holds_every_model_with_units(client: TestClient) -> None:
 
 def test_a_table_keeps_the_filters(client: TestClient) -> None:
     table = rows(client.get("/v1/gpus", params={"format": "csv", "vendor": "amd"}).text)
-    assert [row["slug"] for row in table] == ["mi250x", "mi300x", "mi325x"]
+    assert [row["slug"] for row in table] == ["mi250x", "mi300x", "mi325x", "mi355x"]
 
 
 def test_accept_picks_the_table(client: TestClient) -> None:
@@ -61,7 +61,7 @@ def test_accept_picks_the_table(client: TestClient) -> None:
 def test_format_text_is_how_many_match(client: TestClient) -> None:
     response = client.get("/v1/gpus", params={"format": "text", "vendor": "AMD"})
     assert response.headers["content-type"].startswith("text/plain")
-    assert response.text == "3"  # mi250x, mi300x and mi325x
+    assert response.text == "4"  # mi250x, mi300x, mi325x and mi355x
     everything = client.get("/v1/models", params={"format": "text"})
     assert everything.text == str(len(load_seed("models.json")))
 
@@ -78,7 +78,7 @@ def test_an_accept_a_list_cannot_answer_is_406(client: TestClient) -> None:
 def test_more_matches_than_a_table_holds_is_a_422_asking_for_filters(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("service.catalog.router.MAX_TABLE_ROWS", 3)
+    monkeypatch.setattr("service.catalog.router.MAX_TABLE_ROWS", 4)
     body = problem(client.get("/v1/gpus", params={"format": "csv"}), 422)
     assert body["field"] == "format"
     assert "filters" in body["detail"]

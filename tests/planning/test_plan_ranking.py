@@ -97,9 +97,10 @@ def test_cost_ranking_puts_the_unpriced_catalog_gpus_last_and_says_so(
     priced = [c for c in costs if c is not None]
     assert priced == sorted(priced)
     assert costs == priced + [None] * (len(costs) - len(priced))
-    # docs/catalog-sources.md#gpu-prices: GB300 and H20 have no published price
+    # docs/catalog-sources.md#gpu-prices: GB300 and H20 have no published price, and a GB10
+    # (DGX Spark) is bought, not rented
     unpriced = {o["gpu"] for o in options(answer) if o["cost_per_hour_usd"] is None}
-    assert unpriced <= {"gb300", "h20"}
+    assert unpriced <= {"gb10", "gb300", "h20"}
     (warning,) = [w for w in answer["warnings"] if "no price" in w]
     assert all(slug in warning for slug in unpriced)
     assert "rank_by cost" in warning

@@ -9,18 +9,26 @@ block (vllm/v1/core/block_pool.py `BlockPool`: block 0 is never handed out) and 
 
 from __future__ import annotations
 
-from service.sizing.capacity import Gpu, Workload, compute_capacity
+import dataclasses
+from dataclasses import replace
+
+from service.catalog.seed import offline_snapshot
+from service.sizing.capacity import Capacity, Gpu, Workload, compute_capacity
 from service.sizing.engines.common import EngineOptions
 from service.sizing.model.architecture import FullAttention, ModelArchitecture
+from service.sizing.model.dtypes import parse_kv_cache_dtype
+from service.sizing.planning.explain import as_plain, explain, performance_steps
 from service.sizing.planning.planner import (
     PlanRequest,
     _Fit,
     _fit_for,
     _priced,
+    _remembered,
     _replicas,
     candidate_capacity,
     plan,
 )
+from service.sizing.speed.performance import PerformanceEstimate
 from service.sizing.units import GiB, MiB
 
 LLAMA_31_8B = ModelArchitecture(
@@ -75,3 +83,67 @@ def test_a_plan_from_remembered_capacities_equals_one_computed_afresh() -> None:
     assert candidate_capacity.cache_info().hits > 0
     candidate_capacity.cache_clear()
     assert plan(LLAMA_31_8B, gpus, other_peak) == warm
+
+
+def _catalog() -> tuple[dict[str, ModelArchitecture], list[Gpu]]:
+    snapshot = offline_snapshot()
+    models = {slug: entry.architecture for slug, entry in snapshot.models.items()}
+    return models, [entry.gpu for entry in snapshot.gpus.values()]
+
+
+def _never_calibrated(capacity: Capacity, gpu: Gpu) -> int | None:
+    """A calibrated-pool hook that matches nothing: the planner then searches afresh."""
+    del capacity, gpu
+    return None
+
+
+def test_a_remembered_plan_answers_what_a_search_afresh_answers() -> None:
+    # Without a calibrated-pool hook the planner remembers each GPU's search and each option's
+    # timing per question (planner._Remembered); with one it searches every candidate again.
+    # The questions: the benchmark's multi-node one (405B at 131,072 tokens: every GPU's
+    # layouts across nodes), and the README's 70B one ranked by tokens per dollar (every
+    # option timed) and held to a latency target.
+    models, gpus = _catalog()
+    questions = [
+        (models["llama-3.1-405b"], PlanRequest(max_model_len=131072, peak_concurrency=16)),
+        (
+            models["llama-3.1-70b"],
+            PlanRequest(
+                max_model_len=32768,
+                peak_concurrency=64,
+                kv_cache_dtype=parse_kv_cache_dtype("fp8"),
+                rank_by="tokens_per_dollar",
+                max_tpot_ms=40.0,
+            ),
+        ),
+    ]
+    for arch, request in questions:
+        _remembered.cache_clear()
+        first = plan(arch, gpus, request)
+        again = plan(arch, gpus, request)
+        afresh = plan(arch, gpus, request, _never_calibrated)
+        assert first == again == afresh
+        assert first.recommendation is not None
+        # the second plan read the first one's options, not copies of them
+        assert again.recommendation is first.recommendation
+        assert afresh.recommendation is not first.recommendation
+    # the multi-node question's answer has options across nodes (H100 at TP 8 x PP 2, ...)
+    arch, request = questions[0]
+    shown = plan(arch, gpus, replace(request, max_alternatives=100)).alternatives
+    assert any(option.pipeline_parallel_size > 1 for option in shown)
+
+
+def test_as_plain_answers_what_dataclasses_asdict_answers() -> None:
+    # The explanation the API shows is `as_plain` of the recommendation's steps: the same dict,
+    # nested the same way, as the standard library's dataclasses.asdict.
+    models, gpus = _catalog()
+    arch = models["llama-3.1-405b"]
+    request = PlanRequest(max_model_len=131072, peak_concurrency=16)
+    best = plan(arch, gpus, request).recommendation
+    assert best is not None
+    speed = best.speed
+    assert isinstance(speed, PerformanceEstimate)
+    steps = performance_steps(speed, context_tokens=request.context_tokens)
+    explanation = explain(best.capacity, steps)
+    # (a tuple never equals a list, so the containers' types are compared too)
+    assert as_plain(explanation) == dataclasses.asdict(explanation)

@@ -320,50 +320,28 @@ def plan(
     workload = Workload(request.max_model_len, request.kv_cache_dtype)
     if packed_mla(arch, request.kv_cache_dtype) and request.engine.engine is not Engine.VLLM:
         raise InvalidDtype("kv_cache_dtype", "fp8_ds_mla is a vLLM cache format")
-    options: list[PlanOption] = []
-    rejected: list[Rejection] = []
     # A length the engine refuses is the request's fault, not every candidate's; allowed with
     # allow_long_max_model_len, it is said once at the top.
     too_long = check_max_model_len(arch, request.max_model_len, request.engine)
     warnings: list[str] = [] if too_long is None else [too_long]
+    # Without calibrated pools a GPU's search depends on the question alone, so it is
+    # remembered across plans (_Remembered); a calibrated pool is looked up for each candidate.
+    memo = None if calibrated_pool is not None else _remembered(arch, workload, request)
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
     for gpu in gpus:
-        node = gpu.max_gpus_per_node
-        if request.max_gpus_per_node is not None:
-            node = min(node, request.max_gpus_per_node)
-        candidates = tensor_parallel_candidates(arch, node)
-        if not candidates:
-            rejected.append(
-                Rejection(
-                    gpu,
-                    None,
-                    "no-tensor-parallel-size",
-                    f"no tensor_parallel_size up to {node} divides the "
-                    f"{arch.num_attention_heads} attention heads",
-                )
-            )
-            continue
-        outcome: PlanOption | Rejection | None = None
-        for tp in candidates:
-            outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
-            if isinstance(outcome, Rejection):
-                rejected.append(outcome)
-            else:
-                options.append(outcome)
-        # The largest TP a node holds left too little memory: more nodes may hold it. (Too
-        # slow, or too many replicas, a pipeline does not mend.)
-        if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
-            _across_nodes(
-                arch,
-                gpu,
-                candidates,
-                workload=workload,
-                request=request,
-                options=options,
-                rejected=rejected,
-            )
-    ranked = _ranked(arch, options, request)
+        if memo is None:
+            searched = _search_gpu(arch, gpu, workload, request, calibrated_pool)
+        else:
+            searched = memo.search(gpu)
+        options.extend(searched.options)
+        rejected.extend(searched.rejected)
+    timed: Callable[[PlanOption], PlanOption] = (
+        (lambda option: _timed(arch, option, request)) if memo is None else memo.timed
+    )
+    ranked = _ranked(options, request, timed)
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
-    shown = [_timed(arch, option, request) for option in ranked[: 1 + request.max_alternatives]]
+    shown = [timed(option) for option in ranked[: 1 + request.max_alternatives]]
     hidden = ranked[len(shown) :]
     best = shown[0] if shown else None
     if best is None:
@@ -381,15 +359,16 @@ def plan(
 
 
 def _ranked(
-    arch: ModelArchitecture, options: list[PlanOption], request: PlanRequest
+    options: list[PlanOption],
+    request: PlanRequest,
+    timed: Callable[[PlanOption], PlanOption],
 ) -> list[PlanOption]:
     """The options in the order `rank_by` asks for (stable: ties keep the cost order)."""
     options = sorted(options, key=lambda option: option.rank_key)
     if request.rank_by == "gpu_count":
         return sorted(options, key=lambda option: option.gpu_count_key)
     if request.rank_by == "tokens_per_dollar":
-        timed = [_timed(arch, option, request) for option in options]
-        return sorted(timed, key=lambda option: option.tokens_per_dollar_key)
+        return sorted(map(timed, options), key=lambda option: option.tokens_per_dollar_key)
     return options
 
 
@@ -419,6 +398,111 @@ def _ranking_warnings(
             "to see them"
         )
     return warnings
+
+
+@dataclass(frozen=True, slots=True)
+class _GpuSearch:
+    """One GPU's layouts for one question: the feasible options (not yet timed) and the
+    rejections, each in the order they were tried."""
+
+    options: tuple[PlanOption, ...]
+    rejected: tuple[Rejection, ...]
+
+
+def _search_gpu(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    request: PlanRequest,
+    calibrated_pool: CalibratedPool | None,
+) -> _GpuSearch:
+    """Every tensor-parallel size one node of `gpu` holds, then, if the largest left too
+    little memory, its layouts across nodes."""
+    node = gpu.max_gpus_per_node
+    if request.max_gpus_per_node is not None:
+        node = min(node, request.max_gpus_per_node)
+    candidates = tensor_parallel_candidates(arch, node)
+    if not candidates:
+        return _GpuSearch(
+            (),
+            (
+                Rejection(
+                    gpu,
+                    None,
+                    "no-tensor-parallel-size",
+                    f"no tensor_parallel_size up to {node} divides the "
+                    f"{arch.num_attention_heads} attention heads",
+                ),
+            ),
+        )
+    options: list[PlanOption] = []
+    rejected: list[Rejection] = []
+    outcome: PlanOption | Rejection | None = None
+    for tp in candidates:
+        outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
+        if isinstance(outcome, Rejection):
+            rejected.append(outcome)
+        else:
+            options.append(outcome)
+    # The largest TP a node holds left too little memory: more nodes may hold it. (Too
+    # slow, or too many replicas, a pipeline does not mend.)
+    if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
+        _across_nodes(
+            arch,
+            gpu,
+            candidates,
+            workload=workload,
+            request=request,
+            options=options,
+            rejected=rejected,
+        )
+    return _GpuSearch(tuple(options), tuple(rejected))
+
+
+# GPUs (or timed options) one remembered question keeps before it starts afresh: the catalog
+# has a few dozen; inline GPUs in the questions could otherwise grow it without bound.
+_REMEMBERED_PER_QUESTION = 512
+
+
+class _Remembered:
+    """What a plan's search found for one question (model, workload, request), per GPU, and
+    its options once timed: another plan asking the same question (any peak differs it)
+    reads them instead of sizing every candidate again. A GPU is a key by its value, so a
+    catalog GPU whose price or figures changed is searched afresh. Every value is frozen and
+    a function of its key, so plans in several threads at most compute one twice."""
+
+    __slots__ = ("arch", "request", "searches", "timings", "workload")
+
+    def __init__(self, arch: ModelArchitecture, workload: Workload, request: PlanRequest):
+        self.arch, self.workload, self.request = arch, workload, request
+        self.searches: dict[Gpu, _GpuSearch] = {}
+        self.timings: dict[tuple[Gpu, int, int], PlanOption] = {}
+
+    def search(self, gpu: Gpu) -> _GpuSearch:
+        found = self.searches.get(gpu)
+        if found is None:
+            if len(self.searches) >= _REMEMBERED_PER_QUESTION:
+                self.searches.clear()
+            found = _search_gpu(self.arch, gpu, self.workload, self.request, None)
+            self.searches[gpu] = found
+        return found
+
+    def timed(self, option: PlanOption) -> PlanOption:
+        key = (option.gpu, option.tensor_parallel_size, option.pipeline_parallel_size)
+        found = self.timings.get(key)
+        if found is None:
+            if len(self.timings) >= _REMEMBERED_PER_QUESTION:
+                self.timings.clear()
+            found = _timed(self.arch, option, self.request)
+            self.timings[key] = found
+        return found
+
+
+# Questions remembered: the most recent few dozen (an autoscaler or a page asks the same few
+# again); each holds its GPUs' options, so the bound keeps what the cycle collector walks small.
+@lru_cache(maxsize=64)
+def _remembered(arch: ModelArchitecture, workload: Workload, request: PlanRequest) -> _Remembered:
+    return _Remembered(arch, workload, request)
 
 
 MEMORY_CODES = frozenset({"weights-do-not-fit", "sequence-does-not-fit"})
@@ -513,8 +597,8 @@ def _option(
     outcome = _sized_option(
         arch, gpu, tp, workload=workload, request=request, calibrated_pool=calibrated_pool, pp=pp
     )
-    if isinstance(outcome, Rejection) and pp > 1:
-        return replace(outcome, pipeline_parallel_size=pp)
+    if isinstance(outcome, Rejection) and outcome.pipeline_parallel_size != pp:
+        return replace(outcome, pipeline_parallel_size=pp)  # a latency target's rejection
     return outcome
 
 
@@ -536,10 +620,10 @@ def _sized_option(
                 capacity, pool, arch=arch, gpu=gpu, workload=workload, options=request.engine
             )
     except SizingError as exc:
-        return Rejection(gpu, tp, exc.code, exc.reason)
+        return Rejection(gpu, tp, exc.code, exc.reason, pp)
     if not capacity.fits:
         code = "weights-do-not-fit" if capacity.kv_pool_bytes <= 0 else "sequence-does-not-fit"
-        return Rejection(gpu, tp, code, capacity.reason or "does not fit")
+        return Rejection(gpu, tp, code, capacity.reason or "does not fit", pp)
     fit = _fit_for(capacity, request.avg_context_tokens)
     if fit.sequences_that_fit == 0:
         # The start-up check passed, but the null block leaves too little for one sequence.
@@ -549,6 +633,7 @@ def _sized_option(
             "sequence-does-not-fit",
             f"one sequence needs {fit.blocks_per_sequence} blocks but only {fit.usable_blocks} "
             f"of the {capacity.num_gpu_blocks} blocks can be handed out",
+            pp,
         )
     replicas = _replicas(request, fit)
     if replicas > request.max_replicas:
@@ -558,6 +643,7 @@ def _sized_option(
             "too-many-replicas",
             f"needs {replicas} replicas of {tp * pp} GPUs, more than max_replicas "
             f"{request.max_replicas}",
+            pp,
         )
     outcome = None
     if request.targets.given:
@@ -565,9 +651,7 @@ def _sized_option(
         if isinstance(held, Rejection):
             return held
         fit, replicas, outcome = held
-    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas)
-    if pp > 1:
-        option = _across(option, pp)
+    option = _priced(gpu, tp, capacity, request, fit=fit, replicas=replicas, pp=pp)
     if outcome is None:
         return option
     slowed = (outcome,) if fit.latency_limit is not None else ()
@@ -694,9 +778,17 @@ def _replicas(request: PlanRequest, fit: _Fit) -> int:
 
 
 def _priced(
-    gpu: Gpu, tp: int, capacity: Capacity, request: PlanRequest, *, fit: _Fit, replicas: int
+    gpu: Gpu,
+    tp: int,
+    capacity: Capacity,
+    request: PlanRequest,
+    *,
+    fit: _Fit,
+    replicas: int,
+    pp: int = 1,
 ) -> PlanOption:
-    """The option with its headroom, warnings and cost."""
+    """The option with its headroom, warnings and cost; a replica of `pp` nodes of `tp` GPUs
+    (pipeline stages, one per node) has `tp x pp` GPUs, and costs as many."""
     demand = request.peak_concurrency * fit.blocks_per_sequence
     supply = replicas * fit.usable_blocks
     free_blocks = supply - demand
@@ -713,7 +805,7 @@ def _priced(
             f"the KV cache holds {fit.sequences_that_fit} sequences per replica but max_num_seqs "
             f"{cap} caps the batch; {why}"
         )
-    total = replicas * tp
+    total = replicas * tp * pp
     cost = None if gpu.price_usd_per_hour is None else round(total * gpu.price_usd_per_hour, 4)
     limit = capacity.max_num_seqs if fit.latency_limit is None else fit.latency_limit
     return PlanOption(
@@ -733,18 +825,7 @@ def _priced(
         concurrency_per_replica=min(
             fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas)
         ),
-    )
-
-
-def _across(option: PlanOption, pp: int) -> PlanOption:
-    """A replica of `pp` nodes of `tensor_parallel_size` GPUs: its GPUs and cost times pp."""
-    total = option.total_gpus * pp
-    price = option.gpu.price_usd_per_hour
-    return replace(
-        option,
         pipeline_parallel_size=pp,
-        total_gpus=total,
-        cost_per_hour_usd=None if price is None else round(total * price, 4),
     )
 
 
