@@ -77,6 +77,11 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("max_mamba_cache_size"),
     Option("max_attention_window", kind="list", help="TensorRT-LLM window per layer (repeatable)"),
     Option("weight_format"),
+    # issue 21: expert parallelism and decode context parallelism
+    Option("enable_expert_parallel", kind="switch"),
+    Option("num_redundant_experts"),
+    Option("enable_eplb", kind="switch"),
+    Option("decode_context_parallel_size"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

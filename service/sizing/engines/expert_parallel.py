@@ -106,7 +106,9 @@ def check_vllm_expert_parallel(
     tp, dp = parallel.tensor_parallel_size, parallel.data_parallel_size
     if flags.enable_eplb:
         if not flags.enable_expert_parallel:
-            raise SizingError("enable_eplb", "vLLM: enable_expert_parallel must be True to use EPLB")
+            raise SizingError(
+                "enable_eplb", "vLLM: enable_expert_parallel must be True to use EPLB"
+            )
         if tp * dp <= 1:
             raise SizingError(
                 "enable_eplb", f"vLLM: EPLB requires tensor or data parallelism (TP={tp}, DP={dp})"

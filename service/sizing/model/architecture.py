@@ -450,9 +450,7 @@ class ModelArchitecture:
         per_expert = 3 * moe.moe_intermediate_size * self.hidden_size
         parameters = moe.num_moe_layers * moe.num_experts * per_expert
         bits = self.weight_format.bits
-        return RoutedExperts(
-            parameters, -(-parameters * bits.numerator // (8 * bits.denominator))
-        )
+        return RoutedExperts(parameters, -(-parameters * bits.numerator // (8 * bits.denominator)))
 
     @property
     def is_hybrid(self) -> bool:
