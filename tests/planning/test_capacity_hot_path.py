@@ -108,6 +108,9 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "tensor_parallel_size": "2", "pipeline_parallel_size": "2", "data_parallel_size": "2",
         "peak_concurrency": "9", "avg_prompt_tokens": "9", "format": "csv",
         "field": "max_num_seqs", "dtype": "half", "allow_long_max_model_len": "true",
+        # issue 21: expert parallelism
+        "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",
+        "decode_context_parallel_size": "2",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here
