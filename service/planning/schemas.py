@@ -701,6 +701,14 @@ class PlanOptionOut(BaseModel):
     )
     nodes_per_replica: int = Field(1, description="Nodes one replica spans.")
     gpus_per_node: int = Field(description="GPUs of each node a replica uses.")
+    # issue 21: DP + EP layouts of a MoE model
+    data_parallel_size: int = Field(
+        1,
+        description="vLLM engine cores in one replica (--data-parallel-size with "
+        "--enable-expert-parallel: a MoE's experts spread over them, each its own KV pool); "
+        "max_num_seqs, kv_pool_bytes, kv_cache_tokens, num_gpu_blocks and max_concurrency are "
+        "then one DP rank's.",
+    )
     replicas: int
     total_gpus: int
     max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")

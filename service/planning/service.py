@@ -689,6 +689,7 @@ def _option_out(
         pipeline_parallel_size=option.pipeline_parallel_size,
         nodes_per_replica=option.nodes_per_replica,
         gpus_per_node=option.gpus_per_node,
+        data_parallel_size=option.data_parallel_size,
         replicas=option.replicas,
         total_gpus=option.total_gpus,
         max_num_seqs=option.max_num_seqs,

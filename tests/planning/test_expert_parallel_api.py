@@ -166,3 +166,18 @@ def test_the_cli_asks_the_same_question(
     same = client.get(f"{CAPACITY}?{DP8_EP}").json()
     for name in ("kv_cache_tokens", "kv_cache_tokens_total", "max_concurrency_total"):
         assert cli[name] == same[name], name
+
+
+def test_post_plans_recommends_dp8_ep_with_its_flags(client: TestClient) -> None:
+    question = {
+        "model": "deepseek-v3",
+        "gpus": ["h200-141gb"],
+        "max_model_len": 32768,
+        "peak_concurrency": 256,
+    }
+    answer = client.post("/v1/plans", json=question)
+    assert answer.status_code == 200, answer.text
+    options = [answer.json()["recommendation"], *answer.json()["alternatives"]]
+    dp8 = next(o for o in options if o["data_parallel_size"] == 8)
+    assert dp8["gpus_per_node"] == 8
+    assert "--data-parallel-size 8 --enable-expert-parallel" in dp8["engine_flags"]["vllm"]

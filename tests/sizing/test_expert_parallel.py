@@ -25,6 +25,7 @@ scales, kv_lora_rank 512, qk_rope_head_dim 64):
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from service.sizing.engines.common import Engine, EngineOptions, Gpu, Parallelis
 from service.sizing.engines.expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel
 from service.sizing.errors import SizingError
 from service.sizing.model.architecture import ModelArchitecture
+from service.sizing.planning.planner import PlanRequest, plan
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 # the catalog's h200-141gb: total memory as the CUDA runtime reports it
@@ -225,3 +227,29 @@ def test_dcp_must_divide_tp_and_needs_a_release_that_serves_it(v3: ModelArchitec
             ),
         )
     assert old.value.field == "decode_context_parallel_size"
+
+
+# ---- the planner tries DP + EP beside the TP layouts --------------------------------------
+
+
+def test_the_plan_offers_dp8_ep_beside_tp8(v3: ModelArchitecture) -> None:
+    priced = replace(H200, price_usd_per_hour=3.0)
+    answer = plan(v3, [priced], PlanRequest(max_model_len=32768, peak_concurrency=256))
+    options = [answer.recommendation, *answer.alternatives]
+    dp8 = next(o for o in options if o is not None and o.data_parallel_size == 8)
+    tp8 = next(o for o in options if o is not None and o.tensor_parallel_size == 8)
+    rank = size(v3, Parallelism(1, 1, 8), EP)
+    # a replica is the 8 DP ranks: 8 x the sequences one rank's pool holds
+    assert dp8.sequences_per_replica == 8 * rank.max_num_seqs
+    assert dp8.gpus_per_node == 8
+    assert dp8.total_gpus == 8 * dp8.replicas
+    # max_num_seqs is per DP rank, as vLLM's --max-num-seqs is
+    assert dp8.max_num_seqs == rank.max_num_seqs
+    vllm = dp8.engine_flags["vllm"]
+    assert "--data-parallel-size 8" in vllm
+    assert "--enable-expert-parallel" in vllm
+    assert "--tensor-parallel-size 1" in vllm
+    assert "sglang" not in dp8.engine_flags  # SGLang's DP attention is not modelled
+    # fewer GPUs for the same peak: DP 8 holds 8 pools of whole latents, TP 8 one
+    assert dp8.total_gpus < tp8.total_gpus
+    assert answer.recommendation is dp8
