@@ -245,6 +245,9 @@ _VLLM_ARGS: tuple[tuple[str, KeySpec], ...] = (
     ("max_num_seqs", _k("settings", "max_num_seqs", "count")),
     ("enable_prefix_caching", _k("settings", "enable_prefix_caching", "flag")),
     ("enforce_eager", _k("settings", "enforce_eager", "flag")),
+    # issue 21
+    ("enable_expert_parallel", _k("settings", "enable_expert_parallel", "flag")),
+    ("decode_context_parallel_size", _k("settings", "decode_context_parallel_size", "count")),
 )
 
 _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (

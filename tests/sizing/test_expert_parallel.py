@@ -85,7 +85,7 @@ def test_dp8_ep_holds_32_whole_experts_and_the_rest_whole_on_every_rank(
 ) -> None:
     dp8 = size(v3, Parallelism(1, 1, 8), EP)
     # 256 experts / EP 8 = 32 per rank: 32 x 2,554,954,752 = 81,758,552,064 B, plus the rest
-    # whole at TP 1: 19,082,165,600 -> 100,840,717,664 B (93.91 GiB)
+    # whole at TP 1: 19,082,165,600 -> 100,840,717,664 B (93.92 GiB)
     assert dp8.weights_bytes_per_gpu == 32 * PER_EXPERT + REST == 100_840_717_664
     assert dp8.budget.weights_bytes == 100_840_717_664 + ROTARY
     assert dp8.engine_settings["expert_parallel_size"] == 8
@@ -97,7 +97,7 @@ def test_dp8_ep_holds_32_whole_experts_and_the_rest_whole_on_every_rank(
 
 def test_tp8_shards_every_weight_eightfold(v3: ModelArchitecture) -> None:
     tp8 = size(v3, Parallelism(8, 1, 1))
-    # 673,150,582,112 / 8 = 84,143,822,764 B (78.36 GiB)
+    # 673,150,582,112 / 8 = 84,143,822,764 B (78.37 GiB)
     assert tp8.weights_bytes_per_gpu == -(-(ROUTED + REST) // 8) == 84_143_822_764
     assert tp8.budget.weights_bytes == 84_143_822_764 + ROTARY
 
@@ -119,8 +119,9 @@ def test_dp8_holds_eight_pools_of_its_own_sequences_tp8_one(v3: ModelArchitectur
     # TP 8 is one engine: its 8 GPUs hold one pool of replicated latents
     assert tp8.kv_cache_tokens_total == tp8.kv_cache_tokens
     # DP 8 spends 100,840,717,664 - 84,143,822,764 = 16,696,894,900 B more on weights per
-    # GPU (its 14.85 B of every attention, dense and embedding weight), yet holds more
-    # sequences: 8 pools against one
+    # GPU (the 19,082,165,600 B of attention, dense layers and embeddings whole, where TP 8
+    # holds an eighth of everything), so each rank's pool is smaller; yet 8 pools of whole
+    # latents hold more than TP 8's one (8 x 31.27 GB against 45.69 GB on this GPU: 5.5x)
     assert dp8.kv_pool_bytes < tp8.kv_pool_bytes
     assert dp8.kv_cache_tokens_total > 5 * tp8.kv_cache_tokens_total
 
