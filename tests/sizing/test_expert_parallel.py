@@ -254,3 +254,20 @@ def test_the_plan_offers_dp8_ep_beside_tp8(v3: ModelArchitecture) -> None:
     # fewer GPUs for the same peak: DP 8 holds 8 pools of whole latents, TP 8 one
     assert dp8.total_gpus < tp8.total_gpus
     assert answer.recommendation is dp8
+
+
+def test_without_the_experts_share_ep_over_tp_alone_still_answers(v3: ModelArchitecture) -> None:
+    unknown = replace(v3, routed_experts_known=None)
+    assert unknown.routed_experts is None
+    # EP 8 over TP 8: 256 / 8 = 32 whole experts a rank, the bytes of 1/8 of every expert
+    tp8_ep = size(unknown, Parallelism(8), EP)
+    assert tp8_ep.weights_bytes_per_gpu == size(v3, Parallelism(8)).weights_bytes_per_gpu
+    assert tp8_ep.engine_settings["local_num_experts"] == 32
+    # across DP ranks the dense layers are not sharded like the experts: the share is needed
+    with pytest.raises(SizingError) as refused:
+        size(unknown, Parallelism(1, 1, 8), EP)
+    assert refused.value.field == "enable_expert_parallel"
+    # DP without EP is answered at 1/TP of every weight, with a warning saying it is more
+    dp8 = size(unknown, Parallelism(1, 1, 8))
+    assert dp8.weights_bytes_per_gpu == ROUTED + REST
+    assert any("experts' share" in warning for warning in dp8.warnings)

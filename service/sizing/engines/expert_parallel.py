@@ -159,6 +159,17 @@ def vllm_rank_weights(
     if arch.moe is None or (dp == 1 and not use_ep):
         return None
     routed = _routed_bytes(arch, weights_total, weight_format)
+    experts = arch.moe.num_experts
+    if routed is None and dp == 1 and not flags.num_redundant_experts and experts % tp == 0:
+        # EP over the TP ranks alone: experts / TP whole experts a rank hold the bytes 1/TP of
+        # each would, so the experts' share is not needed
+        return RankWeights(
+            bytes_per_gpu=cdiv(weights_total, tp * pp),
+            expert_parallel_size=tp,
+            local_num_experts=experts // tp,
+            note=f"expert parallel {tp} (TP {tp}): {experts // tp} of {experts} experts on this "
+            "rank, the same bytes as 1/TP of every expert",
+        )
     if routed is None:
         if use_ep:
             raise SizingError(
@@ -178,7 +189,6 @@ def vllm_rank_weights(
             ),
         )
     dense_per_gpu = cdiv(weights_total - routed, tp * pp)
-    experts = arch.moe.num_experts
     if not use_ep:
         return RankWeights(
             bytes_per_gpu=dense_per_gpu + cdiv(routed, dp * tp * pp),
