@@ -338,7 +338,15 @@ class CapacityFields(EngineFields):
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
-    data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
+    data_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Replicas of the engine (vLLM `--data-parallel-size`, `-dp`): each its own KV "
+        "pool; the answer's figures are one replica's, `*_total` the deployment's. vLLM shards a "
+        "MoE model's experts over all data_parallel_size x tensor_parallel_size GPUs "
+        "(enable_expert_parallel says how).",
+    )
     peak_concurrency: int | None = Field(
         None,
         ge=1,
