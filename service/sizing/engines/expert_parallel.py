@@ -159,35 +159,9 @@ def vllm_rank_weights(
     if arch.moe is None or (dp == 1 and not use_ep):
         return None
     routed = _routed_bytes(arch, weights_total, weight_format)
-    experts = arch.moe.num_experts
-    if routed is None and dp == 1 and not flags.num_redundant_experts and experts % tp == 0:
-        # EP over the TP ranks alone: experts / TP whole experts a rank hold the bytes 1/TP of
-        # each would, so the experts' share is not needed
-        return RankWeights(
-            bytes_per_gpu=cdiv(weights_total, tp * pp),
-            expert_parallel_size=tp,
-            local_num_experts=experts // tp,
-            note=f"expert parallel {tp} (TP {tp}): {experts // tp} of {experts} experts on this "
-            "rank, the same bytes as 1/TP of every expert",
-        )
     if routed is None:
-        if use_ep:
-            raise SizingError(
-                "enable_expert_parallel",
-                "the routed experts' share of the weights is unknown for this model (give it "
-                "as an hf_config, or moe.num_moe_layers): kvplan cannot place them on EP ranks",
-            )
-        return RankWeights(
-            bytes_per_gpu=cdiv(weights_total, tp * pp),
-            expert_parallel_size=1,
-            local_num_experts=None,
-            note=None,
-            warning=(
-                f"vLLM shards a MoE model's experts over DP x TP = {dp * tp} GPUs; the experts' "
-                "share of this model's weights is unknown, so each GPU is charged 1/TP of all "
-                "its weights (more than it holds: the pool is understated)"
-            ),
-        )
+        return _without_experts_share(arch, weights_total, parallel, flags, use_ep=use_ep)
+    experts = arch.moe.num_experts
     dense_per_gpu = cdiv(weights_total - routed, tp * pp)
     if not use_ep:
         return RankWeights(
@@ -212,6 +186,52 @@ def vllm_rank_weights(
             + f"on this rank, {routed // experts} B each; attention, dense layers and "
             f"embeddings ({weights_total - routed} B) over TP {tp}"
             + (" (whole on every DP rank)" if tp == 1 else "")
+        ),
+    )
+
+
+def _without_experts_share(
+    arch: ModelArchitecture,
+    weights_total: int,
+    parallel: Parallelism,
+    flags: ExpertParallel,
+    *,
+    use_ep: bool,
+) -> RankWeights:
+    """A MoE whose experts' share of the weights is unknown (a catalog entry without a config
+    or moe.num_moe_layers): answered where the share is not needed, refused or warned where
+    it is."""
+    tp, pp, dp = (
+        parallel.tensor_parallel_size,
+        parallel.pipeline_parallel_size,
+        parallel.data_parallel_size,
+    )
+    experts = arch.moe.num_experts if arch.moe is not None else 1
+    if dp == 1 and not flags.num_redundant_experts and experts % tp == 0:
+        # EP over the TP ranks alone: experts / TP whole experts a rank hold the bytes 1/TP of
+        # each would, so the experts' share is not needed
+        return RankWeights(
+            bytes_per_gpu=cdiv(weights_total, tp * pp),
+            expert_parallel_size=tp,
+            local_num_experts=experts // tp,
+            note=f"expert parallel {tp} (TP {tp}): {experts // tp} of {experts} experts on this "
+            "rank, the same bytes as 1/TP of every expert",
+        )
+    if use_ep:
+        raise SizingError(
+            "enable_expert_parallel",
+            "the routed experts' share of the weights is unknown for this model (give it as an "
+            "hf_config, or moe.num_moe_layers): kvplan cannot place them on EP ranks",
+        )
+    return RankWeights(
+        bytes_per_gpu=cdiv(weights_total, tp * pp),
+        expert_parallel_size=1,
+        local_num_experts=None,
+        note=None,
+        warning=(
+            f"vLLM shards a MoE model's experts over DP x TP = {dp * tp} GPUs; the experts' "
+            "share of this model's weights is unknown, so each GPU is charged 1/TP of all its "
+            "weights (more than it holds: the pool is understated)"
         ),
     )
 
