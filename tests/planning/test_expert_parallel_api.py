@@ -181,3 +181,10 @@ def test_post_plans_recommends_dp8_ep_with_its_flags(client: TestClient) -> None
     dp8 = next(o for o in options if o["data_parallel_size"] == 8)
     assert dp8["gpus_per_node"] == 8
     assert "--data-parallel-size 8 --enable-expert-parallel" in dp8["engine_flags"]["vllm"]
+
+
+def test_the_memory_picture_draws_one_dp_rank(client: TestClient) -> None:
+    picture = client.get(f"/v1/pictures/memory-budget?{DP8_EP}&format=svg")
+    assert picture.status_code == 200, picture.text
+    refused = client.get(f"/v1/pictures/memory-budget?{V3}&data_parallel_size=8&enable_eplb=true")
+    assert problem(refused, 422)["field"] == "enable_eplb"
