@@ -119,6 +119,10 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("ep_size", "SGLang, TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("enable_dp_attention", "SGLang", "attention's KV split over ranks", switch=True),
+    # SGLang 0.5.23's spelling of DP attention (server_args.py: "Use --attn-dp-size <dp-size>
+    # instead of --dp-size <dp-size> --enable-dp-attention")
+    Unmodelled("attn_dp_size", "SGLang", "attention's KV split over ranks"),
+    Unmodelled("ep_num_redundant_experts", "SGLang", "redundant experts' weights"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
     Unmodelled("cpu_offload_gb", "vLLM, SGLang", "the weights kept on the GPU"),
     Unmodelled("kv_offloading_size", "vLLM", "the KV cache kept off the GPU"),
