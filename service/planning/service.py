@@ -444,7 +444,7 @@ _ONE_ENGINE_FLAGS = (
 
 # EngineOptions fields that hold one role's small dataclass, built from the request's fields
 # of the same names (issue 21).
-_NESTED_OPTIONS: dict[str, type[ExpertParallel]] = {"expert_parallel": ExpertParallel}
+_NESTED_OPTIONS: dict[str, type[Any]] = {"expert_parallel": ExpertParallel}
 _ENGINE_OPTIONS = tuple(
     f.name for f in dataclasses.fields(EngineOptions) if f.name not in _NESTED_OPTIONS
 )
