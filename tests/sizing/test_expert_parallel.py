@@ -271,3 +271,16 @@ def test_without_the_experts_share_ep_over_tp_alone_still_answers(v3: ModelArchi
     dp8 = size(unknown, Parallelism(1, 1, 8))
     assert dp8.weights_bytes_per_gpu == ROUTED + REST
     assert any("experts' share" in warning for warning in dp8.warnings)
+
+
+def test_a_release_before_the_ones_read_is_sized_with_a_warning(v3: ModelArchitecture) -> None:
+    old = compute_capacity(
+        v3,
+        H200,
+        Workload(32768),
+        Parallelism(1, 1, 8),
+        EngineOptions(engine_version="0.10.2", expert_parallel=EP),
+    )
+    assert old.weights_bytes_per_gpu == 32 * PER_EXPERT + REST
+    assert any("read in vLLM 0.11.0 and 0.33.0" in warning for warning in old.warnings)
+    assert not any("read in vLLM" in w for w in size(v3, Parallelism(1, 1, 8), EP).warnings)

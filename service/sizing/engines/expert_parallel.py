@@ -56,6 +56,9 @@ if TYPE_CHECKING:  # common.py holds an ExpertParallel in EngineOptions
 
 Version = tuple[int, int, int]
 
+# FusedMoEParallelConfig.make and determine_expert_map as above, read in the 0.11.0 and 0.33.0
+# wheels; earlier releases are sized by the same rule, with a warning saying so.
+VLLM_EXPERT_PLACEMENT_READ: Version = (0, 11, 0)
 VLLM_DCP_MLA: Version = (0, 11, 0)  # MLA common backend's dcp_world_size, first in 0.11.0
 VLLM_DCP_GQA: Version = (0, 14, 0)  # FlashAttention backend's dcp_world_size, read in 0.14.0
 VLLM_DCP_SPARSE_MLA: Version = (0, 33, 0)  # flashmla_sparse.py supports_dcp, read in 0.33.0
@@ -283,6 +286,18 @@ def check_vllm_dcp(
             f"vLLM {label}: kvplan sizes DCP for this attention from vLLM "
             f"{'.'.join(map(str, first))} (the first release it read DCP in for it)",
         )
+
+
+def expert_placement_note(
+    rank: RankWeights | None, version: Version, label: str
+) -> tuple[str, ...]:
+    """A warning where a release older than kvplan read places the experts."""
+    if rank is None or version >= VLLM_EXPERT_PLACEMENT_READ:
+        return ()
+    return (
+        f"vLLM {label}: the experts' placement over DP x TP ranks was read in vLLM 0.11.0 and "
+        "0.33.0 (FusedMoEParallelConfig.make) and is applied to this earlier release",
+    )
 
 
 def dcp_tokens_per_rank(max_model_len: int, decode_context_parallel_size: int) -> int:

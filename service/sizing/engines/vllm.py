@@ -57,7 +57,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
-from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank
+from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank, expert_placement_note
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
@@ -1202,7 +1202,10 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
             blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release, dcp
         ),
         engine_settings=_settings(release, flags, budget, blocks.layout, inputs),
-        warnings=inputs.warnings + blocks.layout.notes + ((note,) if note else ()),
+        warnings=inputs.warnings
+        + blocks.layout.notes
+        + ((note,) if note else ())
+        + expert_placement_note(inputs.facts.rank_weights, release.version, release.label),
         fits=reason is None,
         reason=reason,
         max_model_len_that_fits=longest,
