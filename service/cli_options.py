@@ -87,6 +87,11 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     # issue 21: what held-out logs showed is missing
     Option("disable_custom_all_reduce", kind="switch"),
     Option("engine_rules_version"),
+    # issue 21: expert parallelism and decode context parallelism
+    Option("enable_expert_parallel", kind="switch"),
+    Option("num_redundant_experts"),
+    Option("enable_eplb", kind="switch"),
+    Option("decode_context_parallel_size"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

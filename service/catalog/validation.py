@@ -81,6 +81,18 @@ def check_moe(arch: ModelArchitecture, prefix: str) -> None:
             raise out_of_bounds(f"{prefix}.moe.{name}", f"must be an integer, got {value!r}")
         if value < minimum:
             raise out_of_bounds(f"{prefix}.moe.{name}", f"must be >= {minimum}", ge=minimum)
+    layers = moe.num_moe_layers
+    if layers is not None and (
+        isinstance(layers, bool)
+        or not isinstance(layers, int)
+        or not 1 <= layers <= arch.num_layers
+    ):
+        raise out_of_bounds(
+            f"{prefix}.moe.num_moe_layers",
+            f"must be an integer from 1 to the model's {arch.num_layers} layers, got {layers!r}",
+            ge=1,
+            le=arch.num_layers,
+        )
     if moe.experts_per_token > moe.num_experts:
         raise out_of_bounds(
             f"{prefix}.moe.experts_per_token",

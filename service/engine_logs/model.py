@@ -66,6 +66,9 @@ class Settings:
     chunked_prefill_size: int | None = None
     max_prefill_tokens: int | None = None
     max_total_tokens: int | None = None
+    # issue 21: vLLM's expert and decode context parallelism (non-default args).
+    enable_expert_parallel: bool | None = None
+    decode_context_parallel_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

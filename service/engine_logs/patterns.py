@@ -246,6 +246,9 @@ _VLLM_ARGS: tuple[tuple[str, KeySpec], ...] = (
     ("enable_prefix_caching", _k("settings", "enable_prefix_caching", "flag")),
     ("enforce_eager", _k("settings", "enforce_eager", "flag")),
     ("disable_custom_all_reduce", _k("settings", "disable_custom_all_reduce", "flag")),
+    # issue 21
+    ("enable_expert_parallel", _k("settings", "enable_expert_parallel", "flag")),
+    ("decode_context_parallel_size", _k("settings", "decode_context_parallel_size", "count")),
 )
 
 _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (

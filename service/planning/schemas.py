@@ -73,6 +73,8 @@ CapacityField = Literal[
     "total_max_num_seqs",
     "kv_cache_tokens",
     "max_concurrency",
+    "kv_cache_tokens_total",
+    "max_concurrency_total",
     "num_gpu_blocks",
     "kv_pool_bytes",
     "kv_bytes_per_token",
@@ -268,6 +270,34 @@ class EngineFields(BaseModel):
         "which rules sized it.",
         examples=["0.20.1"],
     )
+    # issue 21: expert parallelism and decode context parallelism (vLLM's flags;
+    # sizing/engines/expert_parallel.py)
+    enable_expert_parallel: bool = Field(
+        False,
+        description="vLLM `--enable-expert-parallel` (`-ep`): a MoE's experts placed whole on "
+        "the data_parallel_size x tensor_parallel_size ranks (expert-parallel size DP x TP), "
+        "where without it vLLM tensor-shards each expert over those ranks. Attention and dense "
+        "layers stay sharded over TP inside each DP rank, whole at TP 1; each DP rank keeps its "
+        "own KV pool (kv_cache_tokens per rank, kv_cache_tokens_total for the deployment).",
+    )
+    num_redundant_experts: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="vLLM `--eplb-config '{\"num_redundant_experts\": N}'`: extra expert "
+        "copies spread over the EP ranks (needs enable_eplb).",
+    )
+    enable_eplb: bool = Field(
+        False, description="vLLM `--enable-eplb`: expert load balancing (needs expert parallel)."
+    )
+    decode_context_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="vLLM `--decode-context-parallel-size` (`-dcp`): one sequence's KV "
+        "interleaved over this many of the TP ranks, each keeping 1/dcp of its tokens; must "
+        "divide tensor_parallel_size. Full attention and MLA only.",
+    )
 
 
 class InlineGpu(BaseModel):
@@ -373,7 +403,15 @@ class CapacityFields(EngineFields):
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     pipeline_parallel_size: int = Field(1, ge=1, le=64)
-    data_parallel_size: int = Field(1, ge=1, le=4096, description="Replicas of the engine.")
+    data_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Replicas of the engine (vLLM `--data-parallel-size`, `-dp`): each its own KV "
+        "pool; the answer's figures are one replica's, `*_total` the deployment's. vLLM shards a "
+        "MoE model's experts over all data_parallel_size x tensor_parallel_size GPUs "
+        "(enable_expert_parallel says how).",
+    )
     peak_concurrency: int | None = Field(
         None,
         ge=1,
@@ -531,6 +569,14 @@ class CapacityAnswer(BaseModel):
     max_concurrency: float = Field(description="As the engine logs 'Maximum concurrency'.")
     max_num_seqs: int = Field(description="Whole sequences at max_model_len per replica.")
     total_max_num_seqs: int = Field(description="max_num_seqs x data_parallel_size.")
+    # issue 21: each DP rank's engine logs its own pool; the deployment's is DP times it.
+    kv_cache_tokens_total: int = Field(
+        description="kv_cache_tokens x data_parallel_size: the deployment's KV tokens (each DP "
+        "rank logs its own)."
+    )
+    max_concurrency_total: float = Field(
+        description="max_concurrency x data_parallel_size, for the deployment."
+    )
     peak_concurrency: int | None = Field(None, description="As asked.")
     replicas_for_peak_concurrency: int | None = Field(
         None,
@@ -765,6 +811,14 @@ class PlanOptionOut(BaseModel):
     )
     nodes_per_replica: int = Field(1, description="Nodes one replica spans.")
     gpus_per_node: int = Field(description="GPUs of each node a replica uses.")
+    # issue 21: DP + EP layouts of a MoE model
+    data_parallel_size: int = Field(
+        1,
+        description="vLLM engine cores in one replica (--data-parallel-size with "
+        "--enable-expert-parallel: a MoE's experts spread over them, each its own KV pool); "
+        "max_num_seqs, kv_pool_bytes, kv_cache_tokens, num_gpu_blocks and max_concurrency are "
+        "then one DP rank's.",
+    )
     replicas: int
     total_gpus: int
     max_num_seqs: int = Field(description="Per replica (engine instance), at max_model_len.")

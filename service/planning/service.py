@@ -30,6 +30,7 @@ from ..sizing import (
     Capacity,
     Engine,
     EngineOptions,
+    ExpertParallel,
     Gpu,
     LatencyTargets,
     ModelArchitecture,
@@ -463,10 +464,35 @@ _ONE_ENGINE_FLAGS = (
 )
 
 
-_ENGINE_OPTIONS = tuple(f.name for f in dataclasses.fields(EngineOptions))
+# EngineOptions fields that hold one role's small dataclass, built from the request's fields
+# of the same names (issue 21).
+_NESTED_OPTIONS: dict[str, type[Any]] = {"expert_parallel": ExpertParallel}
+_ENGINE_OPTIONS = tuple(
+    f.name for f in dataclasses.fields(EngineOptions) if f.name not in _NESTED_OPTIONS
+)
 _ENGINE_VALUES = operator.attrgetter(*_ENGINE_OPTIONS)  # one C call for the twenty fields
 _ENGINE_AT = _ENGINE_OPTIONS.index("engine")
 _WINDOW_AT = _ENGINE_OPTIONS.index("max_attention_window")
+_NESTED_VALUES = {
+    name: (role, operator.attrgetter(*(f.name for f in dataclasses.fields(role))))
+    for name, role in _NESTED_OPTIONS.items()
+}
+
+
+def _nested_options(fields: EngineFields) -> tuple[tuple[str, Any], ...]:
+    """Each role's dataclass, from the request's fields of its fields' names."""
+    out = []
+    for name, (role, values) in _NESTED_VALUES.items():
+        names = [f.name for f in dataclasses.fields(role)]
+        out.append((name, _interned_role(name, tuple(zip(names, values(fields), strict=True)))))
+    return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def _interned_role(name: str, values: tuple[tuple[str, Any], ...]) -> Any:
+    return _NESTED_OPTIONS[name](**dict(values))
+
+
 _ONE_ENGINE_VALUES = operator.attrgetter(*(name for name, _ in _ONE_ENGINE_FLAGS))
 
 
@@ -484,14 +510,16 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine
     values[_WINDOW_AT] = None if window is None else tuple(window)
-    return _interned_options(tuple(values))
+    return _interned_options(tuple(values), _nested_options(fields))
 
 
 # One EngineOptions per set of flags: building one sets 20 frozen fields, and the sizing core's
 # memos keyed by it compare a shared one by identity instead of field by field.
 @lru_cache(maxsize=512)
-def _interned_options(values: tuple[Any, ...]) -> EngineOptions:
-    return EngineOptions(**dict(zip(_ENGINE_OPTIONS, values, strict=True)))
+def _interned_options(
+    values: tuple[Any, ...], nested: tuple[tuple[str, Any], ...] = ()
+) -> EngineOptions:
+    return EngineOptions(**dict(zip(_ENGINE_OPTIONS, values, strict=True)), **dict(nested))
 
 
 def _default_context(
@@ -591,6 +619,8 @@ def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
         "max_concurrency": capacity.max_concurrency,
         "max_num_seqs": capacity.max_num_seqs,
         "total_max_num_seqs": capacity.total_max_num_seqs,
+        "kv_cache_tokens_total": capacity.kv_cache_tokens_total,
+        "max_concurrency_total": capacity.max_concurrency_total,
         "peak_concurrency": peak_concurrency,
         "replicas_for_peak_concurrency": (
             None if peak_concurrency is None else capacity.replicas_for(peak_concurrency)
@@ -711,6 +741,7 @@ def _option_out(
         pipeline_parallel_size=option.pipeline_parallel_size,
         nodes_per_replica=option.nodes_per_replica,
         gpus_per_node=option.gpus_per_node,
+        data_parallel_size=option.data_parallel_size,
         replicas=option.replicas,
         total_gpus=option.total_gpus,
         max_num_seqs=option.max_num_seqs,

@@ -17,6 +17,7 @@ from .engines import calibration as engines_calibration
 from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
+from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
@@ -79,6 +80,7 @@ __all__ = [
     "Capacity",
     "Engine",
     "EngineOptions",
+    "ExpertParallel",
     "FitReport",
     "FloatDtype",
     "GiB",

@@ -26,6 +26,12 @@ from .engines.common import (
     SizingInputs,
     Workload,
 )
+from .engines.expert_parallel import (
+    ExpertParallel,
+    RankWeights,
+    check_vllm_expert_parallel,
+    vllm_rank_weights,
+)
 from .engines.kv import kv_bytes_per_token, packed_mla, sequence_breakdown
 from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.offload import check_offload_flags
@@ -77,10 +83,14 @@ def compute_capacity(
     else:
         backend_decided = False
     stages = _check_parallelism(arch, gpu, parallel)
+    warnings.extend(_check_expert_parallel(arch, parallel, engine))
     warnings.extend(_check_workload(arch, workload, engine, backend_said=backend_decided))
     note = weights_note(arch, engine)
     if note is not None:
         warnings.append(note)
+    facts = model_facts(arch, stages, workload, parallel, engine)
+    if facts.rank_weights is not None and facts.rank_weights.warning is not None:
+        warnings.append(facts.rank_weights.warning)
     inputs = SizingInputs(
         arch=arch,
         stages=stages,
@@ -88,7 +98,7 @@ def compute_capacity(
         workload=workload,
         parallel=parallel,
         engine=engine,
-        facts=model_facts(arch, stages, workload, parallel, engine),
+        facts=facts,
         warnings=tuple(warnings),
     )
     match engine.engine:
@@ -128,6 +138,33 @@ def _check_parallelism(
     if parallel.data_parallel_size < 1:
         raise SizingError("data_parallel_size", "must be at least 1")
     return tuple(stages)
+
+
+def _check_expert_parallel(
+    arch: ModelArchitecture, parallel: Parallelism, engine: EngineOptions
+) -> tuple[str, ...]:
+    """vLLM's expert- and context-parallel flags (engines/expert_parallel.py); the other
+    engines' own spellings are refused at the door, and vLLM's are refused for them here."""
+    flags = engine.expert_parallel
+    if engine.engine is Engine.VLLM:
+        return check_vllm_expert_parallel(arch, parallel, flags)
+    if flags.asked:
+        asked = next(
+            name
+            for name in (
+                "enable_expert_parallel",
+                "num_redundant_experts",
+                "enable_eplb",
+                "decode_context_parallel_size",
+            )
+            if getattr(flags, name) != getattr(ExpertParallel(), name)
+        )
+        raise SizingError(
+            asked,
+            f"{asked} is vLLM's flag; kvplan models expert and context parallelism for vLLM "
+            f"only, not for {engine.engine.value}",
+        )
+    return ()
 
 
 def _check_workload(
@@ -200,6 +237,7 @@ def model_facts(
         parallel,
         weights_needed=engine.kv_pool_bytes is None,
         weight_format=engine.weight_format,
+        expert_parallel=engine.expert_parallel if engine.engine is Engine.VLLM else None,
     )
     return ModelFacts(
         kv_cache_dtype=dtype,
@@ -212,6 +250,7 @@ def model_facts(
         sequence=sequence,
         weights_bytes=per_token.weights_bytes,
         weights_bytes_per_gpu=per_token.weights_bytes_per_gpu,
+        rank_weights=per_token.rank_weights,
     )
 
 
@@ -224,6 +263,7 @@ class _PerTokenFacts:
     kv_bytes_per_token_per_gpu: int
     weights_bytes: int
     weights_bytes_per_gpu: int
+    rank_weights: RankWeights | None
 
 
 # Memoised without the context: dashboards ask one model and layout at many max_model_len.
@@ -236,9 +276,17 @@ def _per_token_facts(
     *,
     weights_needed: bool,
     weight_format: WeightFormat | None,
+    expert_parallel: ExpertParallel | None = None,
 ) -> _PerTokenFacts:
+    """`expert_parallel`: vLLM's flags (None for the other engines, whose DP is whole replicas:
+    SGLang's DataParallelController without DP attention)."""
     tp = parallel.tensor_parallel_size
     weights = _weights_if_needed(arch, weights_needed=weights_needed, weight_format=weight_format)
+    rank = (
+        None
+        if expert_parallel is None or not weights
+        else vllm_rank_weights(arch, weights, parallel, expert_parallel, weight_format)
+    )
     return _PerTokenFacts(
         kv_element_bytes=kv_cache_dtype.bytes_at(arch.dtype),
         kv_bytes_per_token=kv_bytes_per_token(arch, kv_cache_dtype),
@@ -246,6 +294,11 @@ def _per_token_facts(
             kv_bytes_per_token(stage, kv_cache_dtype, tp) for stage in stages
         ),
         weights_bytes=weights,
-        # Weights shard across TP ranks and PP stages.
-        weights_bytes_per_gpu=weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size),
+        # Weights shard across TP ranks and PP stages; a MoE's experts over DP x TP in vLLM.
+        weights_bytes_per_gpu=(
+            weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size)
+            if rank is None
+            else rank.bytes_per_gpu
+        ),
+        rank_weights=rank,
     )

@@ -113,6 +113,9 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "enable_hierarchical_cache": "true", "hicache_ratio": "2", "hicache_size": "10",
         "cpu_offload_gb": "4",
         "disable_custom_all_reduce": "true", "engine_rules_version": "0.10.1",
+        # issue 21: expert parallelism
+        "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",
+        "decode_context_parallel_size": "2",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

@@ -13,7 +13,16 @@ from service.planning.service import engine_options
 from service.sizing import EngineOptions
 from service.sizing.planning.planner import PlanRequest
 
-ENGINE_OPTIONS = {f.name for f in dataclasses.fields(EngineOptions)}
+# A field holding one role's small dataclass (issue 21: `expert_parallel`) is reached through
+# its own fields, each a parameter of the same name.
+NESTED = {
+    f.name: {g.name for g in dataclasses.fields(f.default)}
+    for f in dataclasses.fields(EngineOptions)
+    if dataclasses.is_dataclass(f.default)
+}
+ENGINE_OPTIONS = {f.name for f in dataclasses.fields(EngineOptions) if f.name not in NESTED}.union(
+    *NESTED.values()
+)
 # PlanRequest.engine is the EngineOptions above, built from the request's engine fields.
 PLAN_OPTIONS = {f.name for f in dataclasses.fields(PlanRequest)} - {"engine"}
 
@@ -61,6 +70,13 @@ SHARED_FLAGS: dict[str, Any] = {
     "disable_hybrid_kv_cache_manager": True,
     "weight_format": "fp8",
 }
+# issue 21: vLLM's expert- and context-parallel flags, carried in EngineOptions.expert_parallel
+NESTED_FLAGS: dict[str, Any] = {
+    "enable_expert_parallel": True,
+    "num_redundant_experts": 32,
+    "enable_eplb": True,
+    "decode_context_parallel_size": 2,
+}
 ENGINE_FLAGS: dict[str, dict[str, Any]] = {
     "vllm": {"gpu_memory_utilization": 0.8},
     "sglang": {
@@ -82,6 +98,13 @@ def test_engine_options_carry_every_flag_under_its_own_name(engine: str) -> None
     for name, value in flags.items():
         expected = tuple(value) if isinstance(value, list) else value
         assert getattr(options, name) == expected, name
+
+
+def test_engine_options_carry_the_expert_parallel_flags_under_their_own_names() -> None:
+    request = CapacityRequest(model="deepseek-v3", gpu="h200-sxm-141gb", **NESTED_FLAGS)
+    options = engine_options(request)
+    for name, value in NESTED_FLAGS.items():
+        assert getattr(options.expert_parallel, name) == value, name
 
 
 # GET /v1/plans answers the POST question from query parameters: no field may be POST-only.

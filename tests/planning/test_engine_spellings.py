@@ -209,8 +209,8 @@ def test_a_memory_flag_is_refused_in_bodies_and_tables_too(client: TestClient) -
     )
     assert body["field"] == "enable_lora"
     question = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 4}
-    body = problem(client.post("/v1/plans", json={**question, "enable_expert_parallel": True}), 422)
-    assert body["field"] == "enable_expert_parallel"
+    body = problem(client.post("/v1/plans", json={**question, "enable_dp_attention": True}), 422)
+    assert body["field"] == "enable_dp_attention"
     csv_body = "model,max_model_len,peak_concurrency,max_loras\nllama-3.1-8b,8192,4,2\n"
     body = problem(client.post("/v1/plans", content=csv_body, headers=CSV), 422)
     assert body["field"] == "max_loras"

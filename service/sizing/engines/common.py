@@ -27,6 +27,7 @@ from ..model.dtypes import (
     parse_weight_format,
 )
 from ..units import cdiv
+from .expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel, RankWeights
 from .kv import LayerBytes
 
 if TYPE_CHECKING:
@@ -102,6 +103,10 @@ class EngineOptions:
     # arithmetic of a final release: that release's rules size it (None: the releases
     # before the build, versions.modelled_release).
     engine_rules_version: str | None = None
+    # issue 21: expert parallelism and decode context parallelism (engines/expert_parallel.py):
+    # vLLM's enable_expert_parallel, num_redundant_experts, enable_eplb,
+    # decode_context_parallel_size.
+    expert_parallel: ExpertParallel = NO_EXPERT_PARALLEL
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -326,6 +331,9 @@ class ModelFacts:
     sequence: tuple[LayerBytes, ...]
     weights_bytes: int
     weights_bytes_per_gpu: int
+    # issue 21: how DP / EP cut the weights (engines/expert_parallel.py RankWeights); None =
+    # the plain tensor x pipeline share.
+    rank_weights: RankWeights | None = None
 
 
 @frozen
@@ -431,6 +439,15 @@ class Capacity:
     @property
     def total_max_num_seqs(self) -> int:
         return self.report.max_num_seqs * self.parallel.data_parallel_size
+
+    # issue 21: each DP rank (engine core) logs its own pool; the deployment holds them all.
+    @property
+    def kv_cache_tokens_total(self) -> int:
+        return self.report.kv_cache_tokens * self.parallel.data_parallel_size
+
+    @property
+    def max_concurrency_total(self) -> float:
+        return round(self.report.max_concurrency * self.parallel.data_parallel_size, 2)
 
     @property
     def running_sequences_per_replica(self) -> int:

@@ -58,6 +58,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
+from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank, expert_placement_note
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .vllm_deepseek_v4 import PackedPool, TuplePool, packed_pool, pool_layout, tuple_pool
@@ -972,6 +973,7 @@ def vllm_budget(
     max_num_seqs: int,
     pipeline_parallel_size: int = 1,
     device: DeviceMemory = _CUDA_LINKED,
+    weights_note: str | None = None,
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
@@ -1007,6 +1009,7 @@ def vllm_budget(
             max_num_seqs=max_num_seqs,
             max_num_batched_tokens=max_num_batched_tokens,
         ),
+        weights_note=weights_note,
     )
 
 
@@ -1048,6 +1051,7 @@ def _profiled_budget(
     non_torch_bytes: int,
     cudagraph_bytes: int,
     device: DeviceMemory = _CUDA_LINKED,
+    weights_note: str | None = None,
 ) -> MemoryBudget:
     """The last step of Worker.determine_available_memory: what the requested memory leaves
     for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
@@ -1065,6 +1069,7 @@ def _profiled_budget(
         cudagraph_bytes=cudagraph_bytes,
         pool_bytes=pool,
         device=device,
+        weights_note=weights_note,
     )
     return MemoryBudget(
         total_bytes=total_bytes,
@@ -1094,6 +1099,7 @@ def _budget_lines(
     cudagraph_bytes: int,
     pool_bytes: int,
     device: DeviceMemory = _CUDA_LINKED,
+    weights_note: str | None = None,
 ) -> tuple[BudgetLine, ...]:
     """The budget's terms, written out on demand (only explanations read them)."""
     lines = [
@@ -1106,7 +1112,8 @@ def _budget_lines(
         BudgetLine(
             "weights",
             -weights_bytes,
-            "model weights on this GPU as vLLM loads them (with the rotary cache and padding)",
+            "model weights on this GPU as vLLM loads them (with the rotary cache and padding)"
+            + (f"; {weights_note}" if weights_note else ""),
         ),
         BudgetLine("activation_peak", -peak.bytes, peak.note),
         BudgetLine("non_torch", -non_torch_bytes, _non_torch_note(release, device)),
@@ -1137,9 +1144,13 @@ def _non_torch_note(release: VllmRelease, device: DeviceMemory) -> str:
 
 
 def vllm_report(
-    num_blocks: int, layout: CacheLayout, max_model_len: int, release: VllmRelease
+    num_blocks: int, layout: CacheLayout, max_model_len: int, release: VllmRelease, dcp: int = 1
 ) -> PoolReport:
-    """The "GPU KV cache size" / "Maximum concurrency" lines, and whole sequences that fit."""
+    """The "GPU KV cache size" / "Maximum concurrency" lines, and whole sequences that fit.
+
+    With decode context parallelism the layout's blocks per request are one rank's share
+    (cdiv(max_model_len, dcp) tokens), so the concurrency holds the factor; the tokens counted
+    from blocks are multiplied by `dcp`, as kv_cache_utils.py logs them before 0.21."""
     m = max_model_len
     if not release.v1_engine:
         # V0 executor: "# GPU blocks" and concurrency = blocks x block size / max_model_len.
@@ -1169,6 +1180,8 @@ def vllm_report(
         tokens = num_blocks // len(layout.groups) * min(g.block_size for g in layout.groups)
     else:
         tokens = num_blocks * layout.block_size
+    if style != "concurrency":
+        tokens *= dcp
 
     def describe() -> tuple[str, ...]:
         size = f"GPU KV cache size: {tokens:,} tokens"
@@ -1190,10 +1203,14 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     release, note = release_sizing(asked, inputs.engine.engine_rules_version)
     _check_release_runs(inputs.arch, release)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
+    dcp = inputs.engine.expert_parallel.decode_context_parallel_size
+    check_vllm_dcp(
+        inputs.arch, inputs.parallel.tensor_parallel_size, dcp, release.version, release.label
+    )
     flags = vllm_flags(inputs, release)
     if inputs.arch.has_compressed_attention:
         return _deepseek_v4_capacity(inputs, asked, release, flags, note)
-    stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
+    stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     offloaded = offloaded_weight_bytes(inputs.engine, inputs.facts.weights_bytes_per_gpu)
     budget = vllm_budget(
@@ -1209,6 +1226,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         device=device_memory(
             inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
         ),
+        weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
     )
     budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(
@@ -1228,10 +1246,13 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         budget=budget,
         layout=blocks.layout,
         report=vllm_report(
-            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release
+            blocks.num_blocks, blocks.layout, inputs.workload.max_model_len, release, dcp
         ),
-        engine_settings=_settings(release, flags, budget, blocks.layout, inputs.engine),
-        warnings=inputs.warnings + blocks.layout.notes + ((note,) if note else ()),
+        engine_settings=_settings(release, flags, budget, blocks.layout, inputs),
+        warnings=inputs.warnings
+        + blocks.layout.notes
+        + ((note,) if note else ())
+        + expert_placement_note(inputs.facts.rank_weights, release.version, release.label),
         fits=reason is None,
         reason=reason,
         max_model_len_that_fits=longest,
@@ -1492,8 +1513,11 @@ def _deepseek_v4_capacity(
         budget=budget,
         layout=layout,
         report=vllm_report(num_blocks, layout, m, release),
-        engine_settings=_settings(release, flags, budget, layout, inputs.engine),
-        warnings=inputs.warnings + layout.notes + ((note,) if note else ()),
+        engine_settings=_settings(release, flags, budget, layout, inputs),
+        warnings=inputs.warnings
+        + layout.notes
+        + ((note,) if note else ())
+        + expert_placement_note(inputs.facts.rank_weights, release.version, release.label),
         fits=reason is None,
         reason=reason,
         max_model_len_that_fits=longest,
@@ -1543,10 +1567,12 @@ LayoutAt = Callable[[ModelArchitecture, int], CacheLayout]
 
 
 def worker_layouts(
-    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags, dcp: int = 1
 ) -> tuple[tuple[ModelArchitecture, ...], tuple[int, ...], LayoutAt]:
     """The layers each worker groups, the stage sizes the groups are projected on (0.11+ with
-    pipeline stages; empty before), and the layout of those layers at any context."""
+    pipeline stages; empty before), and the layout of those layers at any context: with
+    decode context parallelism `dcp`, the cdiv(context, dcp) tokens one rank keeps
+    (expert_parallel.py dcp_tokens_per_rank)."""
     stages = inputs.stages
     sizes: tuple[int, ...] = ()
     if release.whole_model_groups and len(inputs.stages) > 1:
@@ -1572,7 +1598,7 @@ def worker_layouts(
     )
 
     def layout_at(stage: ModelArchitecture, context: int) -> CacheLayout:
-        return layout_of(stage, max_model_len=context)
+        return layout_of(stage, max_model_len=dcp_tokens_per_rank(context, dcp))
 
     return stages, sizes, layout_at
 
@@ -1654,8 +1680,9 @@ def _settings(
     flags: VllmFlags,
     budget: MemoryBudget,
     layout: CacheLayout,
-    options: EngineOptions,
+    inputs: SizingInputs,
 ) -> EngineSettings:
+    options = inputs.engine
     return {
         "engine_version": release.label,
         "gpu_memory_utilization": budget.fraction,
@@ -1666,4 +1693,24 @@ def _settings(
         "enforce_eager": options.enforce_eager,
         "defaults_from": flags.defaults.source,
         **({"disable_custom_all_reduce": True} if options.disable_custom_all_reduce else {}),
-    }
+    } | _parallel_settings(inputs)
+
+
+def _parallel_settings(inputs: SizingInputs) -> EngineSettings:
+    """The DP / EP / DCP flags as `vllm serve` takes them, where they were asked
+    (issue 21: engines/expert_parallel.py)."""
+    flags, rank = inputs.engine.expert_parallel, inputs.facts.rank_weights
+    out: EngineSettings = {}
+    if inputs.parallel.data_parallel_size > 1 and (flags.asked or rank is not None):
+        out["data_parallel_size"] = inputs.parallel.data_parallel_size
+    if flags.enable_expert_parallel:
+        out["enable_expert_parallel"] = True
+        if rank is not None and rank.local_num_experts is not None:
+            out["expert_parallel_size"] = rank.expert_parallel_size
+            out["local_num_experts"] = rank.local_num_experts
+    if flags.enable_eplb:
+        out["enable_eplb"] = True
+        out["num_redundant_experts"] = flags.num_redundant_experts
+    if flags.decode_context_parallel_size > 1:
+        out["decode_context_parallel_size"] = flags.decode_context_parallel_size
+    return out

@@ -273,6 +273,19 @@ class MixtureOfExperts:
     experts_per_token: int
     moe_intermediate_size: int
     shared_expert_intermediate_size: int = 0
+    # Layers whose MLP is the routed experts (DeepSeek-V3: 61 - first_k_dense_replace 3 = 58);
+    # None = not given. Lets a catalog model that carries no config.json price its experts'
+    # share (`ModelArchitecture.routed_experts`) for expert parallelism.
+    num_moe_layers: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedExperts:
+    """The routed experts' share of the served weights: every MoE layer, every expert (what
+    expert parallelism shards over its ranks; engines/expert_parallel.py)."""
+
+    parameters: int
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -309,6 +322,9 @@ class ModelArchitecture:
     # What the answer must say about how the config was read (a model_type with no reader of
     # its own, read as a plain decoder: config_guard.plain_reading_note).
     config_note: str | None = None
+    # issue 21: expert parallelism. The routed experts' parameters and checkpoint bytes, read
+    # from the config's tensors (hf_config.py); None = not known (see `routed_experts`).
+    routed_experts_known: RoutedExperts | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -364,6 +380,7 @@ class ModelArchitecture:
                     self.moe,
                     self.checkpoint_kv_cache,
                     self.config_note,
+                    self.routed_experts_known,
                 )
             ),
         )
@@ -463,6 +480,21 @@ class ModelArchitecture:
         return bool(self.compressed_layers)
 
     @property
+    def routed_experts(self) -> RoutedExperts | None:
+        """The routed experts' share: read from the config's tensors, else priced from the
+        MoE geometry (num_moe_layers x experts x gate, up and down projections of
+        moe_intermediate_size x hidden_size, at the weights' format); None when neither says."""
+        if self.routed_experts_known is not None:
+            return self.routed_experts_known
+        moe = self.moe
+        if moe is None or moe.num_moe_layers is None or self.hidden_size is None:
+            return None
+        per_expert = 3 * moe.moe_intermediate_size * self.hidden_size
+        parameters = moe.num_moe_layers * moe.num_experts * per_expert
+        bits = self.weight_format.bits
+        return RoutedExperts(parameters, -(-parameters * bits.numerator // (8 * bits.denominator)))
+
+    @property
     def is_hybrid(self) -> bool:
         """More than one cache geometry: vLLM's hybrid KV-cache manager takes over."""
         return len(self.cache_layer_counts) > 1
@@ -488,4 +520,5 @@ class ModelArchitecture:
             name=self.name,
             weights_unknown=self.weights_unknown,
             config_note=self.config_note,
+            routed_experts_known=self.routed_experts_known,
         )

@@ -31,6 +31,7 @@ from .architecture import (
     ModelArchitecture,
     MultiHeadLatentAttention,
     NoCache,
+    RoutedExperts,
     SlidingWindowAttention,
 )
 from .config_guard import (
@@ -62,6 +63,7 @@ from .hf_kimi_minimax import (
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
+from .tensors import TensorClass
 from .weight_format import (
     CheckpointSize,
     checkpoint_size,
@@ -224,12 +226,16 @@ def _architecture(
     read = cfg.keys_read  # the cache's keys: before the weights' count reads its own
     check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
-    if num_parameters is None or weight_bytes is None:
+    routed: RoutedExperts | None = None
+    moe = _moe(cfg)
+    if num_parameters is None or weight_bytes is None or moe is not None:
         try:
             weights = _weights(config, cfg, mixers)
         except SizingError as exc:
-            unknown = (exc.field, exc.reason)
+            if num_parameters is None or weight_bytes is None:
+                unknown = (exc.field, exc.reason)
         else:
+            routed = _routed_experts(weights) if moe is not None else None
             if num_parameters is None:
                 num_parameters = weights.parameters.served_total
                 if weight_bytes is None:
@@ -250,11 +256,12 @@ def _architecture(
         max_position_embeddings=cfg.opt_int("max_position_embeddings"),
         derived_max_model_len=derived_max_model_len(cfg),
         sglang_context_len=sglang_context_len(cfg),
-        moe=_moe(cfg),
+        moe=moe,
         checkpoint_kv_cache=declared_kv_cache(config),
         name=name,
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
+        routed_experts_known=routed,
     )
 
 
@@ -280,6 +287,14 @@ def checkpoint_weights(config: Mapping[str, Any]) -> CheckpointWeights:
     cfg = _Cfg(config)
     _reject_unsupported(cfg)
     return _weights(config, cfg, _mixers(cfg, _num_attention_heads(cfg)))
+
+
+def _routed_experts(weights: CheckpointWeights) -> RoutedExperts | None:
+    """The served routed experts (MTP layers' experts are another class, not served)."""
+    parameters = weights.parameters.of(TensorClass.ROUTED_EXPERTS)
+    if parameters == 0:
+        return None
+    return RoutedExperts(parameters, weights.size.of(TensorClass.ROUTED_EXPERTS))
 
 
 def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:

@@ -216,7 +216,11 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
     if arch.checkpoint_kv_cache is None:
         # said only by the checkpoints that declare one: every other model's record stays as it was
         del out["checkpoint_kv_cache"]
-    out["moe"] = dataclasses.asdict(arch.moe) if arch.moe else None
+    out["moe"] = (
+        {k: v for k, v in dataclasses.asdict(arch.moe).items() if v is not None}
+        if arch.moe
+        else None
+    )
     out["layer_specs"] = specs
     out["layer_schedule"] = compress_schedule(
         [

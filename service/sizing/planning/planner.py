@@ -137,10 +137,13 @@ class PlanOption:
     latency_outcome: str | None = None
     # Nodes one replica spans: pipeline stages, one per node (1: within one node).
     pipeline_parallel_size: int = 1
+    # issue 21: a replica of DP engine cores (vLLM --data-parallel-size) sharing a MoE's
+    # experts (--enable-expert-parallel); its capacity is one DP rank's.
+    data_parallel_size: int = 1
 
     @property
     def gpus_per_node(self) -> int:
-        return self.tensor_parallel_size
+        return self.tensor_parallel_size * self.data_parallel_size
 
     @property
     def nodes_per_replica(self) -> int:
@@ -281,6 +284,7 @@ def engine_flags(
         vllm.append("--enforce-eager")
     if options.disable_custom_all_reduce:
         vllm.append("--disable-custom-all-reduce")
+    vllm.extend(_parallel_flags(capacity, options))
     sglang = [
         f"--tp {tp}",
         f"--context-length {m}",
@@ -294,6 +298,8 @@ def engine_flags(
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
+    if capacity.parallel.data_parallel_size > 1:
+        return {"vllm": vllm + offloaded[0]}  # SGLang's DP attention is not modelled
     return {"vllm": vllm + offloaded[0], "sglang": sglang + offloaded[1]}
 
 
@@ -444,6 +450,8 @@ def _search_gpu(
             rejected.append(outcome)
         else:
             options.append(outcome)
+    # A MoE model on vLLM: one node as DP x EP beside the TP layouts (issue 21).
+    options.extend(_expert_parallel_options(arch, gpu, node, workload, request))
     # The largest TP a node holds left too little memory: more nodes may hold it. (Too
     # slow, or too many replicas, a pipeline does not mend.)
     if isinstance(outcome, Rejection) and outcome.code in MEMORY_CODES:
@@ -846,3 +854,89 @@ def _blocks_at(capacity: Capacity, context_tokens: int) -> int:
             # Windows, chunks and recurrent state do not grow past what max_model_len needs.
             total += min(group.blocks_per_request, cdiv(context_tokens, group.block_size) + 1)
     return max(1, total)
+
+
+# --- issue 21: data-parallel attention with expert parallelism ------------------------------
+
+
+def _parallel_flags(capacity: Capacity, options: EngineOptions) -> list[str]:
+    """vLLM's DP / EP / DCP flags where the layout has them."""
+    flags = []
+    if capacity.parallel.data_parallel_size > 1:
+        flags.append(f"--data-parallel-size {capacity.parallel.data_parallel_size}")
+    ep = options.expert_parallel
+    if ep.enable_expert_parallel:
+        flags.append("--enable-expert-parallel")
+    if ep.decode_context_parallel_size > 1:
+        flags.append(f"--decode-context-parallel-size {ep.decode_context_parallel_size}")
+    return flags
+
+
+def _expert_parallel_options(
+    arch: ModelArchitecture, gpu: Gpu, node: int, workload: Workload, request: PlanRequest
+) -> list[PlanOption]:
+    """A MoE model on vLLM: one node of `node` GPUs as DP `node` x TP 1 with expert
+    parallelism (engines/expert_parallel.py), each DP rank its own pool of its own sequences,
+    beside the TP layouts. Not tried with latency targets: the speed model times TP replicas
+    only. A layout that does not fit is left out (the TP layouts' rejections say enough)."""
+    if (
+        arch.moe is None
+        or node < 2
+        or request.engine.engine is not Engine.VLLM
+        or request.targets.given
+        or request.engine.expert_parallel.decode_context_parallel_size > 1
+    ):
+        return []
+    engine = replace(
+        request.engine,
+        expert_parallel=replace(request.engine.expert_parallel, enable_expert_parallel=True),
+    )
+    try:
+        capacity = _data_parallel_capacity(arch, gpu, workload, node, engine)
+    except SizingError:
+        return []
+    rank = _fit_for(capacity, request.avg_context_tokens)
+    if not capacity.fits or rank.sequences_that_fit == 0:
+        return []
+    fit = _Fit(
+        rank.usable_blocks * node,
+        rank.blocks_per_sequence,
+        rank.sequences_that_fit * node,
+        None if rank.max_num_seqs is None else rank.max_num_seqs * node,
+    )
+    replicas = _replicas(request, fit)
+    if replicas > request.max_replicas:
+        return []
+    priced = _priced(
+        gpu, node, capacity, replace(request, engine=engine), fit=fit, replicas=replicas
+    )
+    unspeeded = NoEstimate(
+        f"DP {node} with expert parallelism: kvplan's speed model times tensor-parallel "
+        "replicas only"
+    )
+    return [
+        replace(
+            priced,
+            tensor_parallel_size=1,
+            data_parallel_size=node,
+            max_num_seqs=capacity.max_num_seqs,
+            headroom_tokens=int(
+                priced.headroom_fraction * replicas * capacity.kv_cache_tokens_total
+            ),
+            speed=unspeeded,
+            warnings=(
+                *priced.warnings,
+                unspeeded.warning,
+                f"DP {node} x TP 1 with expert parallelism: each of the {node} DP ranks holds "
+                f"its own KV pool ({capacity.kv_cache_tokens:,} tokens, {capacity.max_num_seqs} "
+                "sequences at max_model_len); max_num_seqs and the pool are per rank",
+            ),
+        )
+    ]
+
+
+@lru_cache(maxsize=512)
+def _data_parallel_capacity(
+    arch: ModelArchitecture, gpu: Gpu, workload: Workload, dp: int, engine: EngineOptions
+) -> Capacity:
+    return compute_capacity(arch, gpu, workload, Parallelism(1, 1, dp), engine)

@@ -1,0 +1,31 @@
+"""A vLLM log's expert- and data-parallel flags become the capacity question's (issue 21).
+
+logs/vllm-0.25.0-dp8-ep-args.log is vLLM 0.25.0's "non-default args" line as
+github.com/vllm-project/vllm issue #51454
+("DP8 vs TP8 for single-KV-head MLA", DeepSeek-V4-Flash-0731 on 8 x B200) quotes it, up to
+where the quoted excerpt ends (inside `AttentionConfig(...)`, a value of a key the parser does
+not read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service.engine_logs import parse_engine_log
+from service.engine_logs.service import capacity_fields
+
+LINE = (Path(__file__).parent / "logs" / "vllm-0.25.0-dp8-ep-args.log").read_text(encoding="utf-8")
+
+
+def test_the_log_says_dp_8_with_expert_parallelism() -> None:
+    settings = parse_engine_log(LINE).settings
+    assert settings.data_parallel_size == 8
+    assert settings.enable_expert_parallel is True
+    assert settings.block_size == 256
+
+
+def test_the_question_asked_of_the_log_carries_them() -> None:
+    fields = capacity_fields(parse_engine_log(LINE))
+    assert fields.data_parallel_size == 8
+    assert fields.enable_expert_parallel is True
+    assert fields.decode_context_parallel_size == 1  # not in the log: vLLM's default
