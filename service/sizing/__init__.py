@@ -18,6 +18,7 @@ from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.kv import kv_bytes_per_token
+from .engines.speculative import SpeculativeConfig, parse_speculative_config
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
 from .frozen import frozen
@@ -102,6 +103,7 @@ __all__ = [
     "Rejection",
     "Replicas",
     "SizingError",
+    "SpeculativeConfig",
     "Speed",
     "SpeedQuestion",
     "WeightFormat",
@@ -127,6 +129,7 @@ __all__ = [
     "parse_dtype",
     "parse_engine_version",
     "parse_kv_cache_dtype",
+    "parse_speculative_config",
     "parse_vllm_version",
     "parse_weight_format",
     "performance_steps",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..errors import SizingError
 from ..frozen import frozen
@@ -27,6 +28,9 @@ from ..model.dtypes import (
 )
 from ..units import cdiv
 from .kv import LayerBytes
+
+if TYPE_CHECKING:
+    from .speculative import SpeculativeConfig
 
 MAX_CONTEXT_TOKENS = 10_000_000
 
@@ -80,6 +84,18 @@ class EngineOptions:
     # a max_model_len above the model's derived limit is sized with a warning, not refused
     # (context_limit.py check_max_model_len).
     allow_long_max_model_len: bool = False
+    # issue 21: speculative decoding. vLLM --speculative-config, parsed
+    # (engines/speculative.py parse_speculative_config), its draft model resolved by the caller.
+    speculative_config: SpeculativeConfig | None = None
+    # issue 21: LoRA. vLLM --enable-lora and its flags (vllm/config/lora.py LoRAConfig; None =
+    # vLLM's default: max_loras 1, max_lora_rank 16, lora_dtype auto = the model's dtype,
+    # max_cpu_loras = max_loras); engines/lora.py sizes the adapters' GPU buffers.
+    enable_lora: bool = False
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    lora_dtype: str | None = None
+    max_cpu_loras: int | None = None
+    fully_sharded_loras: bool = False
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype

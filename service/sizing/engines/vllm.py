@@ -58,6 +58,8 @@ from .common import (
     given_pool_budget,
 )
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
+from .lora import vllm_lora_buffers
+from .speculative import vllm_drafter
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
 
@@ -939,10 +941,13 @@ def vllm_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     pipeline_parallel_size: int = 1,
+    loaded_with_model: tuple[BudgetLine, ...] = (),
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
-    memory, the CUDA graphs (`_cudagraph_bytes`), and what is left (`_profiled_budget`)."""
+    memory, the CUDA graphs (`_cudagraph_bytes`), and what is left (`_profiled_budget`).
+    `loaded_with_model` are what load_model allocates beside the weights (a drafter's weights,
+    LoRA buffers: `_loaded_with_model`), each a line taken from the pool."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -963,6 +968,7 @@ def vllm_budget(
         total_bytes=total_bytes,
         requested_bytes=requested_memory(release, total_bytes, util),
         weights_bytes=model_memory_usage(arch, weights_per_gpu, tp),
+        loaded_with_model=loaded_with_model,
         peak=peak,
         non_torch_bytes=vllm_non_torch_bytes(release, tp, pp),
         cudagraph_bytes=_cudagraph_bytes(
@@ -1013,10 +1019,12 @@ def _profiled_budget(
     peak: ProfilePeak,
     non_torch_bytes: int,
     cudagraph_bytes: int,
+    loaded_with_model: tuple[BudgetLine, ...] = (),
 ) -> MemoryBudget:
     """The last step of Worker.determine_available_memory: what the requested memory leaves
     for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
-    pool = requested_bytes - weights_bytes - peak.bytes - non_torch_bytes - cudagraph_bytes
+    loaded = weights_bytes - sum(line.bytes for line in loaded_with_model)
+    pool = requested_bytes - loaded - peak.bytes - non_torch_bytes - cudagraph_bytes
     describe = partial(
         _budget_lines,
         release=release,
@@ -1025,6 +1033,7 @@ def _profiled_budget(
         total_bytes=total_bytes,
         requested_bytes=requested_bytes,
         weights_bytes=weights_bytes,
+        loaded_with_model=loaded_with_model,
         peak=peak,
         non_torch_bytes=non_torch_bytes,
         cudagraph_bytes=cudagraph_bytes,
@@ -1035,7 +1044,7 @@ def _profiled_budget(
         fraction=utilization,
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested_bytes,
-        weights_bytes=weights_bytes,
+        weights_bytes=loaded,
         activation_bytes=peak.bytes,
         non_torch_bytes=non_torch_bytes,
         cudagraph_bytes=cudagraph_bytes,
@@ -1053,6 +1062,7 @@ def _budget_lines(
     total_bytes: int,
     requested_bytes: int,
     weights_bytes: int,
+    loaded_with_model: tuple[BudgetLine, ...],
     peak: ProfilePeak,
     non_torch_bytes: int,
     cudagraph_bytes: int,
@@ -1071,6 +1081,7 @@ def _budget_lines(
             -weights_bytes,
             "model weights on this GPU as vLLM loads them (with the rotary cache and padding)",
         ),
+        *loaded_with_model,
         BudgetLine("activation_peak", -peak.bytes, peak.note),
         BudgetLine(
             "non_torch",
@@ -1163,6 +1174,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
         pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        loaded_with_model=_loaded_with_model(inputs, flags),
     )
     blocks = vllm_blocks(
         budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
@@ -1190,6 +1202,32 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len_that_fits=longest,
         per_stage_blocks=blocks.per_stage,
     )
+
+
+def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:
+    """What GPUModelRunner.load_model allocates beside the target's weights (issue 21): the
+    drafter's weights (engines/speculative.py) and the LoRA buffers (engines/lora.py)."""
+    lines: list[BudgetLine] = []
+    spec = inputs.engine.speculative_config
+    tp = inputs.parallel.tensor_parallel_size
+    draft_layers = 0
+    if spec is not None:
+        # inputs.arch already ends with the drafter's cache layers (capacity.py): the LoRA
+        # manager wraps the target's layers only
+        drafter = vllm_drafter(inputs.arch, spec, tp)
+        draft_layers = len(drafter.layers)
+        lines.append(drafter.budget_line())
+    lora = vllm_lora_buffers(
+        inputs.arch,
+        inputs.engine,
+        num_layers=inputs.arch.num_layers - draft_layers,
+        tensor_parallel_size=tp,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+    )
+    if lora is not None:
+        lines.append(lora.budget_line())
+    return tuple(line for line in lines if line.bytes)
 
 
 # Memoised per version string: answers name a handful of releases, each parsed once.

@@ -279,6 +279,12 @@ class ModelArchitecture:
     # What the answer must say about how the config was read (a model_type with no reader of
     # its own, read as a plain decoder: config_guard.plain_reading_note).
     config_note: str | None = None
+    # issue 21: speculative decoding. The multi-token-prediction layers the checkpoint holds
+    # beside num_hidden_layers (config.json num_nextn_predict_layers), which vLLM loads only as
+    # a draft (--speculative-config '{"method": "mtp"}'), and the bytes of theirs the drafter
+    # keeps (its embeddings and head are the target's: engines/speculative.py).
+    num_nextn_predict_layers: int = 0
+    mtp_weight_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:

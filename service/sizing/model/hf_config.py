@@ -215,18 +215,21 @@ def _architecture(
     read = cfg.keys_read  # the cache's keys: before the weights' count reads its own
     check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
-    if num_parameters is None or weight_bytes is None:
-        try:
-            weights = _weights(config, cfg, mixers)
-        except SizingError as exc:
+    mtp_weight_bytes: int | None = None
+    weights: CheckpointWeights | None = None
+    try:
+        weights = _weights(config, cfg, mixers)
+    except SizingError as exc:
+        if num_parameters is None or weight_bytes is None:
             unknown = (exc.field, exc.reason)
-        else:
-            if num_parameters is None:
-                num_parameters = weights.parameters.served_total
-                if weight_bytes is None:
-                    # the derived bytes only when the caller gave neither: a given
-                    # num_parameters is priced by weight_format, as before
-                    weight_bytes = weights.size.served_bytes
+    else:
+        mtp_weight_bytes = weights.size.mtp_loaded_bytes or None
+    if weights is not None and num_parameters is None:
+        num_parameters = weights.parameters.served_total
+        if weight_bytes is None:
+            # the derived bytes only when the caller gave neither: a given
+            # num_parameters is priced by weight_format, as before
+            weight_bytes = weights.size.served_bytes
     return ModelArchitecture(
         layers=tuple(layers),
         num_attention_heads=heads,
@@ -246,7 +249,20 @@ def _architecture(
         name=name,
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
+        num_nextn_predict_layers=_mtp_layers(cfg) if mtp_weight_bytes else 0,
+        mtp_weight_bytes=mtp_weight_bytes,
     )
+
+
+def _mtp_layers(cfg: _Cfg) -> int:
+    """The MTP layers vLLM's drafter builds (config/speculative.py SpeculativeConfig
+    hf_config_override: n_predict = num_nextn_predict_layers, or Qwen3-Next's
+    mtp_num_hidden_layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        value = cfg.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,256 @@
+"""Speculative decoding: the drafter's KV in the shared pool, its weights, its scheduler slots.
+
+Read in vLLM 0.33.0 (its wheel):
+
+* vllm/config/speculative.py `SpeculativeConfig`: `method` (`mtp` and the per-family MTP names
+  it renames to `mtp`: `deepseek_mtp`, `glm4_moe_mtp`, ...; `eagle`, `eagle3`, `draft_model`,
+  `ngram`, `suffix`), `num_speculative_tokens`, `model` (the draft; `mtp` takes the target's own
+  checkpoint, `update_arch_`), `draft_tensor_parallel_size` (1 or the target's TP,
+  `_verify_and_get_draft_tp`). An MTP drafter has `n_predict` = config.json
+  `num_nextn_predict_layers` layers (`hf_config_override`).
+* vllm/v1/spec_decode/llm_base_proposer.py `load_model`: the drafter is built inside the
+  target's GPUModelRunner.load_model, so its weights are part of "Model loading took"; its
+  attention layers are the layers not in the target (`draft_attn_layer_names`), each with its
+  own KV-cache spec, so get_kv_cache_groups groups them with the target's: the pool's pages
+  grow by the draft layers' bytes per token. `_maybe_share_embeddings` / `_maybe_share_lm_head`:
+  an MTP drafter takes the target's embeddings and head ("Detected MTP model"); an EAGLE head
+  keeps its own unless they are missing from its checkpoint or equal to the target's.
+* vllm/config/vllm.py `num_lookahead_tokens`: EAGLE, MTP and draft models reserve
+  `num_speculative_tokens` KV slots per request past its scheduled tokens (the scheduler's
+  `allocate_slots`); `_set_max_num_scheduled_tokens` leaves `max_num_batched_tokens` as given
+  and refuses one no larger than the lookahead.
+* `ngram` (and `suffix`) draft on the CPU from the prompt: no weights, no KV.
+
+kvplan sizes the drafter for vLLM only; SGLang's separate draft pool
+(python/sglang/srt/model_executor/model_runner.py, the draft worker's own token pool) is refused
+by name until it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from ..errors import SizingError
+from ..frozen import frozen
+from ..model.architecture import Layer, ModelArchitecture, NoCache
+from ..model.weights import weight_bytes_total
+from ..units import cdiv
+from .common import BudgetLine
+
+FIELD: Final = "speculative_config"
+
+# vllm/config/speculative.py MTPModelTypes: names SpeculativeConfig renames to `mtp`.
+MTP_NAMES: Final = frozenset(
+    {
+        "mtp",
+        "deepseek_mtp",
+        "mimo_mtp",
+        "glm4_moe_mtp",
+        "glm4_moe_lite_mtp",
+        "ernie_mtp",
+        "qwen3_next_mtp",
+        "longcat_flash_mtp",
+        "pangu_ultra_moe_mtp",
+    }
+)
+DRAFT_MODEL_METHODS: Final = frozenset({"eagle", "eagle3", "draft_model"})
+NO_MEMORY_METHODS: Final = frozenset({"ngram", "suffix"})
+METHODS: Final = MTP_NAMES | DRAFT_MODEL_METHODS | NO_MEMORY_METHODS
+
+# Keys of vLLM's --speculative-config that change no GPU memory kvplan sizes: accepted, unused.
+_NO_MEMORY_KEYS: Final = frozenset(
+    {
+        "prompt_lookup_max",
+        "prompt_lookup_min",
+        "disable_by_batch_size",
+        "revision",
+        "code_revision",
+        "rejection_sample_method",
+        "draft_sample_method",
+        "acceptance_rate_threshold",
+    }
+)
+_KEYS: Final = (
+    frozenset({"method", "model", "num_speculative_tokens", "draft_tensor_parallel_size"})
+    | _NO_MEMORY_KEYS
+)
+
+
+@frozen
+class SpeculativeConfig:
+    """vLLM's --speculative-config as kvplan sizes it.
+
+    `method` is vLLM's name (an MTP family name already read as `mtp`); `model` the draft as
+    given; `draft` its architecture, resolved by the caller from the catalog or inline (EAGLE,
+    EAGLE3 and draft models; None for `mtp`, whose layers are the target's, and `ngram`).
+    """
+
+    method: str
+    num_speculative_tokens: int
+    model: str | None = None
+    draft_tensor_parallel_size: int | None = None
+    draft: ModelArchitecture | None = None
+
+    @property
+    def needs_draft_model(self) -> bool:
+        return self.method in DRAFT_MODEL_METHODS
+
+    @property
+    def lookahead_tokens(self) -> int:
+        """vllm/config/vllm.py num_lookahead_tokens: KV slots a request reserves past its
+        tokens (0 for ngram, which writes no KV)."""
+        return 0 if self.method in NO_MEMORY_METHODS else self.num_speculative_tokens
+
+
+def parse_speculative_config(value: Mapping[str, Any]) -> SpeculativeConfig:
+    """vLLM's --speculative-config JSON object -> SpeculativeConfig (`draft` left to the caller).
+
+    A key vLLM has that changes memory kvplan does not size (the draft's own `quantization`,
+    `max_model_len`, ...) is refused by name; keys that change none are accepted.
+    """
+    for key in value:
+        if key not in _KEYS:
+            raise SizingError(
+                f"{FIELD}.{key}",
+                "kvplan sizes method, model, num_speculative_tokens and "
+                "draft_tensor_parallel_size; this key changes the draft in a way it does not "
+                "model yet: remove it",
+            )
+    method = value.get("method")
+    model = value.get("model")
+    if method is None:
+        raise SizingError(
+            f"{FIELD}.method",
+            f"give the method ({', '.join(sorted(METHODS))}); kvplan does not guess it from "
+            "the draft's name",
+        )
+    if not isinstance(method, str) or method.strip().lower() not in METHODS:
+        raise SizingError(
+            f"{FIELD}.method", f"{method!r} is not one of {', '.join(sorted(METHODS))}"
+        )
+    method = method.strip().lower()
+    if method in MTP_NAMES:
+        method = "mtp"
+    tokens = value.get("num_speculative_tokens")
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= 64:
+        raise SizingError(
+            f"{FIELD}.num_speculative_tokens", "give a whole number of draft tokens, 1 to 64"
+        )
+    draft_tp = value.get("draft_tensor_parallel_size")
+    if draft_tp is not None and (
+        not isinstance(draft_tp, int) or isinstance(draft_tp, bool) or draft_tp < 1
+    ):
+        raise SizingError(f"{FIELD}.draft_tensor_parallel_size", "must be a positive integer")
+    if method in DRAFT_MODEL_METHODS and model is None:
+        raise SizingError(f"{FIELD}.model", f"method {method} needs the draft model")
+    if model is not None and method not in DRAFT_MODEL_METHODS:
+        raise SizingError(
+            f"{FIELD}.model",
+            f"method {method} takes no draft model"
+            + (" (mtp drafts with the target's own MTP layers)" if method == "mtp" else ""),
+        )
+    return SpeculativeConfig(
+        method=method,
+        num_speculative_tokens=tokens,
+        model=None if model is None else str(model),
+        draft_tensor_parallel_size=draft_tp,
+    )
+
+
+@frozen
+class Drafter:
+    """What a drafter adds to one worker: cache layers in the pool, weights, lookahead slots."""
+
+    config: SpeculativeConfig
+    layers: tuple[Layer, ...]  # cache layers the drafter adds to the KV-cache groups
+    weights_bytes_per_gpu: int
+    note: str
+
+    def budget_line(self) -> BudgetLine:
+        return BudgetLine(
+            "speculative_draft_weights",
+            -self.weights_bytes_per_gpu,
+            f"{self.config.method} drafter's weights on this GPU (loaded with the model)",
+        )
+
+
+def vllm_drafter(
+    arch: ModelArchitecture, config: SpeculativeConfig, tensor_parallel_size: int
+) -> Drafter:
+    """The drafter vLLM builds beside `arch` (module docstring), on one of `tensor_parallel_size`
+    ranks."""
+    draft_tp = config.draft_tensor_parallel_size
+    if draft_tp is not None and draft_tp != tensor_parallel_size:
+        raise SizingError(
+            f"{FIELD}.draft_tensor_parallel_size",
+            f"kvplan sizes a drafter sharded as the target (tensor_parallel_size "
+            f"{tensor_parallel_size}); {draft_tp} is not modelled yet",
+        )
+    if config.method in NO_MEMORY_METHODS:
+        return Drafter(
+            config,
+            (),
+            0,
+            f"speculative decoding ({config.method}, {config.num_speculative_tokens} tokens): "
+            "drafts from the prompt on the CPU, no draft weights or KV",
+        )
+    if config.method == "mtp":
+        layers, weights = _mtp_draft(arch)
+        what = f"{len(layers)} MTP layer(s) of the model's own checkpoint"
+    else:
+        draft = config.draft
+        if draft is None:
+            raise SizingError(f"{FIELD}.model", f"method {config.method} needs the draft model")
+        layers = tuple(layer for layer in draft.layers if not isinstance(layer, NoCache))
+        weights = weight_bytes_total(draft)
+        what = f"draft {config.model}: {len(layers)} cache layer(s)"
+    per_gpu = cdiv(weights, tensor_parallel_size)
+    return Drafter(
+        config,
+        layers,
+        per_gpu,
+        f"speculative decoding ({config.method}, {config.num_speculative_tokens} tokens): "
+        f"{what} share the KV pool's pages, {per_gpu:,} B of draft weights per GPU, and "
+        f"each request reserves {config.lookahead_tokens} lookahead slots (vLLM "
+        "num_lookahead_tokens); the drafter's own profile-run activations are not modelled",
+    )
+
+
+def _mtp_draft(arch: ModelArchitecture) -> tuple[tuple[Layer, ...], int]:
+    """An MTP drafter's cache layers (n_predict copies of the model's last decoder layer's
+    attention: deepseek_mtp.py DeepSeekMultiTokenPredictorLayer holds a full decoder layer)
+    and the bytes it loads."""
+    count = arch.num_nextn_predict_layers
+    if count < 1 or arch.mtp_weight_bytes is None:
+        raise SizingError(
+            f"{FIELD}.method",
+            "mtp drafts with the model's own multi-token-prediction layers, and this model "
+            "declares none: give its config.json ({hf_config: ...}, whose "
+            "num_nextn_predict_layers kvplan reads) or num_nextn_predict_layers and "
+            "mtp_weight_bytes inline",
+        )
+    last = next(layer for layer in reversed(arch.layers) if not isinstance(layer, NoCache))
+    return (last,) * count, arch.mtp_weight_bytes
+
+
+def with_draft_layers(arch: ModelArchitecture, drafter: Drafter) -> ModelArchitecture:
+    """The model as the KV-cache groups see it: the target's layers, then the drafter's."""
+    if not drafter.layers:
+        return arch
+    return replace(arch, layers=arch.layers + drafter.layers)
+
+
+def refuse_speculative(engine: str, pipeline_parallel_size: int) -> None:
+    """Raise where kvplan does not size a drafter: another engine, or pipeline stages."""
+    if engine != "vllm":
+        raise SizingError(
+            FIELD,
+            f"kvplan sizes vLLM's drafter only; {engine}'s draft KV pool is not modelled yet",
+        )
+    if pipeline_parallel_size > 1:
+        raise SizingError(
+            FIELD,
+            "kvplan sizes a drafter on one pipeline stage only (pipeline_parallel_size 1)",
+        )
