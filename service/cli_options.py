@@ -77,6 +77,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("max_mamba_cache_size"),
     Option("max_attention_window", kind="list", help="TensorRT-LLM window per layer (repeatable)"),
     Option("weight_format"),
+    # issue 21: speculative decoding (a JSON object, as on vLLM's command line)
+    Option("speculative_config"),
+    # issue 21: LoRA
+    Option("enable_lora", kind="switch"),
+    Option("max_loras"),
+    Option("max_lora_rank"),
+    Option("lora_dtype"),
+    Option("max_cpu_loras"),
+    Option("fully_sharded_loras", kind="switch"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

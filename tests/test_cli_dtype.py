@@ -52,9 +52,10 @@ def test_the_engines_spellings_ask_the_same_question(capsys: pytest.CaptureFixtu
 
 
 def test_an_unmodelled_memory_flag_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    # vLLM's --enable-lora reserves adapter buffers kvplan does not model yet: refused by name
-    # (exit 2, the server's problem shape), never sized as if absent.
+    # SGLang's --lora-paths loads adapters into a pool kvplan does not model yet: refused by
+    # name (exit 2, the server's problem shape), never sized as if absent. (vLLM's --enable-lora
+    # is sized since issue 21.)
     with pytest.raises(SystemExit) as refused:
-        main([*QUESTION, "--enable-lora"])
+        main([*QUESTION, "--lora-paths", "a"])
     assert refused.value.code == 2
-    assert json.loads(capsys.readouterr().err)["field"] == "enable_lora"
+    assert json.loads(capsys.readouterr().err)["field"] == "lora_paths"

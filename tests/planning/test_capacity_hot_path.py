@@ -108,12 +108,21 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "tensor_parallel_size": "2", "pipeline_parallel_size": "2", "data_parallel_size": "2",
         "peak_concurrency": "9", "avg_prompt_tokens": "9", "format": "csv",
         "field": "max_num_seqs", "dtype": "half", "allow_long_max_model_len": "true",
+        # issue 21: a JSON object (keyed by its canonical text) and the LoRA flags
+        "speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}',
+        "enable_lora": "true", "max_loras": "2", "max_lora_rank": "8", "lora_dtype": "auto",
+        "max_cpu_loras": "4", "fully_sharded_loras": "true",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here
     assert hash(CapacityKey.of(query, "csv")) == hash(CapacityKey.of(query, "csv"))
     other = CapacityQuery.model_validate({**every, "max_attention_window": ["4096"]})
     assert CapacityKey.of(other, "csv") != CapacityKey.of(query, "csv")
+    # one speculative config, spelt with its keys in another order: one question
+    reordered = CapacityQuery.model_validate(
+        {**every, "speculative_config": '{"num_speculative_tokens": 2, "method": "ngram"}'}
+    )
+    assert CapacityKey.of(reordered, "csv") == CapacityKey.of(query, "csv")
 
 
 def test_the_format_is_part_of_the_question(client: TestClient) -> None:
@@ -377,7 +386,8 @@ REFUSED = [
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&kv_cache_dtype=fp7", {}),  # unknown dtype: 422
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tensor_parallel_size=16", {}),  # beyond a node
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tp=2&tp_size=2", {}),  # two spellings: 422
-    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&enable_lora=true", {}),  # not modelled: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&lora_paths=a", {}),  # not modelled: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_loras=2", {}),  # without enable_lora: 422
 ]
 COMPARED = (
     *HEADERS_COMPARED,
