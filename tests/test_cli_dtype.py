@@ -59,3 +59,17 @@ def test_an_unmodelled_memory_flag_is_refused_by_name(capsys: pytest.CaptureFixt
         main([*QUESTION, "--lora-paths", "a"])
     assert refused.value.code == 2
     assert json.loads(capsys.readouterr().err)["field"] == "lora_paths"
+
+
+def test_speculative_config_and_lora_from_the_shell(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 21: vLLM's own flags, the speculative config as the JSON text vLLM's CLI takes; the
+    # same answer as the API's (tests/planning/test_speculative_lora_api.py)
+    base = [*QUESTION, "--max-model-len", "8192", "--engine-version", "0.33.0", "--format", "json"]
+    assert main(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    lora = ["--enable-lora", "--max-loras", "4", "--max-lora-rank", "16"]
+    ngram = ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}']
+    assert main([*base, *lora, *ngram]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    # four rank-16 slots: 369,426,432 B of buffers + 417,920 B of punica metadata
+    assert plain["kv_pool_bytes"] - asked["kv_pool_bytes"] == 369_844_352

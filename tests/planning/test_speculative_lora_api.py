@@ -7,6 +7,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from tests.conftest import ADMIN
+
 HERE_CONFIGS = "tests/fixtures/hf_configs"
 QUESTION: dict[str, Any] = {
     "model": "llama-3.1-8b",
@@ -120,3 +122,50 @@ def test_a_bad_speculative_config_is_a_422_naming_the_key(client: TestClient) ->
     )
     assert unknown_draft.status_code == 422
     assert unknown_draft.json()["field"] == "speculative_config.model"
+
+
+CSV = {"Content-Type": "text/csv"}
+
+
+def test_a_table_of_plan_questions_takes_both_as_cells(client: TestClient) -> None:
+    # the speculative config is a JSON cell (quoted, as CSV quotes a cell with commas)
+    ngram = '"{""method"": ""ngram"", ""num_speculative_tokens"": 2}"'
+    table = (
+        "model,max_model_len,peak_concurrency,gpus,enable_lora,max_loras,speculative_config\n"
+        f"llama-3.1-8b,8192,8,h100-sxm-80gb,true,4,{ngram}\n"
+        "llama-3.1-8b,8192,8,h100-sxm-80gb,,,\n"
+    )
+    response = client.post("/v1/plans", content=table, headers=CSV)
+    assert response.status_code == 200, response.text
+    rows = response.text.strip().splitlines()
+    assert len(rows) == 3
+    assert all(",ok," in row for row in rows[1:]), response.text
+    # the JSON body asks the same first question
+    body = {
+        "model": "llama-3.1-8b",
+        "max_model_len": 8192,
+        "peak_concurrency": 8,
+        "gpus": ["h100-sxm-80gb"],
+        "enable_lora": True,
+        "max_loras": 4,
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": 2},
+    }
+    posted = client.post("/v1/plans", json=body)
+    assert posted.status_code == 200, posted.text
+    assert posted.json()["recommendation"] is not None
+
+
+def test_a_deployment_profile_stores_both_and_sizes_them(client: TestClient) -> None:
+    profile = {
+        **QUESTION,
+        **LORA,
+        "name": "llama-lora-ngram",
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": 2},
+    }
+    created = client.post("/v1/deployments", json=profile, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    assert created.json()["speculative_config"] == profile["speculative_config"]
+    sized = client.get("/v1/deployments/llama-lora-ngram/capacity")
+    direct = client.post("/v1/capacity", json={**QUESTION, **LORA, "explain": False})
+    assert sized.status_code == 200, sized.text
+    assert sized.json()["kv_pool_bytes"] == direct.json()["kv_pool_bytes"]
