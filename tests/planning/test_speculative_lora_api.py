@@ -169,3 +169,20 @@ def test_a_deployment_profile_stores_both_and_sizes_them(client: TestClient) -> 
     direct = client.post("/v1/capacity", json={**QUESTION, **LORA, "explain": False})
     assert sized.status_code == 200, sized.text
     assert sized.json()["kv_pool_bytes"] == direct.json()["kv_pool_bytes"]
+
+
+def test_mtp_on_the_catalog_deepseek_v3_by_get_is_the_config_s_answer(client: TestClient) -> None:
+    # the catalog's deepseek-v3 records its one MTP layer and its bytes (models.json sources)
+    query = {
+        "model": "deepseek-v3",
+        "gpu": "h200-141gb",
+        "tensor_parallel_size": 8,
+        "max_model_len": 32768,
+        "engine_version": "0.33.0",
+        "speculative_config": json.dumps(MTP),
+    }
+    got = client.get("/v1/capacity", params=query)
+    assert got.status_code == 200, got.text
+    assert got.json()["kv_bytes_per_token"] == 62 * 1152
+    posted = client.post("/v1/capacity", json={**query, "speculative_config": MTP})
+    assert _line(posted.json(), "speculative_draft_weights")["bytes"] == -1_451_846_940
