@@ -79,6 +79,11 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("weight_format"),
     # issue 21: speculative decoding (a JSON object, as on vLLM's command line)
     Option("speculative_config"),
+    Option("speculative_algorithm"),
+    Option("speculative_draft_model_path"),
+    Option("speculative_num_steps"),
+    Option("speculative_eagle_topk"),
+    Option("speculative_num_draft_tokens"),
     # issue 21: LoRA
     Option("enable_lora", kind="switch"),
     Option("max_loras"),

@@ -251,6 +251,31 @@ class EngineFields(BaseModel):
         "the model's own MTP layers (a config.json with num_nextn_predict_layers). vLLM only.",
         examples=['{"method": "deepseek_mtp", "num_speculative_tokens": 1}'],
     )
+    speculative_algorithm: str | None = Field(
+        None,
+        max_length=20,
+        description="SGLang `--speculative-algorithm` (EAGLE, EAGLE3, NEXTN, STANDALONE, "
+        "NGRAM): the draft pool SGLang sizes beside the target's, the draft's layers at the "
+        "target's per-layer size for every token.",
+    )
+    speculative_draft_model_path: str | None = Field(
+        None,
+        max_length=200,
+        description="SGLang `--speculative-draft-model-path`: the draft, a catalog slug "
+        "(EAGLE, EAGLE3, STANDALONE).",
+    )
+    speculative_num_steps: int | None = Field(
+        None, ge=1, le=64, description="SGLang `--speculative-num-steps` (no memory kvplan sizes)."
+    )
+    speculative_eagle_topk: int | None = Field(
+        None, ge=1, le=64, description="SGLang `--speculative-eagle-topk` (no memory kvplan sizes)."
+    )
+    speculative_num_draft_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="SGLang `--speculative-num-draft-tokens` (no memory kvplan sizes).",
+    )
     # issue 21: LoRA
     enable_lora: bool = Field(
         False,

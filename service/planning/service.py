@@ -68,6 +68,7 @@ from ..sizing import (
     parse_speculative_config,
     performance_steps,
     served_model,
+    sglang_speculative_config,
     target_steps,
     with_given_pool,
 )
@@ -448,6 +449,13 @@ _ONE_ENGINE_FLAGS = (
     ("mamba_full_memory_ratio", Engine.SGLANG),
     ("max_mamba_cache_size", Engine.SGLANG),
     ("max_attention_window", Engine.TRTLLM),
+    # issue 21: speculative decoding, as each engine spells it
+    ("speculative_config", Engine.VLLM),
+    ("speculative_algorithm", Engine.SGLANG),
+    ("speculative_draft_model_path", Engine.SGLANG),
+    ("speculative_num_steps", Engine.SGLANG),
+    ("speculative_eagle_topk", Engine.SGLANG),
+    ("speculative_num_draft_tokens", Engine.SGLANG),
 )
 
 
@@ -473,7 +481,31 @@ def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None)
     spec = values[_SPECULATIVE_AT]
     if spec is not None:
         values[_SPECULATIVE_AT] = speculative_config(spec, catalog)
+    elif fields.speculative_algorithm is not None:
+        values[_SPECULATIVE_AT] = _sglang_speculative(fields, catalog)
+    elif fields.speculative_draft_model_path is not None:
+        raise SizingError("speculative_draft_model_path", "applies with speculative_algorithm")
     return _interned_options(tuple(values))
+
+
+def _sglang_speculative(fields: EngineFields, catalog: CatalogSnapshot | None) -> SpeculativeConfig:
+    """SGLang's --speculative-* flags as the config the sizing core takes (issue 21)."""
+    assert fields.speculative_algorithm is not None
+    path = fields.speculative_draft_model_path
+    config = sglang_speculative_config(
+        fields.speculative_algorithm, path, fields.speculative_num_draft_tokens
+    )
+    if path is None:
+        return config
+    if catalog is None:
+        raise SizingError("speculative_draft_model_path", "a draft model needs the catalog")
+    try:
+        _, draft = _resolve_model(path, catalog)
+    except NotFound as exc:
+        raise SizingError(
+            "speculative_draft_model_path", f"no draft model {path!r} in the catalog"
+        ) from exc
+    return dataclasses.replace(config, draft=draft)
 
 
 def speculative_config(

@@ -18,7 +18,11 @@ from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.kv import kv_bytes_per_token
-from .engines.speculative import SpeculativeConfig, parse_speculative_config
+from .engines.speculative import (
+    SpeculativeConfig,
+    parse_speculative_config,
+    sglang_speculative_config,
+)
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
 from .frozen import frozen
@@ -135,6 +139,7 @@ __all__ = [
     "performance_steps",
     "plan",
     "served_model",
+    "sglang_speculative_config",
     "target_steps",
     "vllm_cudagraph_estimate",
     "vllm_release",

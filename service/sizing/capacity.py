@@ -31,7 +31,12 @@ from .engines.lora import refuse_lora
 from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.parallel import check_tensor_parallel, pipeline_stages
 from .engines.sglang import sglang_capacity
-from .engines.speculative import refuse_speculative, vllm_drafter, with_draft_layers
+from .engines.speculative import (
+    refuse_speculative,
+    sglang_drafter,
+    vllm_drafter,
+    with_draft_layers,
+)
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
 from .engines.vllm_kv_dtype import vllm_workload
@@ -70,7 +75,11 @@ def compute_capacity(
         # issue 21: the drafter's cache layers join the target's in the KV-cache groups
         # (engines/speculative.py); its weights are a line of the engine's budget.
         refuse_speculative(engine.engine.value, parallel.pipeline_parallel_size)
-        drafter = vllm_drafter(arch, engine.speculative_config, parallel.tensor_parallel_size)
+        drafter = (
+            sglang_drafter(arch, engine.speculative_config)
+            if engine.engine is Engine.SGLANG
+            else vllm_drafter(arch, engine.speculative_config, parallel.tensor_parallel_size)
+        )
         arch = with_draft_layers(arch, drafter)
         warnings.append(drafter.note)
     warnings.extend(check_tensor_parallel(arch, parallel.tensor_parallel_size))

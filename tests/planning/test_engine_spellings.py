@@ -188,9 +188,10 @@ def test_two_spellings_of_one_field_are_a_422_naming_both(client: TestClient) ->
 
 
 @pytest.mark.parametrize(
-    # (vLLM's enable_lora and speculative_config are sized since issue 21: SGLang's are not)
+    # (vLLM's enable_lora and the speculative flags are sized since issue 21: SGLang's LoRA
+    # flags are not)
     "flag",
-    ["lora_paths=a", "speculative_algorithm=EAGLE", "cpu_offload_gb=4", "ep_size=8"],
+    ["lora_paths=a", "max_loras_per_batch=2", "cpu_offload_gb=4", "ep_size=8"],
 )
 def test_a_memory_flag_kvplan_does_not_model_is_a_422_naming_it(
     client: TestClient, fastapi_only: TestClient, flag: str

@@ -186,3 +186,30 @@ def test_mtp_on_the_catalog_deepseek_v3_by_get_is_the_config_s_answer(client: Te
     assert got.json()["kv_bytes_per_token"] == 62 * 1152
     posted = client.post("/v1/capacity", json={**query, "speculative_config": MTP})
     assert _line(posted.json(), "speculative_draft_weights")["bytes"] == -1_451_846_940
+
+
+def test_sglang_s_own_speculative_flags_on_get_and_post(client: TestClient) -> None:
+    # SGLang NEXTN on the catalog's deepseek-v3: the cell grows by one MLA layer (the target's
+    # per-layer size), the pool stays (tests/sizing/test_speculative.py works it out)
+    query = {
+        "model": "deepseek-v3",
+        "gpu": "h200-141gb",
+        "tp_size": 8,
+        "context_length": 32768,
+        "engine": "sglang",
+    }
+    plain = client.get("/v1/capacity", params=query)
+    got = client.get("/v1/capacity", params={**query, "speculative_algorithm": "NEXTN"})
+    posted = client.post(
+        "/v1/capacity",
+        json={**query, "speculative_algorithm": "NEXTN", "speculative_num_steps": 3},
+    )
+    assert plain.status_code == got.status_code == posted.status_code == 200, got.text
+    assert got.json()["kv_bytes_per_token"] == 62 * 1152
+    assert got.json()["kv_pool_bytes"] == plain.json()["kv_pool_bytes"]
+    assert got.json()["kv_cache_tokens"] < plain.json()["kv_cache_tokens"]
+    assert posted.json()["kv_cache_tokens"] == got.json()["kv_cache_tokens"]
+    # each engine's spelling on its own engine only
+    crossed = client.get("/v1/capacity", params={**QUESTION, "speculative_algorithm": "NEXTN"})
+    assert crossed.status_code == 422
+    assert crossed.json()["field"] == "speculative_algorithm"

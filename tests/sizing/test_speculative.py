@@ -171,3 +171,39 @@ def test_mtp_on_a_model_without_mtp_layers_is_refused() -> None:
             EngineOptions(speculative_config=MTP),
         )
     assert refused.value.field == "speculative_config.method"
+
+
+# --- SGLang 0.5.23 (pool_configurator.py, spec_aux_hidden_state.py) -------------------------
+
+
+def test_sglang_nextn_grows_the_cell_by_the_mtp_layer_at_the_target_s_size() -> None:
+    from service.sizing.engines.common import Engine
+    from service.sizing.engines.speculative import sglang_speculative_config
+
+    question = (H200_TORCH, Workload(32768), Parallelism(tensor_parallel_size=8))
+    plain = compute_capacity(DEEPSEEK_V3, *question, EngineOptions(engine=Engine.SGLANG))
+    nextn = compute_capacity(
+        DEEPSEEK_V3,
+        *question,
+        EngineOptions(
+            engine=Engine.SGLANG, speculative_config=sglang_speculative_config("NEXTN", None, 2)
+        ),
+    )
+    # cell 61 x 1,152 = 70,272 B; + int(70,272 x 1 / 61) = 1,152: 71,424 B a token
+    assert plain.kv_bytes_per_token_per_gpu == 70_272
+    assert nextn.kv_bytes_per_token_per_gpu == 71_424
+    # the same pool (the draft's weights load from mem_fraction_static's reserve), split over
+    # the larger cell: 71,424 / 70,272 fewer tokens
+    assert nextn.kv_pool_bytes == plain.kv_pool_bytes
+    assert nextn.kv_cache_tokens == nextn.kv_pool_bytes // 71_424
+
+
+def test_sglang_refuses_an_unknown_algorithm_and_a_draft_without_its_path() -> None:
+    from service.sizing.engines.speculative import sglang_speculative_config
+
+    with pytest.raises(SizingError) as unknown:
+        sglang_speculative_config("MEDUSA", None, None)
+    assert unknown.value.field == "speculative_algorithm"
+    with pytest.raises(SizingError) as no_path:
+        sglang_speculative_config("EAGLE3", None, None)
+    assert no_path.value.field == "speculative_draft_model_path"

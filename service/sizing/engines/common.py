@@ -93,7 +93,7 @@ class EngineOptions:
     enable_lora: bool = False
     max_loras: int | None = None
     max_lora_rank: int | None = None
-    lora_dtype: str | None = None
+    lora_dtype: FloatDtype | None = None  # parsed once, here (`auto` is None)
     max_cpu_loras: int | None = None
     fully_sharded_loras: bool = False
 
@@ -108,6 +108,12 @@ class EngineOptions:
             object.__setattr__(self, "mamba_ssm_cache_dtype", parsed)
         if self.weight_format is not None:
             object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
+        lora: FloatDtype | str | None = self.lora_dtype
+        if isinstance(lora, str) and not isinstance(lora, FloatDtype):
+            parsed_lora = (
+                None if lora.strip().lower() == "auto" else parse_float_dtype(lora, "lora_dtype")
+            )
+            object.__setattr__(self, "lora_dtype", parsed_lora)
 
 
 @dataclass(frozen=True, slots=True)

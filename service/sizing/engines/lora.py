@@ -38,7 +38,7 @@ from typing import Final
 from ..errors import SizingError
 from ..frozen import frozen
 from ..model.architecture import FullAttention, ModelArchitecture, NoCache, SlidingWindowAttention
-from ..model.dtypes import FloatDtype, parse_float_dtype
+from ..model.dtypes import FloatDtype
 from .common import BudgetLine, EngineOptions
 
 DEFAULT_MAX_LORAS: Final = 1
@@ -138,11 +138,11 @@ def punica_bytes(max_loras: int, max_num_batched_tokens: int, max_num_seqs: int)
     return base + 2 * kernel_meta
 
 
-def _lora_element_bytes(arch: ModelArchitecture, lora_dtype: str | None) -> int:
-    """LoRAConfig.verify_with_model_config: `auto` is the model's dtype."""
-    if lora_dtype is None or lora_dtype.strip().lower() == "auto":
+def _lora_element_bytes(arch: ModelArchitecture, lora_dtype: FloatDtype | None) -> int:
+    """LoRAConfig.verify_with_model_config: `auto` (None) is the model's dtype."""
+    if lora_dtype is None:
         return arch.dtype.element_bytes
-    dtype = parse_float_dtype(lora_dtype, "lora_dtype")
+    dtype = lora_dtype
     if dtype not in (FloatDtype.FLOAT16, FloatDtype.BFLOAT16):
         raise SizingError("lora_dtype", "vLLM takes auto, float16 or bfloat16")
     return dtype.element_bytes

@@ -21,9 +21,8 @@ Read in vLLM 0.33.0 (its wheel):
   and refuses one no larger than the lookahead.
 * `ngram` (and `suffix`) draft on the CPU from the prompt: no weights, no KV.
 
-kvplan sizes the drafter for vLLM only; SGLang's separate draft pool
-(python/sglang/srt/model_executor/model_runner.py, the draft worker's own token pool) is refused
-by name until it is read.
+SGLang's separate draft pool (`sglang_drafter`, read in SGLang 0.5.23) is sized too; TensorRT-LLM
+is refused by name.
 """
 
 from __future__ import annotations
@@ -242,12 +241,90 @@ def with_draft_layers(arch: ModelArchitecture, drafter: Drafter) -> ModelArchite
     return replace(arch, layers=arch.layers + drafter.layers)
 
 
+# SGLang --speculative-algorithm (python/sglang/srt/speculative/spec_info.py
+# SpeculativeAlgorithm) as vLLM's method names: NEXTN is the model's own MTP layers.
+SGLANG_ALGORITHMS: Final = {
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "nextn": "mtp",
+    "standalone": "draft_model",
+    "ngram": "ngram",
+}
+
+
+def sglang_speculative_config(
+    algorithm: str, draft_model_path: str | None, num_draft_tokens: int | None
+) -> SpeculativeConfig:
+    """SGLang's --speculative-algorithm and --speculative-draft-model-path as the config kvplan
+    sizes (the draft resolved by the caller, as for vLLM's `model`)."""
+    method = SGLANG_ALGORITHMS.get(algorithm.strip().lower())
+    if method is None:
+        raise SizingError(
+            "speculative_algorithm",
+            f"{algorithm!r}: kvplan sizes {', '.join(a.upper() for a in SGLANG_ALGORITHMS)}",
+        )
+    if method == "mtp" and draft_model_path is not None:
+        method = "eagle"  # a NEXTN draft given by path is read as SGLang reads any draft
+    if method in DRAFT_MODEL_METHODS and draft_model_path is None:
+        raise SizingError(
+            "speculative_draft_model_path", f"{algorithm} needs the draft model's path"
+        )
+    return SpeculativeConfig(
+        method=method,
+        num_speculative_tokens=num_draft_tokens or 1,
+        model=draft_model_path,
+    )
+
+
+def sglang_drafter(arch: ModelArchitecture, config: SpeculativeConfig) -> Drafter:
+    """SGLang 0.5.23's draft KV pool: the draft worker's own pool of the target's token count
+    (max_total_num_tokens), which the target's profile pays for by growing its cell size by
+    int(cell x eagle_draft_num_layers / num_layers): the draft's layers priced at the target's
+    per-layer size (python/sglang/srt/model_executor/pool_configurator.py, "EAGLE/STANDALONE:
+    assumes the draft shares the target's per-layer KV size"). eagle_draft_num_layers is the
+    draft's num_nextn_predict_layers, else its layers (model_runner_components/
+    spec_aux_hidden_state.py). The draft's weights load after the pool, out of the memory
+    mem_fraction_static leaves: no line of the pool's budget."""
+    if config.method in NO_MEMORY_METHODS:
+        return Drafter(config, (), 0, "speculative decoding (NGRAM): no draft weights or KV")
+    cache_layers = [layer for layer in arch.layers if not isinstance(layer, NoCache)]
+    if arch.has_state_layers or len({type(layer) for layer in cache_layers}) > 1:
+        raise SizingError(
+            "speculative_algorithm",
+            "kvplan sizes SGLang's draft pool beside one uniform token pool; this model's "
+            "hybrid pools with a draft are not modelled yet",
+        )
+    if config.method == "mtp":
+        count = arch.num_nextn_predict_layers
+        if count < 1:
+            raise SizingError(
+                "speculative_algorithm",
+                "NEXTN drafts with the model's own MTP layers, and this model declares none "
+                "(num_nextn_predict_layers in its config.json)",
+            )
+    else:
+        draft = config.draft
+        if draft is None:
+            raise SizingError("speculative_draft_model_path", "the draft model is needed")
+        count = draft.num_nextn_predict_layers or sum(
+            not isinstance(layer, NoCache) for layer in draft.layers
+        )
+    return Drafter(
+        config,
+        (cache_layers[-1],) * count,
+        0,
+        f"speculative decoding (SGLang {config.method}): the draft pool holds {count} "
+        "layer(s) at the target's per-layer size for every token of the target's pool; the "
+        "draft's weights load outside mem_fraction_static's pool (from its reserve)",
+    )
+
+
 def refuse_speculative(engine: str, pipeline_parallel_size: int) -> None:
     """Raise where kvplan does not size a drafter: another engine, or pipeline stages."""
-    if engine != "vllm":
+    if engine not in ("vllm", "sglang"):
         raise SizingError(
             FIELD,
-            f"kvplan sizes vLLM's drafter only; {engine}'s draft KV pool is not modelled yet",
+            f"kvplan sizes vLLM's and SGLang's drafters only; {engine}'s is not modelled yet",
         )
     if pipeline_parallel_size > 1:
         raise SizingError(
