@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from service.sizing.capacity import Parallelism, Workload, compute_capacity
-from service.sizing.engines.common import EngineOptions
-from service.sizing.engines.speculative import parse_speculative_config
+from service.sizing.engines.common import Engine, EngineOptions
+from service.sizing.engines.speculative import parse_speculative_config, sglang_speculative_config
 from service.sizing.errors import SizingError
 from service.sizing.model.architecture import FullAttention, ModelArchitecture
 from service.sizing.model.hf_config import architecture_from_hf_config
@@ -177,9 +177,6 @@ def test_mtp_on_a_model_without_mtp_layers_is_refused() -> None:
 
 
 def test_sglang_nextn_grows_the_cell_by_the_mtp_layer_at_the_target_s_size() -> None:
-    from service.sizing.engines.common import Engine
-    from service.sizing.engines.speculative import sglang_speculative_config
-
     question = (H200_TORCH, Workload(32768), Parallelism(tensor_parallel_size=8))
     plain = compute_capacity(DEEPSEEK_V3, *question, EngineOptions(engine=Engine.SGLANG))
     nextn = compute_capacity(
@@ -199,8 +196,6 @@ def test_sglang_nextn_grows_the_cell_by_the_mtp_layer_at_the_target_s_size() -> 
 
 
 def test_sglang_refuses_an_unknown_algorithm_and_a_draft_without_its_path() -> None:
-    from service.sizing.engines.speculative import sglang_speculative_config
-
     with pytest.raises(SizingError) as unknown:
         sglang_speculative_config("MEDUSA", None, None)
     assert unknown.value.field == "speculative_algorithm"
