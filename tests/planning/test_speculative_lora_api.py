@@ -213,3 +213,27 @@ def test_sglang_s_own_speculative_flags_on_get_and_post(client: TestClient) -> N
     crossed = client.get("/v1/capacity", params={**QUESTION, "speculative_algorithm": "NEXTN"})
     assert crossed.status_code == 422
     assert crossed.json()["field"] == "speculative_algorithm"
+
+
+def test_a_plan_pastes_the_flags_it_sized(client: TestClient) -> None:
+    body = {
+        "model": "deepseek-v3",
+        "gpus": ["h200-141gb"],
+        "max_model_len": 32768,
+        "peak_concurrency": 8,
+        "speculative_config": MTP,
+    }
+    answer = client.post("/v1/plans", json=body)
+    assert answer.status_code == 200, answer.text
+    flags = answer.json()["recommendation"]["engine_flags"]
+    # deepseek_mtp is read as vLLM reads it: mtp
+    assert '--speculative-config \'{"method":"mtp","num_speculative_tokens":1}\'' in (flags["vllm"])
+    assert "--speculative-algorithm NEXTN" in flags["sglang"]
+    lora = client.post(
+        "/v1/plans",
+        json={"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 8, **LORA},
+    )
+    assert lora.status_code == 200, lora.text
+    # the answer pastes each engine's flags as one command line
+    pasted = lora.json()["recommendation"]["engine_flags"]["vllm"]
+    assert pasted.endswith("--enable-lora --max-loras 4 --max-lora-rank 16")

@@ -236,3 +236,19 @@ def refuse_lora(engine: str, options: EngineOptions) -> None:
             "enable_lora",
             f"kvplan sizes vLLM's LoRA buffers only; {engine}'s adapter pool is not modelled yet",
         )
+
+
+def lora_flags(options: EngineOptions) -> list[str]:
+    """vLLM's flags for the LoRA slots kvplan sized (none without --enable-lora)."""
+    if not options.enable_lora:
+        return []
+    flags = ["--enable-lora"]
+    for name in ("max_loras", "max_lora_rank", "max_cpu_loras"):
+        value = getattr(options, name)
+        if value is not None:
+            flags.append(f"--{name.replace('_', '-')} {value}")
+    if options.lora_dtype is not None:
+        flags.append(f"--lora-dtype {options.lora_dtype.value}")
+    if options.fully_sharded_loras:
+        flags.append("--fully-sharded-loras")
+    return flags

@@ -27,6 +27,7 @@ is refused by name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
@@ -331,3 +332,22 @@ def refuse_speculative(engine: str, pipeline_parallel_size: int) -> None:
             FIELD,
             "kvplan sizes a drafter on one pipeline stage only (pipeline_parallel_size 1)",
         )
+
+
+_SGLANG_NAMES: Final = {method: algorithm for algorithm, method in SGLANG_ALGORITHMS.items()}
+
+
+def speculative_flags(config: SpeculativeConfig) -> dict[str, list[str]]:
+    """The flags to paste for the drafter kvplan sized: vLLM's --speculative-config and SGLang's
+    --speculative-* (the draft as given: a catalog slug where it was one)."""
+    vllm: dict[str, object] = {"method": config.method}
+    if config.model is not None:
+        vllm["model"] = config.model
+    vllm["num_speculative_tokens"] = config.num_speculative_tokens
+    sglang = [f"--speculative-algorithm {_SGLANG_NAMES[config.method].upper()}"]
+    if config.model is not None:
+        sglang.append(f"--speculative-draft-model-path {config.model}")
+    return {
+        "vllm": [f"--speculative-config '{json.dumps(vllm, separators=(',', ':'))}'"],
+        "sglang": sglang,
+    }
