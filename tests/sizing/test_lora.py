@@ -136,3 +136,11 @@ def test_mla_layers_are_refused_not_sized_as_a_dense_decoder() -> None:
     with pytest.raises(SizingError) as refused:
         compute_capacity(mla, H100_TORCH, Workload(4096), Parallelism(), FOUR_RANK_16)
     assert refused.value.field == "enable_lora"
+
+
+def test_a_v0_release_is_refused_by_name() -> None:
+    # vllm#14450: on V0 the KV block count did not move with the LoRA rank or slots
+    v0 = EngineOptions(engine_version="0.7.3", enable_lora=True)
+    with pytest.raises(SizingError) as refused:
+        compute_capacity(LLAMA_31_8B, H100_TORCH, Workload(8192), Parallelism(), v0)
+    assert refused.value.field == "engine_version"

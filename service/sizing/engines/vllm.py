@@ -1160,6 +1160,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
     release, note = release_sizing(asked)
     _check_release_runs(inputs.arch, release)
+    _check_roles_run(inputs.engine, release)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
@@ -1253,6 +1254,24 @@ def _check_release_runs(arch: ModelArchitecture, release: VllmRelease) -> None:
             "engine_version",
             f"vLLM {release.label} does not run DeepSeek sparse attention (indexer) models; "
             "they arrived in 0.11.0",
+        )
+
+
+def _check_roles_run(options: EngineOptions, release: VllmRelease) -> None:
+    """Issue 21's roles are read from the V1 engine (0.33.0): refuse them before it."""
+    if release.v1_engine:
+        return
+    if options.speculative_config is not None:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} runs the V0 engine, whose speculative-decoding worker kept "
+            "the draft's cache apart; kvplan sizes the V1 drafter (0.8.0 on)",
+        )
+    if options.enable_lora:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} runs the V0 engine, whose block count did not see the LoRA "
+            "buffers (vllm#14450); kvplan sizes LoRA from the V1 engine (0.8.0 on)",
         )
 
 
