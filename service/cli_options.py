@@ -92,6 +92,20 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("num_redundant_experts"),
     Option("enable_eplb", kind="switch"),
     Option("decode_context_parallel_size"),
+    # issue 21: speculative decoding (a JSON object, as on vLLM's command line)
+    Option("speculative_config"),
+    Option("speculative_algorithm"),
+    Option("speculative_draft_model_path"),
+    Option("speculative_num_steps"),
+    Option("speculative_eagle_topk"),
+    Option("speculative_num_draft_tokens"),
+    # issue 21: LoRA
+    Option("enable_lora", kind="switch"),
+    Option("max_loras"),
+    Option("max_lora_rank"),
+    Option("lora_dtype"),
+    Option("max_cpu_loras"),
+    Option("fully_sharded_loras", kind="switch"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

@@ -52,9 +52,24 @@ def test_the_engines_spellings_ask_the_same_question(capsys: pytest.CaptureFixtu
 
 
 def test_an_unmodelled_memory_flag_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    # vLLM's --enable-lora reserves adapter buffers kvplan does not model yet: refused by name
-    # (exit 2, the server's problem shape), never sized as if absent.
+    # SGLang's --lora-paths loads adapters into a pool kvplan does not model yet: refused by
+    # name (exit 2, the server's problem shape), never sized as if absent. (vLLM's --enable-lora
+    # is sized since issue 21.)
     with pytest.raises(SystemExit) as refused:
-        main([*QUESTION, "--enable-lora"])
+        main([*QUESTION, "--lora-paths", "a"])
     assert refused.value.code == 2
-    assert json.loads(capsys.readouterr().err)["field"] == "enable_lora"
+    assert json.loads(capsys.readouterr().err)["field"] == "lora_paths"
+
+
+def test_speculative_config_and_lora_from_the_shell(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 21: vLLM's own flags, the speculative config as the JSON text vLLM's CLI takes; the
+    # same answer as the API's (tests/planning/test_speculative_lora_api.py)
+    base = [*QUESTION, "--max-model-len", "8192", "--engine-version", "0.33.0", "--format", "json"]
+    assert main(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    lora = ["--enable-lora", "--max-loras", "4", "--max-lora-rank", "16"]
+    ngram = ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}']
+    assert main([*base, *lora, *ngram]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    # four rank-16 slots: 369,426,432 B of buffers + 417,920 B of punica metadata
+    assert plain["kv_pool_bytes"] - asked["kv_pool_bytes"] == 369_844_352

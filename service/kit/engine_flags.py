@@ -6,7 +6,7 @@ reads its flags off an SGLang or TensorRT-LLM command line writes `context_lengt
 same way on every door (GET query parameters, POST JSON bodies, the columns of a table of
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
-(LoRA adapters, speculative decoding, SGLang's DP attention, LMCache's connector) is refused by name
+(SGLang's LoRA adapters, SGLang's DP attention, LMCache's connector) is refused by name
 rather than sized as if it were absent. Any other name is left alone: a GET ignores it (and
 says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an unknown field.
 
@@ -103,18 +103,13 @@ class Unmodelled:
     switch: bool = False  # a boolean flag: given false, it changes nothing (and is ignored)
 
 
+# issue 21: vLLM's LoRA flags (enable_lora, max_loras, max_lora_rank, lora_dtype, max_cpu_loras,
+# fully_sharded_loras), --speculative-config and SGLang's --speculative-* flags are fields now
+# (engines/lora.py, engines/speculative.py); SGLang's LoRA flags and TensorRT-LLM's stay refused.
 _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
-    Unmodelled("enable_lora", "vLLM", "adapter weights and their activations", switch=True),
-    Unmodelled("max_loras", "vLLM", "LoRA adapter slots on the GPU"),
-    Unmodelled("max_lora_rank", "vLLM, SGLang", "LoRA adapter memory"),
-    Unmodelled("max_cpu_loras", "vLLM", "LoRA adapter memory"),
     Unmodelled("lora_paths", "SGLang", "LoRA adapter memory"),
     Unmodelled("max_loras_per_batch", "SGLang", "LoRA adapter slots on the GPU"),
     Unmodelled("lora_config", "TensorRT-LLM", "LoRA adapter memory"),
-    Unmodelled("speculative_config", "vLLM, TensorRT-LLM", "a draft model's weights and KV"),
-    Unmodelled("speculative_algorithm", "SGLang", "a draft model's weights and KV"),
-    Unmodelled("speculative_draft_model_path", "SGLang", "a draft model's weights and KV"),
-    Unmodelled("speculative_num_draft_tokens", "SGLang", "the draft tokens' KV"),
     Unmodelled("expert_parallel_size", "SGLang", "the experts' weights per GPU"),
     Unmodelled("ep_size", "SGLang, TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),

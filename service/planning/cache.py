@@ -17,6 +17,7 @@ repeated URL is one dict lookup.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -88,6 +89,10 @@ class CapacityKey:
         window = values["max_attention_window"]
         if window is not None:
             values["max_attention_window"] = tuple(window)
+        spec = values["speculative_config"]
+        if spec is not None:
+            # issue 21: a JSON object, keyed by its canonical text (equal objects, one key)
+            values["speculative_config"] = json.dumps(spec, sort_keys=True)
         return cls(tuple(values.values()), fmt, query.field)
 
 

@@ -8,6 +8,7 @@ name the answers and the sizing core use for the pool.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -109,6 +110,25 @@ ERROR_BAND_DOC = (
     "from the fit were within +/- this of the estimate (README, How fast a deployment decodes). "
     "Null with them."
 )
+
+
+def _json_object(field: str) -> Any:
+    """A field that is a JSON object: given as one (POST) or as its JSON text (GET query, CSV
+    cell, vLLM's own command line), read into the object."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]  # a repeated query parameter's last value
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"{field} must be a JSON object: {exc}") from None
+        return value
+
+    return parse
 
 
 class EngineFields(BaseModel):
@@ -298,6 +318,74 @@ class EngineFields(BaseModel):
         "interleaved over this many of the TP ranks, each keeping 1/dcp of its tokens; must "
         "divide tensor_parallel_size. Full attention and MLA only.",
     )
+    # issue 21: speculative decoding
+    speculative_config: Annotated[
+        dict[str, Any] | None, BeforeValidator(_json_object("speculative_config"))
+    ] = Field(
+        None,
+        description="vLLM `--speculative-config`: a JSON object (on GET and in a CSV cell, its "
+        "JSON text, as on vLLM's command line): `method` (`mtp` or a family's MTP name such as "
+        "`deepseek_mtp`; `eagle`, `eagle3`, `draft_model`; `ngram`), `num_speculative_tokens`, "
+        "`model` (the draft of eagle, eagle3 and draft_model: a catalog slug, or on POST an "
+        "inline model or {hf_config}), `draft_tensor_parallel_size`. The drafter's cache "
+        "layers share the KV pool's pages and its weights come out of the budget; `mtp` needs "
+        "the model's own MTP layers (a config.json with num_nextn_predict_layers). vLLM only.",
+        examples=['{"method": "deepseek_mtp", "num_speculative_tokens": 1}'],
+    )
+    speculative_algorithm: str | None = Field(
+        None,
+        max_length=20,
+        description="SGLang `--speculative-algorithm` (EAGLE, EAGLE3, NEXTN, STANDALONE, "
+        "NGRAM): the draft pool SGLang sizes beside the target's, the draft's layers at the "
+        "target's per-layer size for every token.",
+    )
+    speculative_draft_model_path: str | None = Field(
+        None,
+        max_length=200,
+        description="SGLang `--speculative-draft-model-path`: the draft, a catalog slug "
+        "(EAGLE, EAGLE3, STANDALONE).",
+    )
+    speculative_num_steps: int | None = Field(
+        None, ge=1, le=64, description="SGLang `--speculative-num-steps` (no memory kvplan sizes)."
+    )
+    speculative_eagle_topk: int | None = Field(
+        None, ge=1, le=64, description="SGLang `--speculative-eagle-topk` (no memory kvplan sizes)."
+    )
+    speculative_num_draft_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="SGLang `--speculative-num-draft-tokens` (no memory kvplan sizes).",
+    )
+    # issue 21: LoRA
+    enable_lora: bool = Field(
+        False,
+        description="vLLM `--enable-lora`: the adapters' stacked A/B buffers for every wrapped "
+        "module (dense decoders) are allocated with the model, before the KV pool is sized.",
+    )
+    max_loras: int | None = Field(
+        None, ge=1, le=1024, description="vLLM `--max-loras`: adapter slots on the GPU (1)."
+    )
+    max_lora_rank: int | None = Field(
+        None,
+        ge=1,
+        le=512,
+        description="vLLM `--max-lora-rank` (16): 1, 8, 16, 32, 64, 128, 256, 320 or 512.",
+    )
+    lora_dtype: Literal["auto", "float16", "bfloat16"] | None = Field(
+        None, description="vLLM `--lora-dtype` (auto: the model's dtype)."
+    )
+    max_cpu_loras: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="vLLM `--max-cpu-loras`: adapters kept in host memory (no GPU memory).",
+    )
+    fully_sharded_loras: bool = Field(
+        False,
+        description="vLLM `--fully-sharded-loras`: column layers' A rank and row layers' B "
+        "output sharded over the TP ranks.",
+    )
 
 
 class InlineGpu(BaseModel):
@@ -366,6 +454,21 @@ class InlineModel(BaseModel):
     weight_format: str = "bfloat16"
     max_position_embeddings: int | None = Field(None, ge=1)
     moe: dict[str, int] | None = None
+    # issue 21: speculative decoding
+    num_nextn_predict_layers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="Multi-token-prediction layers the checkpoint holds beyond its decoder "
+        "layers (config.json `num_nextn_predict_layers`): a vLLM `mtp` draft's layers.",
+    )
+    mtp_weight_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=2**52,
+        description="Bytes of those MTP layers a vLLM drafter loads (its embeddings and head "
+        "are the target's).",
+    )
 
 
 class HfConfigModel(BaseModel):

@@ -22,7 +22,13 @@ from pydantic import ValidationError
 from ..catalog import names
 from ..catalog.snapshot import CALLERS_PRICE, CatalogSnapshot
 from ..kit.engine_flags import kvplan_name, with_kvplan_names
-from ..kit.errors import InvalidRequest, Problem, SequenceDoesNotFit, WeightsDoNotFit
+from ..kit.errors import (
+    InvalidRequest,
+    NotFound,
+    Problem,
+    SequenceDoesNotFit,
+    WeightsDoNotFit,
+)
 from ..kit.metrics import Metrics
 from ..sizing import (
     PIPELINE_NOTE,
@@ -43,6 +49,7 @@ from ..sizing import (
     PlanRequest,
     Replicas,
     SizingError,
+    SpeculativeConfig,
     Speed,
     SpeedQuestion,
     Workload,
@@ -60,8 +67,10 @@ from ..sizing import (
     pace,
     parse_engine_version,
     parse_kv_cache_dtype,
+    parse_speculative_config,
     performance_steps,
     served_model,
+    sglang_speculative_config,
     target_steps,
     with_given_pool,
     with_hf_quant_config,
@@ -168,7 +177,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
     parallel = Parallelism(
         fields.tensor_parallel_size, fields.pipeline_parallel_size, fields.data_parallel_size
     )
-    options = engine_options(fields)
+    options = engine_options(fields, catalog)
     result = compute_capacity(arch, gpu, workload, parallel, options)
     hook = calibrated.CalibrationHook(
         catalog,
@@ -306,7 +315,7 @@ def speed_by_batch(
     limit = min(detail.max_num_seqs, cap) if isinstance(cap, int) else detail.max_num_seqs
     if not detail.fits or limit < 1:
         return SpeedCurve(detail, (), detail.reason or "the layout holds no sequence", max_tpot_ms)
-    options = engine_options(question.fields)
+    options = engine_options(question.fields, catalog)
     speed = SpeedQuestion(
         tensor_parallel_size=detail.tensor_parallel_size,
         batch=limit,
@@ -366,7 +375,7 @@ def plan(
         # The caller's pool wins; a hook that can match nothing is left out.
         given = question.fields.kv_pool_bytes is not None
         pool = None if given or not hook.may_match else hook
-        result = search_plans(arch, gpus, _plan_request(question.fields), pool)
+        result = search_plans(arch, gpus, _plan_request(question.fields, catalog), pool)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
@@ -461,6 +470,13 @@ _ONE_ENGINE_FLAGS = (
     ("max_mamba_cache_size", Engine.SGLANG),
     ("max_attention_window", Engine.TRTLLM),
     ("engine_rules_version", Engine.VLLM),
+    # issue 21: speculative decoding, as each engine spells it
+    ("speculative_config", Engine.VLLM),
+    ("speculative_algorithm", Engine.SGLANG),
+    ("speculative_draft_model_path", Engine.SGLANG),
+    ("speculative_num_steps", Engine.SGLANG),
+    ("speculative_eagle_topk", Engine.SGLANG),
+    ("speculative_num_draft_tokens", Engine.SGLANG),
 )
 
 
@@ -493,11 +509,13 @@ def _interned_role(name: str, values: tuple[tuple[str, Any], ...]) -> Any:
     return _NESTED_OPTIONS[name](**dict(values))
 
 
+_SPECULATIVE_AT = _ENGINE_OPTIONS.index("speculative_config")
 _ONE_ENGINE_VALUES = operator.attrgetter(*(name for name, _ in _ONE_ENGINE_FLAGS))
 
 
-def engine_options(fields: EngineFields) -> EngineOptions:
-    """The request's engine flags as the sizing core takes them: every field copied by name."""
+def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None) -> EngineOptions:
+    """The request's engine flags as the sizing core takes them: every field copied by name
+    (`speculative_config` read into its dataclass, its draft model resolved in `catalog`)."""
     engine = Engine(fields.engine)
     for (name, applies), value in zip(_ONE_ENGINE_FLAGS, _ONE_ENGINE_VALUES(fields), strict=True):
         if value is not None and engine is not applies:
@@ -510,7 +528,70 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine
     values[_WINDOW_AT] = None if window is None else tuple(window)
+    spec = values[_SPECULATIVE_AT]
+    if spec is not None:
+        values[_SPECULATIVE_AT] = speculative_config(spec, catalog)
+    elif fields.speculative_algorithm is not None:
+        values[_SPECULATIVE_AT] = _sglang_speculative(fields, catalog)
+    elif fields.speculative_draft_model_path is not None:
+        raise SizingError("speculative_draft_model_path", "applies with speculative_algorithm")
     return _interned_options(tuple(values), _nested_options(fields))
+
+
+def _sglang_speculative(fields: EngineFields, catalog: CatalogSnapshot | None) -> SpeculativeConfig:
+    """SGLang's --speculative-* flags as the config the sizing core takes (issue 21)."""
+    assert fields.speculative_algorithm is not None
+    path = fields.speculative_draft_model_path
+    config = sglang_speculative_config(
+        fields.speculative_algorithm, path, fields.speculative_num_draft_tokens
+    )
+    if path is None:
+        return config
+    if catalog is None:
+        raise SizingError("speculative_draft_model_path", "a draft model needs the catalog")
+    try:
+        _, draft = _resolve_model(path, catalog)
+    except NotFound as exc:
+        raise SizingError(
+            "speculative_draft_model_path", f"no draft model {path!r} in the catalog"
+        ) from exc
+    return dataclasses.replace(config, draft=draft)
+
+
+def speculative_config(
+    value: Mapping[str, Any], catalog: CatalogSnapshot | None
+) -> SpeculativeConfig:
+    """vLLM's --speculative-config object, its draft model (eagle, eagle3, draft_model) read
+    as a model is anywhere: a catalog slug, an inline model or {hf_config} (issue 21)."""
+    model = value.get("model")
+    config = parse_speculative_config(
+        {**value, "model": None} if isinstance(model, Mapping) else value
+    )
+    if model is None:
+        return config
+    try:
+        ref: ModelRef = (
+            model
+            if isinstance(model, str)
+            else (HfConfigModel if "hf_config" in model else InlineModel).model_validate(model)
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise SizingError(f"speculative_config.model.{where}", first["msg"]) from None
+    if catalog is None:
+        raise SizingError("speculative_config.model", "a draft model needs the catalog")
+    try:
+        label, draft = _resolve_model(ref, catalog)
+    except SizingError as exc:
+        raise _prefixed(exc, "speculative_config") from exc
+    except NotFound as exc:
+        raise SizingError(
+            "speculative_config.model",
+            f"no draft model {model!r} in the catalog: give a catalog slug, or on POST the "
+            "draft inline or as {hf_config: ...}",
+        ) from exc
+    return dataclasses.replace(parse_speculative_config({**value, "model": label}), draft=draft)
 
 
 # One EngineOptions per set of flags: building one sets 20 frozen fields, and the sizing core's
@@ -710,10 +791,10 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
     return gpus
 
 
-def _plan_request(fields: PlanFields) -> PlanRequest:
+def _plan_request(fields: PlanFields, catalog: CatalogSnapshot) -> PlanRequest:
     """The three sizing questions and the search options, copied by name."""
     values = {f.name: getattr(fields, f.name) for f in dataclasses.fields(PlanRequest)}
-    values["engine"] = engine_options(fields)
+    values["engine"] = engine_options(fields, catalog)
     # PlanRequest parses the cache dtype: sizing.plan checks the candidate list after it, so a
     # request wrong in both ways is answered on the dtype, as it always was.
     return PlanRequest(**values)

@@ -19,6 +19,11 @@ from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
+from .engines.speculative import (
+    SpeculativeConfig,
+    parse_speculative_config,
+    sglang_speculative_config,
+)
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
 from .frozen import frozen
@@ -105,6 +110,7 @@ __all__ = [
     "Rejection",
     "Replicas",
     "SizingError",
+    "SpeculativeConfig",
     "Speed",
     "SpeedQuestion",
     "WeightFormat",
@@ -131,11 +137,13 @@ __all__ = [
     "parse_dtype",
     "parse_engine_version",
     "parse_kv_cache_dtype",
+    "parse_speculative_config",
     "parse_vllm_version",
     "parse_weight_format",
     "performance_steps",
     "plan",
     "served_model",
+    "sglang_speculative_config",
     "target_steps",
     "vllm_cudagraph_estimate",
     "vllm_release",

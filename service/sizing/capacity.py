@@ -33,10 +33,17 @@ from .engines.expert_parallel import (
     vllm_rank_weights,
 )
 from .engines.kv import kv_bytes_per_token, packed_mla, sequence_breakdown
+from .engines.lora import refuse_lora
 from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.offload import check_offload_flags
 from .engines.parallel import check_tensor_parallel, pipeline_stages
 from .engines.sglang import sglang_capacity
+from .engines.speculative import (
+    refuse_speculative,
+    sglang_drafter,
+    vllm_drafter,
+    with_draft_layers,
+)
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
 from .engines.vllm_kv_dtype import vllm_workload
@@ -71,6 +78,18 @@ def compute_capacity(
     engine = engine or EngineOptions()
     check_offload_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
+    refuse_lora(engine.engine.value, engine)
+    if engine.speculative_config is not None:
+        # issue 21: the drafter's cache layers join the target's in the KV-cache groups
+        # (engines/speculative.py); its weights are a line of the engine's budget.
+        refuse_speculative(engine.engine.value, parallel.pipeline_parallel_size)
+        drafter = (
+            sglang_drafter(arch, engine.speculative_config)
+            if engine.engine is Engine.SGLANG
+            else vllm_drafter(arch, engine.speculative_config, parallel.tensor_parallel_size)
+        )
+        arch = with_draft_layers(arch, drafter)
+        warnings.append(drafter.note)
     warnings.extend(check_tensor_parallel(arch, parallel.tensor_parallel_size))
     if arch.config_note is not None:
         warnings.append(arch.config_note)

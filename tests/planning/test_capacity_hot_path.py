@@ -116,12 +116,24 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         # issue 21: expert parallelism
         "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",
         "decode_context_parallel_size": "2",
+        # issue 21: a JSON object (keyed by its canonical text) and the LoRA flags
+        "speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}',
+        "enable_lora": "true", "max_loras": "2", "max_lora_rank": "8", "lora_dtype": "auto",
+        "max_cpu_loras": "4", "fully_sharded_loras": "true",
+        "speculative_algorithm": "EAGLE3", "speculative_draft_model_path": "a",
+        "speculative_num_steps": "3", "speculative_eagle_topk": "1",
+        "speculative_num_draft_tokens": "4",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here
     assert hash(CapacityKey.of(query, "csv")) == hash(CapacityKey.of(query, "csv"))
     other = CapacityQuery.model_validate({**every, "max_attention_window": ["4096"]})
     assert CapacityKey.of(other, "csv") != CapacityKey.of(query, "csv")
+    # one speculative config, spelt with its keys in another order: one question
+    reordered = CapacityQuery.model_validate(
+        {**every, "speculative_config": '{"num_speculative_tokens": 2, "method": "ngram"}'}
+    )
+    assert CapacityKey.of(reordered, "csv") == CapacityKey.of(query, "csv")
 
 
 def test_the_format_is_part_of_the_question(client: TestClient) -> None:
@@ -385,7 +397,8 @@ REFUSED = [
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&kv_cache_dtype=fp7", {}),  # unknown dtype: 422
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tensor_parallel_size=16", {}),  # beyond a node
     ("model=llama-3.1-8b&gpu=h100-sxm-80gb&tp=2&tp_size=2", {}),  # two spellings: 422
-    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&enable_lora=true", {}),  # not modelled: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&lora_paths=a", {}),  # not modelled: 422
+    ("model=llama-3.1-8b&gpu=h100-sxm-80gb&max_loras=2", {}),  # without enable_lora: 422
 ]
 COMPARED = (
     *HEADERS_COMPARED,

@@ -188,7 +188,10 @@ def test_two_spellings_of_one_field_are_a_422_naming_both(client: TestClient) ->
 
 
 @pytest.mark.parametrize(
-    "flag", ["enable_lora=true", "speculative_config=%7B%7D", "max_beam_width=4", "ep_size=8"]
+    # (vLLM's enable_lora and the speculative flags are sized since issue 21: SGLang's LoRA
+    # flags are not)
+    "flag",
+    ["lora_paths=a", "max_loras_per_batch=2", "max_beam_width=4", "ep_size=8"],
 )
 def test_a_memory_flag_kvplan_does_not_model_is_a_422_naming_it(
     client: TestClient, fastapi_only: TestClient, flag: str
@@ -204,26 +207,26 @@ def test_a_memory_flag_kvplan_does_not_model_is_a_422_naming_it(
 
 def test_a_memory_flag_is_refused_in_bodies_and_tables_too(client: TestClient) -> None:
     body = problem(
-        client.post(CAPACITY, json={"model": "llama-3.1-8b", "gpu": "l4", "enable_lora": True}),
+        client.post(CAPACITY, json={"model": "llama-3.1-8b", "gpu": "l4", "lora_paths": ["a"]}),
         422,
     )
-    assert body["field"] == "enable_lora"
+    assert body["field"] == "lora_paths"
     question = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 4}
     body = problem(client.post("/v1/plans", json={**question, "enable_dp_attention": True}), 422)
     assert body["field"] == "enable_dp_attention"
-    csv_body = "model,max_model_len,peak_concurrency,max_loras\nllama-3.1-8b,8192,4,2\n"
+    csv_body = "model,max_model_len,peak_concurrency,max_loras_per_batch\nllama-3.1-8b,8192,4,2\n"
     body = problem(client.post("/v1/plans", content=csv_body, headers=CSV), 422)
-    assert body["field"] == "max_loras"
+    assert body["field"] == "max_loras_per_batch"
 
 
 def test_a_memory_switch_given_off_changes_nothing_and_is_named_ignored(
     client: TestClient,
 ) -> None:
     plain = client.get(f"{CAPACITY}?{LLAMA}")
-    off = client.get(f"{CAPACITY}?{LLAMA}&enable_lora=false")
+    off = client.get(f"{CAPACITY}?{LLAMA}&disable_radix_cache=false")
     assert off.status_code == 200, off.text
     assert off.content == plain.content
-    assert ignored_of(off) == ["enable_lora"]
+    assert ignored_of(off) == ["disable_radix_cache"]
 
 
 # ---- what a GET ignores is named -----------------------------------------------------------

@@ -32,6 +32,7 @@ from .kv import LayerBytes
 
 if TYPE_CHECKING:
     from .offload import KvTiers
+    from .speculative import SpeculativeConfig
 
 MAX_CONTEXT_TOKENS = 10_000_000
 
@@ -107,6 +108,18 @@ class EngineOptions:
     # vLLM's enable_expert_parallel, num_redundant_experts, enable_eplb,
     # decode_context_parallel_size.
     expert_parallel: ExpertParallel = NO_EXPERT_PARALLEL
+    # issue 21: speculative decoding. vLLM --speculative-config, parsed
+    # (engines/speculative.py parse_speculative_config), its draft model resolved by the caller.
+    speculative_config: SpeculativeConfig | None = None
+    # issue 21: LoRA. vLLM --enable-lora and its flags (vllm/config/lora.py LoRAConfig; None =
+    # vLLM's default: max_loras 1, max_lora_rank 16, lora_dtype auto = the model's dtype,
+    # max_cpu_loras = max_loras); engines/lora.py sizes the adapters' GPU buffers.
+    enable_lora: bool = False
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    lora_dtype: FloatDtype | None = None  # parsed once, here (`auto` is None)
+    max_cpu_loras: int | None = None
+    fully_sharded_loras: bool = False
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -119,6 +132,12 @@ class EngineOptions:
             object.__setattr__(self, "mamba_ssm_cache_dtype", parsed)
         if self.weight_format is not None:
             object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
+        lora: FloatDtype | str | None = self.lora_dtype
+        if isinstance(lora, str) and not isinstance(lora, FloatDtype):
+            parsed_lora = (
+                None if lora.strip().lower() == "auto" else parse_float_dtype(lora, "lora_dtype")
+            )
+            object.__setattr__(self, "lora_dtype", parsed_lora)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,9 @@ from .common import (
 )
 from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank, expert_placement_note
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
+from .lora import vllm_lora_buffers
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
+from .speculative import vllm_drafter
 from .vllm_deepseek_v4 import PackedPool, TuplePool, packed_pool, pool_layout, tuple_pool
 from .vllm_diffkv import check_diffkv_release
 from .vllm_kinds import check_vllm_kinds, default_block_size, hybrid_block_alignment
@@ -974,10 +976,13 @@ def vllm_budget(
     pipeline_parallel_size: int = 1,
     device: DeviceMemory = _CUDA_LINKED,
     weights_note: str | None = None,
+    loaded_with_model: tuple[BudgetLine, ...] = (),
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
-    memory, the CUDA graphs (`_cudagraph_bytes`), and what is left (`_profiled_budget`)."""
+    memory, the CUDA graphs (`_cudagraph_bytes`), and what is left (`_profiled_budget`).
+    `loaded_with_model` are what load_model allocates beside the weights (a drafter's weights,
+    LoRA buffers: `_loaded_with_model`), each a line taken from the pool."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -998,6 +1003,7 @@ def vllm_budget(
         total_bytes=total_bytes,
         requested_bytes=requested_memory(release, total_bytes, util),
         weights_bytes=model_memory_usage(arch, weights_per_gpu, tp),
+        loaded_with_model=loaded_with_model,
         peak=peak,
         non_torch_bytes=vllm_non_torch_bytes(release, tp, pp, device),
         device=device,
@@ -1052,10 +1058,12 @@ def _profiled_budget(
     cudagraph_bytes: int,
     device: DeviceMemory = _CUDA_LINKED,
     weights_note: str | None = None,
+    loaded_with_model: tuple[BudgetLine, ...] = (),
 ) -> MemoryBudget:
     """The last step of Worker.determine_available_memory: what the requested memory leaves
     for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
-    pool = requested_bytes - weights_bytes - peak.bytes - non_torch_bytes - cudagraph_bytes
+    loaded = weights_bytes - sum(line.bytes for line in loaded_with_model)
+    pool = requested_bytes - loaded - peak.bytes - non_torch_bytes - cudagraph_bytes
     describe = partial(
         _budget_lines,
         release=release,
@@ -1064,6 +1072,7 @@ def _profiled_budget(
         total_bytes=total_bytes,
         requested_bytes=requested_bytes,
         weights_bytes=weights_bytes,
+        loaded_with_model=loaded_with_model,
         peak=peak,
         non_torch_bytes=non_torch_bytes,
         cudagraph_bytes=cudagraph_bytes,
@@ -1076,7 +1085,7 @@ def _profiled_budget(
         fraction=utilization,
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested_bytes,
-        weights_bytes=weights_bytes,
+        weights_bytes=loaded,
         activation_bytes=peak.bytes,
         non_torch_bytes=non_torch_bytes,
         cudagraph_bytes=cudagraph_bytes,
@@ -1094,6 +1103,7 @@ def _budget_lines(
     total_bytes: int,
     requested_bytes: int,
     weights_bytes: int,
+    loaded_with_model: tuple[BudgetLine, ...],
     peak: ProfilePeak,
     non_torch_bytes: int,
     cudagraph_bytes: int,
@@ -1115,6 +1125,7 @@ def _budget_lines(
             "model weights on this GPU as vLLM loads them (with the rotary cache and padding)"
             + (f"; {weights_note}" if weights_note else ""),
         ),
+        *loaded_with_model,
         BudgetLine("activation_peak", -peak.bytes, peak.note),
         BudgetLine("non_torch", -non_torch_bytes, _non_torch_note(release, device)),
     ]
@@ -1202,6 +1213,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     vllm_rules_text(inputs.engine)  # refuses rules without a build, or outside the build's
     release, note = release_sizing(asked, inputs.engine.engine_rules_version)
     _check_release_runs(inputs.arch, release)
+    _check_roles_run(inputs.engine, release)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     dcp = inputs.engine.expert_parallel.decode_context_parallel_size
     check_vllm_dcp(
@@ -1227,6 +1239,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
             inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
         ),
         weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
+        loaded_with_model=_loaded_with_model(inputs, flags),
     )
     budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(
@@ -1259,6 +1272,32 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         per_stage_blocks=blocks.per_stage,
     )
     return vllm_tiers(capacity, inputs.engine, release.version, release.label)
+
+
+def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:
+    """What GPUModelRunner.load_model allocates beside the target's weights (issue 21): the
+    drafter's weights (engines/speculative.py) and the LoRA buffers (engines/lora.py)."""
+    lines: list[BudgetLine] = []
+    spec = inputs.engine.speculative_config
+    tp = inputs.parallel.tensor_parallel_size
+    draft_layers = 0
+    if spec is not None:
+        # inputs.arch already ends with the drafter's cache layers (capacity.py): the LoRA
+        # manager wraps the target's layers only
+        drafter = vllm_drafter(inputs.arch, spec, tp)
+        draft_layers = len(drafter.layers)
+        lines.append(drafter.budget_line())
+    lora = vllm_lora_buffers(
+        inputs.arch,
+        inputs.engine,
+        num_layers=inputs.arch.num_layers - draft_layers,
+        tensor_parallel_size=tp,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+    )
+    if lora is not None:
+        lines.append(lora.budget_line())
+    return tuple(line for line in lines if line.bytes)
 
 
 # Memoised per version string: answers name a handful of releases, each parsed once.
@@ -1406,6 +1445,21 @@ def _check_deepseek_v4_question(
     inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
 ) -> None:
     """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
+    options = inputs.engine
+    unsized = (
+        ("speculative_config", options.speculative_config is not None),
+        ("enable_lora", options.enable_lora),
+        ("kv_offloading_size", options.kv_offloading_size is not None),
+        ("cpu_offload_gb", bool(options.cpu_offload_gb)),
+    )
+    for field, asked in unsized:
+        if asked:
+            raise SizingError(
+                field,
+                "kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this role "
+                "yet: its MTP drafter, LoRA buffers and offload tiers are modelled for the "
+                "other layouts only",
+            )
     if inputs.parallel.pipeline_parallel_size > 1:
         raise SizingError(
             "pipeline_parallel_size",
@@ -1523,6 +1577,24 @@ def _deepseek_v4_capacity(
         max_model_len_that_fits=longest,
         per_stage_blocks=(num_blocks,),
     )
+
+
+def _check_roles_run(options: EngineOptions, release: VllmRelease) -> None:
+    """Issue 21's roles are read from the V1 engine (0.33.0): refuse them before it."""
+    if release.v1_engine:
+        return
+    if options.speculative_config is not None:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} runs the V0 engine, whose speculative-decoding worker kept "
+            "the draft's cache apart; kvplan sizes the V1 drafter (0.8.0 on)",
+        )
+    if options.enable_lora:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {release.label} runs the V0 engine, whose block count did not see the LoRA "
+            "buffers (vllm#14450); kvplan sizes LoRA from the V1 engine (0.8.0 on)",
+        )
 
 
 @frozen

@@ -325,6 +325,12 @@ class ModelArchitecture:
     # issue 21: expert parallelism. The routed experts' parameters and checkpoint bytes, read
     # from the config's tensors (hf_config.py); None = not known (see `routed_experts`).
     routed_experts_known: RoutedExperts | None = None
+    # issue 21: speculative decoding. The multi-token-prediction layers the checkpoint holds
+    # beside num_hidden_layers (config.json num_nextn_predict_layers), which vLLM loads only as
+    # a draft (--speculative-config '{"method": "mtp"}'), and the bytes of theirs the drafter
+    # keeps (its embeddings and head are the target's: engines/speculative.py).
+    num_nextn_predict_layers: int = 0
+    mtp_weight_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:

@@ -228,20 +228,22 @@ def _architecture(
     unknown: tuple[str, str] | None = None
     routed: RoutedExperts | None = None
     moe = _moe(cfg)
-    if num_parameters is None or weight_bytes is None or moe is not None:
-        try:
-            weights = _weights(config, cfg, mixers)
-        except SizingError as exc:
-            if num_parameters is None or weight_bytes is None:
-                unknown = (exc.field, exc.reason)
-        else:
-            routed = _routed_experts(weights) if moe is not None else None
-            if num_parameters is None:
-                num_parameters = weights.parameters.served_total
-                if weight_bytes is None:
-                    # the derived bytes only when the caller gave neither: a given
-                    # num_parameters is priced by weight_format, as before
-                    weight_bytes = weights.size.served_bytes
+    mtp_weight_bytes: int | None = None
+    weights: CheckpointWeights | None = None
+    try:
+        weights = _weights(config, cfg, mixers)
+    except SizingError as exc:
+        if num_parameters is None or weight_bytes is None:
+            unknown = (exc.field, exc.reason)
+    else:
+        mtp_weight_bytes = weights.size.mtp_loaded_bytes or None
+        routed = _routed_experts(weights) if moe is not None else None
+    if weights is not None and num_parameters is None:
+        num_parameters = weights.parameters.served_total
+        if weight_bytes is None:
+            # the derived bytes only when the caller gave neither: a given
+            # num_parameters is priced by weight_format, as before
+            weight_bytes = weights.size.served_bytes
     return ModelArchitecture(
         layers=tuple(layers),
         num_attention_heads=heads,
@@ -262,7 +264,20 @@ def _architecture(
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
         routed_experts_known=routed,
+        num_nextn_predict_layers=_mtp_layers(cfg) if mtp_weight_bytes else 0,
+        mtp_weight_bytes=mtp_weight_bytes,
     )
+
+
+def _mtp_layers(cfg: _Cfg) -> int:
+    """The MTP layers vLLM's drafter builds (config/speculative.py SpeculativeConfig
+    hf_config_override: n_predict = num_nextn_predict_layers, or Qwen3-Next's
+    mtp_num_hidden_layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        value = cfg.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,9 @@ _ARCH_FIELDS = (
     "weight_format",
     "max_position_embeddings",
     "checkpoint_kv_cache",
+    # issue 21: speculative decoding (a model's MTP layers; said only by models that have them)
+    "num_nextn_predict_layers",
+    "mtp_weight_bytes",
 )
 
 
@@ -216,6 +219,10 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
     if arch.checkpoint_kv_cache is None:
         # said only by the checkpoints that declare one: every other model's record stays as it was
         del out["checkpoint_kv_cache"]
+    if not arch.num_nextn_predict_layers:
+        del out["num_nextn_predict_layers"]
+    if arch.mtp_weight_bytes is None:
+        del out["mtp_weight_bytes"]
     out["moe"] = (
         {k: v for k, v in dataclasses.asdict(arch.moe).items() if v is not None}
         if arch.moe

@@ -623,6 +623,10 @@ class CheckpointSize:
     total_bytes: int
     served_bytes: int
     by_class: tuple[tuple[TensorClass, int], ...]
+    # The multi-token-prediction tensors a vLLM drafter loads: the MTP layers less their
+    # embeddings and head, which vLLM shares with the target (v1/spec_decode/
+    # llm_base_proposer.py _maybe_share_embeddings, _maybe_share_lm_head: "Detected MTP model").
+    mtp_loaded_bytes: int = 0
 
     def of(self, tensor_class: TensorClass) -> int:
         return sum(n for c, n in self.by_class if c == tensor_class)
@@ -635,7 +639,7 @@ def checkpoint_size(config: Mapping[str, Any], count: ParameterCount) -> Checkpo
     plan = quantization_plan(cfg, dtype)
     element = MODEL_DTYPE_BYTES[dtype]
     by_class: dict[TensorClass, int] = {}
-    total = served = 0
+    total = served = mtp = 0
     for t in count.tensors:
         storage = plan.storage_for(t)
         one = element * t.numel if storage is None else storage.bytes(*t.shape[:2])
@@ -644,7 +648,12 @@ def checkpoint_size(config: Mapping[str, Any], count: ParameterCount) -> Checkpo
         total += size
         if t.served:
             served += size
-    return CheckpointSize(plan.method, dtype, total, served, tuple(by_class.items()))
+        elif t.tensor_class is TensorClass.MTP and t.inner not in _SHARED_WITH_DRAFT:
+            mtp += size
+    return CheckpointSize(plan.method, dtype, total, served, tuple(by_class.items()), mtp)
+
+
+_SHARED_WITH_DRAFT = (TensorClass.EMBEDDING, TensorClass.LM_HEAD)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,9 +31,11 @@ from functools import lru_cache
 from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from ..engines.common import Engine, EngineOptions
 from ..engines.kv import packed_mla
+from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
 from ..engines.parallel import check_tensor_parallel
+from ..engines.speculative import speculative_flags
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
 from ..model.context_limit import check_max_model_len
@@ -297,6 +299,12 @@ def engine_flags(
     fraction = capacity.engine_settings.get("mem_fraction_static")
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
+    # issue 21: the drafter and the LoRA slots sized (engines/speculative.py, engines/lora.py)
+    if options.speculative_config is not None:
+        drafter = speculative_flags(options.speculative_config)
+        vllm += drafter["vllm"]
+        sglang += drafter["sglang"]
+    vllm += lora_flags(options)
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
     if capacity.parallel.data_parallel_size > 1:
         return {"vllm": vllm + offloaded[0]}  # SGLang's DP attention is not modelled
