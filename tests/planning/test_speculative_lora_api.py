@@ -225,10 +225,15 @@ def test_a_plan_pastes_the_flags_it_sized(client: TestClient) -> None:
     }
     answer = client.post("/v1/plans", json=body)
     assert answer.status_code == 200, answer.text
-    flags = answer.json()["recommendation"]["engine_flags"]
+    plan = answer.json()
+    flags = plan["recommendation"]["engine_flags"]
     # deepseek_mtp is read as vLLM reads it: mtp
     assert '--speculative-config \'{"method":"mtp","num_speculative_tokens":1}\'' in (flags["vllm"])
-    assert "--speculative-algorithm NEXTN" in flags["sglang"]
+    # SGLang's flags come with the tensor-parallel layouts (a DP x EP option pastes vLLM's
+    # alone while SGLang's DP attention is not modelled)
+    options = [plan["recommendation"], *plan["alternatives"]]
+    tp_only = next(o for o in options if o.get("data_parallel_size", 1) == 1)
+    assert "--speculative-algorithm NEXTN" in tp_only["engine_flags"]["sglang"]
     lora = client.post(
         "/v1/plans",
         json={"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 8, **LORA},
