@@ -104,15 +104,66 @@ def test_minimax_m3_weights_are_counted_and_the_catalog_agrees(client: TestClien
     assert weights == [852_349_145_856 // 8] * 2 == [106_543_643_232] * 2
 
 
-def test_minimax_m1_is_refused_by_name_over_http_with_its_bytes(client: TestClient) -> None:
-    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; the bytes are worked in
-    # tests/sizing/test_cache_kinds_2026.py: 10 softmax layers x 2 x 8 x 128 x 2 B = 40,960 B
-    # per token, 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B per sequence.
-    for version in ("0.33.0", "0.20.0"):
+def test_minimax_m1_over_http_on_vllm_0_20(client: TestClient) -> None:
+    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; worked in
+    # tests/sizing/test_cache_kinds_2026.py (test_minimax_m1_on_vllm_with_tp8_by_hand).
+    response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version="0.20.0", tensor_parallel_size=8)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    # 10 softmax layers x 2 x 8 KV heads x 128 x 2 B per token (the whole model).
+    assert body["kv_bytes_per_token"] == 40_960
+    # + 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B:
+    # 40,960 x 131,072 + 146,800,640 = 5,368,709,120 + 146,800,640.
+    assert body["kv_bytes_per_sequence"] == 5_515_509_760
+    # Per rank: 512-token blocks (16 x ceil(262,144 / (16 x 512))), 8 groups of 10 layers of
+    # 262,144-B pages = 2,621,440 B a block: 40 GiB / 2,621,440 = 16,384 blocks; a request
+    # holds 256 + 7 = 263 of them: 16,384 / 263 = 62.30x; 0.20.0 reports 16,384 // 8 x 512.
+    assert body["num_gpu_blocks"] == 16_384
+    assert body["max_concurrency"] == 62.3
+    assert body["kv_cache_tokens"] == 1_048_576
+
+
+def test_minimax_m1_given_inline_gets_the_same_answer(client: TestClient) -> None:
+    # The same 80 layers written as layer_specs / layer_schedule: 7 lightning layers, then one
+    # softmax layer, ten times.
+    model = {
+        "num_attention_heads": 64,
+        "layer_specs": {
+            "lightning_attention": {
+                "num_key_heads": 64,
+                "num_value_heads": 64,
+                "key_head_dim": 128,
+                "value_head_dim": 128,
+            },
+            "full_attention": {"num_kv_heads": 8, "head_dim": 128},
+        },
+        "layer_schedule": [
+            {"pattern": ["lightning_attention"] * 7 + ["full_attention"], "repeat": 10}
+        ],
+    }
+    base = {
+        "gpu": "h200-141gb",
+        "engine_version": "0.20.0",
+        "tensor_parallel_size": 8,
+        "max_model_len": 131_072,
+        "kv_pool_bytes": 40 * GiB,
+    }
+    inline = client.post("/v1/capacity", json={"model": model, **base})
+    pasted = ask(client, "MiniMaxAI--MiniMax-M1", **base)
+    assert inline.status_code == pasted.status_code == 200, inline.text + pasted.text
+    keys = ("kv_bytes_per_token", "kv_bytes_per_sequence", "num_gpu_blocks", "max_concurrency")
+    assert {k: inline.json()[k] for k in keys} == {k: pasted.json()[k] for k in keys}
+
+
+def test_minimax_m1_is_refused_by_name_where_no_engine_serves_it(client: TestClient) -> None:
+    # vLLM 0.24.0's registry lists MiniMaxText01ForCausalLM as previously supported (0.23.0).
+    for version in ("0.24.0", "0.33.0"):
         response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version=version)
         assert response.status_code == 422, response.text
         problem = response.json()
-        assert problem["type"] == "/problems/unknown-layer-kind"
-        assert problem["field"].endswith("attn_type_list")
-        assert "keep 40960 B per token" in problem["detail"]
-        assert "146800640 B per sequence at TP 1" in problem["detail"]
+        assert problem["field"] == "engine_version"
+        assert "no longer serves MiniMaxText01ForCausalLM" in problem["detail"]
+    response = ask(client, "MiniMaxAI--MiniMax-M1", engine="sglang", engine_version=None)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "engine"
+    assert "SGLang does not serve it" in response.json()["detail"]

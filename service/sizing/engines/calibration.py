@@ -77,6 +77,10 @@ VLLM_MLA_HYBRID_ALIGNMENT: Final = 128
 # bfloat16) from 0.30.0; before, the recurrent state is float32 whatever the flag says.
 VLLM_KDA_SSM_DTYPE: Final[Version] = (0, 30, 0)
 VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
+# MiniMax-Text-01 / MiniMax-M1 (lightning attention): models/minimax_text_01.py is in the 0.23.0
+# wheel and gone from 0.24.0, whose models/registry.py _PREVIOUSLY_SUPPORTED_MODELS lists
+# "MiniMaxText01ForCausalLM" and "MiniMaxM1ForCausalLM": "0.23.0".
+VLLM_MINIMAX_LIGHTNING_GONE: Final[Version] = (0, 24, 0)
 # engines/vllm_platform.py: custom_all_reduce.py CustomAllreduce lists world size 16 and keeps
 # multi-node NVLink (MNNVL) groups in 0.33.0, the first wheel kvplan read with them (0.20.0 has
 # neither; the release between is not pinned). xpu_worker.py XPUWorker has its own
