@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
+
+from service.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GiB = 2**30
@@ -167,3 +170,59 @@ def test_minimax_m1_is_refused_by_name_where_no_engine_serves_it(client: TestCli
     assert response.status_code == 422, response.text
     assert response.json()["field"] == "engine"
     assert "SGLang does not serve it" in response.json()["detail"]
+
+
+def test_minimax_m1_from_the_shell_gives_the_http_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `kvplan capacity --config` with the same published file and question as
+    # test_minimax_m1_over_http_on_vllm_0_20: the same blocks and concurrency.
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'kvplan.db'}")
+    code = main(
+        [
+            "capacity",
+            "--offline",
+            "--config",
+            str(FIXTURES / "MiniMaxAI--MiniMax-M1.json"),
+            "--gpu",
+            "h200-141gb",
+            "--engine-version",
+            "0.20.0",
+            "--tensor-parallel-size",
+            "8",
+            "--max-model-len",
+            "131072",
+            "--kv-pool-bytes",
+            str(40 * GiB),
+            "--no-explain",
+        ]
+    )
+    assert code == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["kv_bytes_per_token"] == 40_960
+    assert body["kv_bytes_per_sequence"] == 5_515_509_760
+    assert body["num_gpu_blocks"] == 16_384
+    assert body["max_concurrency"] == 62.3
+    # --engine-version 0.24.0: the same refusal by name, exit 2.
+    refused = [
+        "capacity",
+        "--offline",
+        "--config",
+        str(FIXTURES / "MiniMaxAI--MiniMax-M1.json"),
+        "--gpu",
+        "h200-141gb",
+        "--engine-version",
+        "0.24.0",
+        "--max-model-len",
+        "8192",
+        "--kv-pool-bytes",
+        str(GiB),
+    ]
+    assert main(refused) == 2
+    assert "no longer serves MiniMaxText01ForCausalLM" in capsys.readouterr().err
+    # No --max-model-len: vLLM would take max_position_embeddings, 10,240,000, which is past
+    # what kvplan sizes (10,000,000): refused naming the field and the model's length.
+    assert main(refused[:-4] + refused[-2:]) == 2
+    problem = json.loads(capsys.readouterr().err)
+    assert problem["field"] == "max_model_len"
+    assert "10240000 tokens" in problem["detail"]
