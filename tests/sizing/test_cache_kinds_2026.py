@@ -377,3 +377,46 @@ def test_minimax_layer_types_spelling_reads_the_same_layers() -> None:
     with pytest.raises(UnknownLayerKind) as caught:
         architecture_from_hf_config(config)
     assert caught.value.field == "layer_types[3]"
+
+
+def test_minimax_m1_fp8_kv_and_prefix_caching_on_vllm_0_20_by_hand() -> None:
+    # --kv-cache-dtype fp8 halves the softmax token (2 x 1 head x 128 x 1 B = 256 B per layer
+    # per rank) but not the lightning state (mamba_cache_dtype auto: bf16, 262,144 B), so
+    # the alignment doubles: 16 x ceil(262,144 / (16 x 256)) = 16 x 64 = 1,024 tokens, page
+    # 262,144 B. Blocks per request: ceil(131,072 / 1,024) = 128 + 7 = 135; 16,384 / 135.
+    fp8 = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        kv_cache_dtype="fp8",
+    )
+    assert fp8.layout.block_size == 1024
+    assert {group.page_bytes for group in fp8.layout.groups} == {262_144}
+    assert fp8.layout.blocks_per_request == 128 + 7
+    assert fp8.report.max_concurrency == 16_384 / 135
+    # --enable-prefix-caching on 0.20.0: MambaModelConfig sets mamba_cache_mode 'align', two
+    # state pages per request in each lightning group: 256 + 7 x 2 = 270; 16,384 / 270.
+    cached = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        enable_prefix_caching=True,
+    )
+    assert cached.layout.blocks_per_request == 256 + 7 * 2
+    assert cached.report.max_concurrency == 16_384 / 270
+    # --mamba-ssm-cache-dtype float32 does not reach the lightning state
+    # (linear_attention_state_dtype reads mamba_cache_dtype only): the same 263 blocks.
+    ssm = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        mamba_ssm_cache_dtype="float32",
+    )
+    assert ssm.layout.blocks_per_request == 263
+    assert {group.page_bytes for group in ssm.layout.groups} == {262_144}
