@@ -9,6 +9,8 @@ rules yet; MiniMax-M3's do, and its last test sizes the pool from them).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,27 @@ def test_minimax_m1_over_http_on_vllm_0_20(client: TestClient) -> None:
     assert body["num_gpu_blocks"] == 16_384
     assert body["max_concurrency"] == 62.3
     assert body["kv_cache_tokens"] == 1_048_576
+    # The same question as a CSV row (Accept: text/csv, the spreadsheet door).
+    table = client.post(
+        "/v1/capacity",
+        headers={"Accept": "text/csv"},
+        json={
+            "model": {
+                "hf_config": json.loads((FIXTURES / "MiniMaxAI--MiniMax-M1.json").read_text())
+            },
+            "gpu": "h200-141gb",
+            "engine_version": "0.20.0",
+            "tensor_parallel_size": 8,
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+        },
+    )
+    assert table.status_code == 200, table.text
+    assert table.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(table.text)))
+    assert len(rows) == 1
+    assert rows[0]["kv_cache_tokens"] == "1048576"
+    assert rows[0]["num_gpu_blocks"] == "16384"
 
 
 def test_minimax_m1_given_inline_gets_the_same_answer(client: TestClient) -> None:
