@@ -31,6 +31,7 @@ from ..kit.errors import (
 )
 from ..kit.metrics import Metrics
 from ..sizing import (
+    MAX_CONTEXT_TOKENS,
     PIPELINE_NOTE,
     BatchSpeed,
     Capacity,
@@ -612,6 +613,13 @@ def _default_context(
     limit = max_model_len_limit(arch, Engine(engine))
     if limit is None:
         raise SizingError("max_model_len", "the model has no max_position_embeddings: give one")
+    if limit > MAX_CONTEXT_TOKENS:
+        # MiniMax-M1: max_position_embeddings 10,240,000, which the engine would take.
+        raise SizingError(
+            "max_model_len",
+            f"the model's own length, {limit} tokens, is the engine's default but beyond the "
+            f"{MAX_CONTEXT_TOKENS} kvplan sizes: give max_model_len",
+        )
     return limit
 
 

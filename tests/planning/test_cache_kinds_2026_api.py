@@ -1,25 +1,28 @@
-"""POST /v1/capacity with the published config.json of Kimi-K3, MiniMax-M3 and DeepSeek-V4,
-verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting them would ask.
+"""POST /v1/capacity with the published config.json of Kimi-K3, MiniMax-M3, MiniMax-M1 and
+DeepSeek-V4, verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting them would ask.
 
 The arithmetic is worked in tests/sizing/test_cache_kinds_2026.py; here the same numbers come
 back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache memory" from a log):
-the per-token facts are the point (MiniMax-M3's, Kimi-K3's and DeepSeek-V4's weights are counted
-now: tests/sizing/test_param_count_2026.py and test_param_count_deepseek_v4.py).
+the per-token facts are the point (MiniMax-M1's weights have no parameter-count rule yet;
+MiniMax-M3's do, and one test sizes the pool from them).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from service.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
-GiB = 2**30
 PRO = "deepseek-ai--DeepSeek-V4-Pro.json"
+GiB = 2**30
 
 
 def ask(client: TestClient, name: str, **question: Any) -> Any:
@@ -60,6 +63,180 @@ def test_minimax_m3_over_http(client: TestClient) -> None:
     # a request holds 1,024: 7,405 / 1,024 = 7.23x, 947,840 tokens.
     assert body["num_gpu_blocks"] == 7405
     assert body["kv_cache_tokens"] == 947_840
+
+
+def test_sglang_refuses_kda_by_name(client: TestClient) -> None:
+    response = ask(
+        client,
+        "moonshotai--Kimi-K3",
+        tensor_parallel_size=8,
+        engine="sglang",
+        engine_version="0.5.23",
+    )
+    assert response.status_code == 422
+    assert response.json()["field"] == "engine"
+
+
+def test_minimax_m3_weights_are_counted_and_the_catalog_agrees(client: TestClient) -> None:
+    # No kv_pool_bytes: the pool now comes from the GPU less the weights, which kvplan counts
+    # (param_count_2026.minimax_m3: 426,174,572,928 parameters, 852,349,145,856 B in bf16;
+    # tests/sizing/test_param_count_2026.py). The catalog slug and the pasted config.json give
+    # the same answer.
+    base = {"gpu": "h200-141gb", "engine_version": "0.33.0", "max_model_len": 131_072}
+    base["tensor_parallel_size"] = 8
+    config = json.loads((FIXTURES / "MiniMaxAI--MiniMax-M3.json").read_text())
+    pasted = client.post("/v1/capacity", json={"model": {"hf_config": config}, **base})
+    named = client.post("/v1/capacity", json={"model": "minimax-m3", **base})
+    assert pasted.status_code == named.status_code == 200, pasted.text + named.text
+    a, b = pasted.json(), named.json()
+    assert a["kv_bytes_per_token"] == b["kv_bytes_per_token"] == 137_472
+    assert a["num_gpu_blocks"] == b["num_gpu_blocks"] > 0
+    assert a["kv_cache_tokens"] == b["kv_cache_tokens"]
+    # 852,349,145,856 B over TP 8: 106,543,643,232 B per GPU of the weights.
+    weights = [body["explanation"]["per_gpu"]["weights_bytes_per_gpu"] for body in (a, b)]
+    assert weights == [852_349_145_856 // 8] * 2 == [106_543_643_232] * 2
+
+
+def test_minimax_m1_over_http_on_vllm_0_20(client: TestClient) -> None:
+    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; worked in
+    # tests/sizing/test_cache_kinds_2026.py (test_minimax_m1_on_vllm_with_tp8_by_hand).
+    response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version="0.20.0", tensor_parallel_size=8)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    # 10 softmax layers x 2 x 8 KV heads x 128 x 2 B per token (the whole model).
+    assert body["kv_bytes_per_token"] == 40_960
+    # + 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B:
+    # 40,960 x 131,072 + 146,800,640 = 5,368,709,120 + 146,800,640.
+    assert body["kv_bytes_per_sequence"] == 5_515_509_760
+    # Per rank: 512-token blocks (16 x ceil(262,144 / (16 x 512))), 8 groups of 10 layers of
+    # 262,144-B pages = 2,621,440 B a block: 40 GiB / 2,621,440 = 16,384 blocks; a request
+    # holds 256 + 7 = 263 of them: 16,384 / 263 = 62.30x; 0.20.0 reports 16,384 // 8 x 512.
+    assert body["num_gpu_blocks"] == 16_384
+    assert body["max_concurrency"] == 62.3
+    assert body["kv_cache_tokens"] == 1_048_576
+    # The same question as a CSV row (Accept: text/csv, the spreadsheet door).
+    table = client.post(
+        "/v1/capacity",
+        headers={"Accept": "text/csv"},
+        json={
+            "model": {
+                "hf_config": json.loads((FIXTURES / "MiniMaxAI--MiniMax-M1.json").read_text())
+            },
+            "gpu": "h200-141gb",
+            "engine_version": "0.20.0",
+            "tensor_parallel_size": 8,
+            "max_model_len": 131_072,
+            "kv_pool_bytes": 40 * GiB,
+        },
+    )
+    assert table.status_code == 200, table.text
+    assert table.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(table.text)))
+    assert len(rows) == 1
+    assert rows[0]["kv_cache_tokens"] == "1048576"
+    assert rows[0]["num_gpu_blocks"] == "16384"
+
+
+def test_minimax_m1_given_inline_gets_the_same_answer(client: TestClient) -> None:
+    # The same 80 layers written as layer_specs / layer_schedule: 7 lightning layers, then one
+    # softmax layer, ten times.
+    model = {
+        "num_attention_heads": 64,
+        "layer_specs": {
+            "lightning_attention": {
+                "num_key_heads": 64,
+                "num_value_heads": 64,
+                "key_head_dim": 128,
+                "value_head_dim": 128,
+            },
+            "full_attention": {"num_kv_heads": 8, "head_dim": 128},
+        },
+        "layer_schedule": [
+            {"pattern": ["lightning_attention"] * 7 + ["full_attention"], "repeat": 10}
+        ],
+    }
+    base = {
+        "gpu": "h200-141gb",
+        "engine_version": "0.20.0",
+        "tensor_parallel_size": 8,
+        "max_model_len": 131_072,
+        "kv_pool_bytes": 40 * GiB,
+    }
+    inline = client.post("/v1/capacity", json={"model": model, **base})
+    pasted = ask(client, "MiniMaxAI--MiniMax-M1", **base)
+    assert inline.status_code == pasted.status_code == 200, inline.text + pasted.text
+    keys = ("kv_bytes_per_token", "kv_bytes_per_sequence", "num_gpu_blocks", "max_concurrency")
+    assert {k: inline.json()[k] for k in keys} == {k: pasted.json()[k] for k in keys}
+
+
+def test_minimax_m1_is_refused_by_name_where_no_engine_serves_it(client: TestClient) -> None:
+    # vLLM 0.24.0's registry lists MiniMaxText01ForCausalLM as previously supported (0.23.0).
+    for version in ("0.24.0", "0.33.0"):
+        response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version=version)
+        assert response.status_code == 422, response.text
+        problem = response.json()
+        assert problem["field"] == "engine_version"
+        assert "no longer serves MiniMaxText01ForCausalLM" in problem["detail"]
+    response = ask(client, "MiniMaxAI--MiniMax-M1", engine="sglang", engine_version=None)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "engine"
+    assert "SGLang does not serve it" in response.json()["detail"]
+
+
+def test_minimax_m1_from_the_shell_gives_the_http_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `kvplan capacity --config` with the same published file and question as
+    # test_minimax_m1_over_http_on_vllm_0_20: the same blocks and concurrency.
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'kvplan.db'}")
+    code = main(
+        [
+            "capacity",
+            "--offline",
+            "--config",
+            str(FIXTURES / "MiniMaxAI--MiniMax-M1.json"),
+            "--gpu",
+            "h200-141gb",
+            "--engine-version",
+            "0.20.0",
+            "--tensor-parallel-size",
+            "8",
+            "--max-model-len",
+            "131072",
+            "--kv-pool-bytes",
+            str(40 * GiB),
+            "--no-explain",
+        ]
+    )
+    assert code == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["kv_bytes_per_token"] == 40_960
+    assert body["kv_bytes_per_sequence"] == 5_515_509_760
+    assert body["num_gpu_blocks"] == 16_384
+    assert body["max_concurrency"] == 62.3
+    # --engine-version 0.24.0: the same refusal by name, exit 2.
+    refused = [
+        "capacity",
+        "--offline",
+        "--config",
+        str(FIXTURES / "MiniMaxAI--MiniMax-M1.json"),
+        "--gpu",
+        "h200-141gb",
+        "--engine-version",
+        "0.24.0",
+        "--max-model-len",
+        "8192",
+        "--kv-pool-bytes",
+        str(GiB),
+    ]
+    assert main(refused) == 2
+    assert "no longer serves MiniMaxText01ForCausalLM" in capsys.readouterr().err
+    # No --max-model-len: vLLM would take max_position_embeddings, 10,240,000, which is past
+    # what kvplan sizes (10,000,000): refused naming the field and the model's length.
+    assert main(refused[:-4] + refused[-2:]) == 2
+    problem = json.loads(capsys.readouterr().err)
+    assert problem["field"] == "max_model_len"
+    assert "10240000 tokens" in problem["detail"]
 
 
 def test_deepseek_v4_pro_over_http_on_vllm_0_26(client: TestClient) -> None:
@@ -110,52 +287,6 @@ def test_deepseek_v4_is_refused_by_name_before_vllm_0_20_and_by_sglang(client: T
     assert response.status_code == 422
     assert response.json()["field"] == "engine"
     assert "DeepSeek-V4" in response.json()["detail"]
-
-
-def test_sglang_refuses_kda_by_name(client: TestClient) -> None:
-    response = ask(
-        client,
-        "moonshotai--Kimi-K3",
-        tensor_parallel_size=8,
-        engine="sglang",
-        engine_version="0.5.23",
-    )
-    assert response.status_code == 422
-    assert response.json()["field"] == "engine"
-
-
-def test_minimax_m3_weights_are_counted_and_the_catalog_agrees(client: TestClient) -> None:
-    # No kv_pool_bytes: the pool now comes from the GPU less the weights, which kvplan counts
-    # (param_count_2026.minimax_m3: 426,174,572,928 parameters, 852,349,145,856 B in bf16;
-    # tests/sizing/test_param_count_2026.py). The catalog slug and the pasted config.json give
-    # the same answer.
-    base = {"gpu": "h200-141gb", "engine_version": "0.33.0", "max_model_len": 131_072}
-    base["tensor_parallel_size"] = 8
-    config = json.loads((FIXTURES / "MiniMaxAI--MiniMax-M3.json").read_text())
-    pasted = client.post("/v1/capacity", json={"model": {"hf_config": config}, **base})
-    named = client.post("/v1/capacity", json={"model": "minimax-m3", **base})
-    assert pasted.status_code == named.status_code == 200, pasted.text + named.text
-    a, b = pasted.json(), named.json()
-    assert a["kv_bytes_per_token"] == b["kv_bytes_per_token"] == 137_472
-    assert a["num_gpu_blocks"] == b["num_gpu_blocks"] > 0
-    assert a["kv_cache_tokens"] == b["kv_cache_tokens"]
-    # 852,349,145,856 B over TP 8: 106,543,643,232 B per GPU of the weights.
-    weights = [body["explanation"]["per_gpu"]["weights_bytes_per_gpu"] for body in (a, b)]
-    assert weights == [852_349_145_856 // 8] * 2 == [106_543_643_232] * 2
-
-
-def test_minimax_m1_is_refused_by_name_over_http_with_its_bytes(client: TestClient) -> None:
-    # github:MiniMax-AI/MiniMax-M1 config.json verbatim; the bytes are worked in
-    # tests/sizing/test_cache_kinds_2026.py: 10 softmax layers x 2 x 8 x 128 x 2 B = 40,960 B
-    # per token, 70 lightning states of 64 x 128 x 128 x 2 B = 146,800,640 B per sequence.
-    for version in ("0.33.0", "0.20.0"):
-        response = ask(client, "MiniMaxAI--MiniMax-M1", engine_version=version)
-        assert response.status_code == 422, response.text
-        problem = response.json()
-        assert problem["type"] == "/problems/unknown-layer-kind"
-        assert problem["field"].endswith("attn_type_list")
-        assert "keep 40960 B per token" in problem["detail"]
-        assert "146800640 B per sequence at TP 1" in problem["detail"]
 
 
 def test_deepseek_v4_gets_the_same_answer_at_every_door(

@@ -20,12 +20,13 @@ from service.sizing.errors import SizingError, UnknownLayerKind
 from service.sizing.model.architecture import (
     FullAttention,
     KimiDeltaAttention,
+    LightningAttention,
     MixtureOfExperts,
     ModelArchitecture,
     MultiHeadLatentAttention,
 )
 from service.sizing.model.config_view import HFConfig
-from service.sizing.model.dtypes import KvCacheDtype
+from service.sizing.model.dtypes import FloatDtype, KvCacheDtype
 from service.sizing.model.hf_config import architecture_from_hf_config
 from service.sizing.model.hf_deepseek_v4 import deepseek_v4_layers, sequence_bytes
 
@@ -275,23 +276,153 @@ def test_a_minimax_m3_index_value_is_refused_not_ignored() -> None:
 # --- MiniMax-M1 (lightning attention) -----------------------------------------------------------
 
 
-def test_minimax_m1_is_refused_by_name_with_the_bytes_vllm_kept() -> None:
+def minimax_m1() -> ModelArchitecture:
+    return architecture_from_hf_config(load("MiniMaxAI--MiniMax-M1"), name="MiniMax-M1")
+
+
+def test_minimax_m1_reads_softmax_and_lightning_layers_from_attn_type_list() -> None:
     # github:MiniMax-AI/MiniMax-M1 config.json: 80 layers, attn_type_list 1 on every 8th layer
     # (7, 15, ..., 79: 10 softmax layers), 0 elsewhere (70 lightning layers); 64 heads, 8 KV
-    # heads, head_dim 128, max_position_embeddings 10,240,000; no torch_dtype (16 bits under
-    # --dtype auto). vLLM 0.20.0 models/minimax_text_01.py: softmax layers keep K and V,
+    # heads, head_dim 128; no torch_dtype (16 bits under --dtype auto).
+    arch = minimax_m1()
+    softmax = [i for i, layer in enumerate(arch.layers) if isinstance(layer, FullAttention)]
+    assert softmax == list(range(7, 80, 8))
+    assert arch.layers[7] == FullAttention(num_kv_heads=8, head_dim=128)
+    # vLLM 0.20.0 get_mamba_state_shape_from_config: linear_attention_state_shape(
+    # num_heads=num_attention_heads 64, tp, head_dim 128).
+    assert arch.layers[0] == LightningAttention.of(64, 128)
+    assert sum(isinstance(layer, LightningAttention) for layer in arch.layers) == 70
+    assert arch.dtype == "bfloat16"
+
+
+def test_minimax_m1_bytes_per_token_and_per_sequence_by_hand() -> None:
+    arch = minimax_m1()
+    # vLLM 0.20.0 models/minimax_text_01.py: softmax layers keep K and V,
     # 10 x 2 x 8 x 128 x 2 B = 40,960 B per token; each lightning layer a state of
-    # (64 / TP, 128, 128) in 16 bits: 64 x 128 x 128 x 2 = 2,097,152 B, x 70 = 146,800,640 B
-    # per sequence at TP 1. One sequence of 10,240,000 tokens: 40,960 x 10,240,000
+    # (64 / TP, 128, 128) in the model dtype (linear_attention_state_dtype, mamba_cache_dtype
+    # auto): 64 x 128 x 128 x 2 = 2,097,152 B, x 70 = 146,800,640 B per sequence at TP 1.
+    assert kv_bytes_per_token(arch, KvCacheDtype.AUTO) == 10 * 2 * 8 * 128 * 2 == 40_960
+    state = 70 * 64 * 128 * 128 * 2
+    assert state == 146_800_640
+    # One sequence of max_position_embeddings 10,240,000 tokens: 40,960 x 10,240,000
     # + 146,800,640 = 419,430,400,000 + 146,800,640 = 419,577,200,640 B.
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, 10_240_000) == 419_577_200_640
+    # TP 8: 1 KV head per rank (512 B per softmax layer per token) and 8 heads of state
+    # (262,144 B per lightning layer): 8192 x 5,120 + 70 x 262,144 = 41,943,040 + 18,350,080.
+    assert kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, 8192, 8) == 60_293_120
+    # An fp8 KV cache halves the softmax layers only: the state stays in mamba_cache_dtype
+    # (auto: the model dtype), and mamba_ssm_cache_dtype never reaches it.
+    assert kv_bytes_per_sequence(arch, KvCacheDtype("fp8"), 8192) == 8192 * 20_480 + state
+    fp32_flag = kv_bytes_per_sequence(arch, KvCacheDtype.AUTO, 8192, 1, FloatDtype.FLOAT32)
+    assert fp32_flag == 8192 * 40_960 + state
+
+
+@pytest.mark.parametrize(
+    ("version", "tokens"),
+    [
+        # 0.20.0 reports "GPU KV cache size" per group for hybrids: 16,384 // 8 groups x 512.
+        ("0.20.0", 16_384 // 8 * 512),
+        # 0.23.0 reports max concurrency x max_model_len: int(16,384 / 263 x 131,072).
+        ("0.23.0", 8_165_337),
+    ],
+)
+def test_minimax_m1_on_vllm_with_tp8_by_hand(version: str, tokens: int) -> None:
+    # H200, TP 8, 40 GiB pool given. Per rank: a softmax layer keeps 2 x 1 KV head x 128 x 2 B
+    # = 512 B per token; a lightning state page (MambaSpec) is 8 x 128 x 128 x 2 B = 262,144 B.
+    # HybridAttentionMambaModelConfig (block alignment 16): 16 x ceil(262,144 / (16 x 512)) =
+    # 16 x 32 = 512 tokens, an attention page of 512 x 512 = 262,144 B: the state page, unpadded.
+    answer = capacity(minimax_m1(), 8, 131_072, engine_version=version, kv_pool_bytes=40 * GiB)
+    layout = answer.layout
+    assert layout.block_size == 512
+    assert {group.page_bytes for group in layout.groups} == {262_144}
+    # 10 softmax and 70 lightning layers: groups of 10 (70 > 1.5 x 10): 1 attention group and
+    # 7 lightning groups, no padding; a block is 10 pages = 2,621,440 B.
+    assert sorted((g.kind, g.layers) for g in layout.groups) == [
+        ("full_attention", 10),
+        *[("lightning_attention", 10)] * 7,
+    ]
+    assert layout.bytes_per_block == 10 * 262_144 == 2_621_440
+    # A request: ceil(131,072 / 512) = 256 attention blocks + 1 state block in each lightning
+    # group (prefix caching is off for hybrids before 0.28: mamba_cache_mode 'none').
+    assert layout.blocks_per_request == 256 + 7 == 263
+    # 40 GiB / 2,621,440 B = 42,949,672,960 / 2,621,440 = 16,384 blocks; 16,384 / 263 = 62.30.
+    assert answer.report.num_gpu_blocks == 16_384
+    assert answer.report.max_concurrency == 16_384 / 263
+    assert answer.report.kv_cache_tokens == tokens
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_minimax_m1_from_vllm_0_24_is_refused_by_name(version: str) -> None:
+    # 0.24.0 models/registry.py: _PREVIOUSLY_SUPPORTED_MODELS "MiniMaxText01ForCausalLM" and
+    # "MiniMaxM1ForCausalLM": "0.23.0"; models/minimax_text_01.py is gone from the wheel.
+    with pytest.raises(SizingError) as caught:
+        capacity(minimax_m1(), 8, 8192, engine_version=version, kv_pool_bytes=GiB)
+    assert caught.value.field == "engine_version"
+    assert f"vLLM {version} no longer serves MiniMaxText01ForCausalLM" in caught.value.reason
+
+
+def test_minimax_m1_is_refused_by_name_on_sglang() -> None:
+    # No MiniMaxText01ForCausalLM / MiniMaxM1ForCausalLM in SGLang 0.5.9's or 0.5.23's
+    # srt/models (minimax_m2, minimax_m3 only).
+    with pytest.raises(SizingError) as caught:
+        capacity(
+            minimax_m1(), 8, 8192, engine=Engine.SGLANG, engine_version="0.5.23", kv_pool_bytes=GiB
+        )
+    assert caught.value.field == "engine"
+    assert "SGLang does not serve it" in caught.value.reason
+
+
+def test_minimax_layer_types_spelling_reads_the_same_layers() -> None:
+    # vLLM MiniMaxText01Model: without attn_type_list, layer_types "linear_attention" is 0 and
+    # "full_attention" 1 (the HF format).
     config = load("MiniMaxAI--MiniMax-M1")
-    assert config["attn_type_list"].count(1) == 10
-    with pytest.raises(UnknownLayerKind) as info:
+    kinds = config.pop("attn_type_list")
+    config["layer_types"] = ["full_attention" if k else "linear_attention" for k in kinds]
+    assert architecture_from_hf_config(config).layers == minimax_m1().layers
+    config["layer_types"][3] = "sliding_attention"
+    with pytest.raises(UnknownLayerKind) as caught:
         architecture_from_hf_config(config)
-    assert info.value.field == "attn_type_list"
-    detail = info.value.reason
-    assert "70 lightning layers, 10 softmax" in detail
-    assert "through 0.23.0" in detail
-    assert "keep 40960 B per token" in detail
-    assert "146800640 B per sequence at TP 1" in detail
-    assert "10240000 tokens holds 419577200640 B" in detail
+    assert caught.value.field == "layer_types[3]"
+
+
+def test_minimax_m1_fp8_kv_and_prefix_caching_on_vllm_0_20_by_hand() -> None:
+    # --kv-cache-dtype fp8 halves the softmax token (2 x 1 head x 128 x 1 B = 256 B per layer
+    # per rank) but not the lightning state (mamba_cache_dtype auto: bf16, 262,144 B), so
+    # the alignment doubles: 16 x ceil(262,144 / (16 x 256)) = 16 x 64 = 1,024 tokens, page
+    # 262,144 B. Blocks per request: ceil(131,072 / 1,024) = 128 + 7 = 135; 16,384 / 135.
+    fp8 = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        kv_cache_dtype="fp8",
+    )
+    assert fp8.layout.block_size == 1024
+    assert {group.page_bytes for group in fp8.layout.groups} == {262_144}
+    assert fp8.layout.blocks_per_request == 128 + 7
+    assert fp8.report.max_concurrency == 16_384 / 135
+    # --enable-prefix-caching on 0.20.0: MambaModelConfig sets mamba_cache_mode 'align', two
+    # state pages per request in each lightning group: 256 + 7 x 2 = 270; 16,384 / 270.
+    cached = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        enable_prefix_caching=True,
+    )
+    assert cached.layout.blocks_per_request == 256 + 7 * 2
+    assert cached.report.max_concurrency == 16_384 / 270
+    # --mamba-ssm-cache-dtype float32 does not reach the lightning state
+    # (linear_attention_state_dtype reads mamba_cache_dtype only): the same 263 blocks.
+    ssm = capacity(
+        minimax_m1(),
+        8,
+        131_072,
+        engine_version="0.20.0",
+        kv_pool_bytes=40 * GiB,
+        mamba_ssm_cache_dtype="float32",
+    )
+    assert ssm.layout.blocks_per_request == 263
+    assert {group.page_bytes for group in ssm.layout.groups} == {262_144}

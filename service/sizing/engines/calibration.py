@@ -88,6 +88,10 @@ VLLM_DEEPSEEK_V4_TUPLES: Final[Version] = (0, 24, 0)
 VLLM_DEEPSEEK_V4_REGROUPED: Final[Version] = (0, 27, 0)
 VLLM_DEEPSEEK_V4_PLANNED: Final[Version] = (0, 33, 0)
 VLLM_MINIMAX_M3: Final[Version] = (0, 33, 0)  # MiniMaxM3ForCausalLM first in the 0.33.0 registry
+# MiniMax-Text-01 / MiniMax-M1 (lightning attention): models/minimax_text_01.py is in the 0.23.0
+# wheel and gone from 0.24.0, whose models/registry.py _PREVIOUSLY_SUPPORTED_MODELS lists
+# "MiniMaxText01ForCausalLM" and "MiniMaxM1ForCausalLM": "0.23.0".
+VLLM_MINIMAX_LIGHTNING_GONE: Final[Version] = (0, 24, 0)
 # engines/vllm_platform.py: custom_all_reduce.py CustomAllreduce lists world size 16 and keeps
 # multi-node NVLink (MNNVL) groups in 0.33.0, the first wheel kvplan read with them (0.20.0 has
 # neither; the release between is not pinned). xpu_worker.py XPUWorker has its own

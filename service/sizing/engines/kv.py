@@ -27,6 +27,7 @@ from ..model.architecture import (
     CompressedSparseAttention,
     FullAttention,
     GatedDeltaNet,
+    LightningAttention,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -164,6 +165,11 @@ def state_bytes_per_sequence(
     tensor_parallel_size: int = 1,
 ) -> int:
     shape = state_shape(layer, tensor_parallel_size)
+    if isinstance(layer, LightningAttention):
+        # vLLM MambaStateDtypeCalculator.linear_attention_state_dtype: the one state tensor is
+        # in mamba_cache_dtype (auto: the model dtype, the conv states' dtype here), so
+        # mamba_ssm_cache_dtype does not reach it.
+        return shape.ssm_elements * conv_element_bytes
     return shape.conv_elements * conv_element_bytes + shape.ssm_elements * ssm_element_bytes
 
 
@@ -199,6 +205,12 @@ class LayerBytes:
     @property
     def formula(self) -> str:
         count, tp, layer = self.layers, self.tensor_parallel_size, self.layer
+        if isinstance(layer, LightningAttention):
+            heads = layer.num_value_heads // tp
+            return (
+                f"{count} layers x {heads} heads x {layer.key_head_dim} x "
+                f"{layer.value_head_dim} state x {self.conv_bytes} B"
+            )
         if isinstance(layer, GatedDeltaNet | Mamba2 | Mamba1):
             shape = state_shape(layer, tp)
             return (

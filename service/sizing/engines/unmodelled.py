@@ -25,6 +25,18 @@ def refuse_unmodelled(arch: ModelArchitecture, engine: str) -> None:
             f"{engine}'s pools for Kimi Delta Attention (Kimi-Linear, Kimi-K3: KDA layers "
             "beside MLA) are not modelled by kvplan; vLLM's are",
         )
+    if arch.has_lightning:
+        served = (
+            "SGLang does not serve it: no MiniMaxText01ForCausalLM or MiniMaxM1ForCausalLM in "
+            "its srt/models (0.5.9 and 0.5.23 wheels read)"
+            if engine == "SGLang"
+            else f"{engine}'s pools for it are not modelled by kvplan"
+        )
+        raise SizingError(
+            "engine",
+            f"MiniMax-Text-01 / MiniMax-M1 (lightning attention): {served}; vLLM 0.10.2-0.23.0 "
+            "serves it",
+        )
     if arch.has_short_conv:
         raise SizingError(
             "engine",

@@ -1,5 +1,6 @@
 """Which vLLM releases run and size the 2026 layer kinds kvplan reads (Kimi's KDA beside MLA,
-MiniMax-M3's indexed GQA), and the block sizes they force. Milestones in calibration.py.
+MiniMax-M3's indexed GQA, MiniMax-Text-01 / M1's lightning attention: 0.10.2 to 0.23.0), and
+the block sizes they force. Milestones in calibration.py.
 
 docs/engines/vllm.md#kda and #minimax-m3-index-keys say what each rule was read from.
 """
@@ -29,6 +30,13 @@ def check_vllm_kinds(
         _check_kda(version, label, options.mamba_ssm_cache_dtype)
     if arch.has_short_conv:
         _check_lfm2(version, label)
+    if arch.has_lightning and version >= cal.VLLM_MINIMAX_LIGHTNING_GONE:
+        raise SizingError(
+            "engine_version",
+            f"vLLM {label} no longer serves MiniMaxText01ForCausalLM (MiniMax-Text-01, "
+            "MiniMax-M1: lightning attention); 0.24.0's models/registry.py lists it under "
+            "_PREVIOUSLY_SUPPORTED_MODELS, last served in 0.23.0",
+        )
     if arch.has_indexed_attention:
         if version < cal.VLLM_MINIMAX_M3:
             raise SizingError(

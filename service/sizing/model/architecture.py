@@ -31,6 +31,7 @@ class LayerKind(StrEnum):
     MLA = "mla"
     LINEAR_ATTENTION = "linear_attention"
     KDA = "kda"
+    LIGHTNING_ATTENTION = "lightning_attention"
     MAMBA2 = "mamba2"
     MAMBA = "mamba"
     SHORT_CONV = "short_conv"
@@ -147,6 +148,39 @@ class KimiDeltaAttention(GatedDeltaNet):
 
 
 @dataclass(frozen=True, slots=True)
+class LightningAttention(GatedDeltaNet):
+    """MiniMax lightning attention (MiniMax-Text-01, MiniMax-M1): one (heads, d, d) state per
+    sequence and no conv state. vLLM 0.10.2-0.23.0 treats it as a Mamba-like layer
+    (MiniMaxText01LinearAttention is a MambaBase with mamba_type "linear_attention": a MambaSpec
+    of `MambaStateShapeCalculator.linear_attention_state_shape` = (num_heads / tp, head_dim,
+    head_dim)), which is Gated DeltaNet's recurrent state with query/key and value heads alike
+    and a conv kernel of 1 (no conv window). The state is in `mamba_cache_dtype` (`auto`: the
+    model dtype; `linear_attention_state_dtype`), never `mamba_ssm_cache_dtype`: kv.py
+    `state_bytes_per_sequence` prices it so."""
+
+    kind: ClassVar[LayerKind] = LayerKind.LIGHTNING_ATTENTION
+    conv_kernel: int = field(default=1, kw_only=True)
+
+    def __post_init__(self) -> None:
+        GatedDeltaNet.__post_init__(self)
+        if self.conv_kernel != 1:
+            raise SizingError("conv_kernel", "lightning attention keeps no conv state (1)")
+        if self.num_key_heads != self.num_value_heads:
+            raise SizingError("num_value_heads", "lightning attention has one head count")
+        if self.key_head_dim != self.value_head_dim:
+            raise SizingError("value_head_dim", "a lightning state is head_dim x head_dim")
+
+    @classmethod
+    def of(cls, num_heads: int, head_dim: int) -> LightningAttention:
+        return cls(
+            num_key_heads=num_heads,
+            num_value_heads=num_heads,
+            key_head_dim=head_dim,
+            value_head_dim=head_dim,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Mamba2:
     """Mamba-2 mixer (Nemotron-H, Granite 4.0-H, Falcon-H1)."""
 
@@ -249,6 +283,7 @@ LAYER_CLASSES: dict[LayerKind, type[Layer]] = {
     LayerKind.MLA: MultiHeadLatentAttention,
     LayerKind.LINEAR_ATTENTION: GatedDeltaNet,
     LayerKind.KDA: KimiDeltaAttention,
+    LayerKind.LIGHTNING_ATTENTION: LightningAttention,
     LayerKind.MAMBA2: Mamba2,
     LayerKind.MAMBA: Mamba1,
     LayerKind.SHORT_CONV: ShortConv,
@@ -462,6 +497,11 @@ class ModelArchitecture:
     def has_kda(self) -> bool:
         """Kimi Delta Attention layers (Kimi-Linear, Kimi-K3)."""
         return any(isinstance(g, KimiDeltaAttention) for g, _ in self.layer_counts)
+
+    @cached_property
+    def has_lightning(self) -> bool:
+        """MiniMax lightning-attention layers (MiniMax-Text-01, MiniMax-M1)."""
+        return any(isinstance(g, LightningAttention) for g, _ in self.layer_counts)
 
     @cached_property
     def has_short_conv(self) -> bool:

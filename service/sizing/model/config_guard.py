@@ -398,6 +398,24 @@ IRRELEVANT: Final[Mapping[str, str]] = {
     " schedule, not a weight or the cache",
     "mtp_hybrid_override_pattern": _MTP,
     "mtp_layers_block_type": _MTP,
+    # MiniMax-M1 / Text-01 (vLLM 0.20.0 models/minimax_text_01.py MiniMaxText01DecoderLayer):
+    # the residual scales of each block's norm, whether the norm's output or input is the
+    # residual (postnorm), and how the shared expert's output is mixed (shared_moe_mode, with
+    # shared_intermediate_size 0 in M1): numerics and weights, not the cache.
+    **dict.fromkeys(
+        (
+            "layernorm_full_attention_alpha",
+            "layernorm_full_attention_beta",
+            "layernorm_linear_attention_alpha",
+            "layernorm_linear_attention_beta",
+            "layernorm_mlp_alpha",
+            "layernorm_mlp_beta",
+            "postnorm",
+        ),
+        _NUMERICS,
+    ),
+    "shared_moe_mode": "how the shared expert's output is mixed (MiniMax-M1 sigmoid): weights"
+    " and numerics, not the cache",
     # stepfun-ai Step-3.7-Flash as ai-dynamo/aiconfigurator keeps it (read as step3p7).
     "use_moe_router_bias": _ROUTING,
     "moe_router_scaling_factor": _ROUTING,

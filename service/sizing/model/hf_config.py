@@ -37,7 +37,6 @@ from .architecture import (
 from .config_guard import (
     IRRELEVANT,
     check_cache_keys,
-    is_cache_key,
     moot,
     plain_reading_note,
     unread_keys,
@@ -58,7 +57,7 @@ from .hf_kimi_minimax import (
     MINIMAX_LIGHTNING_TYPES,
     MINIMAX_M3_TYPES,
     kimi_linear_layers,
-    minimax_lightning_refusal,
+    minimax_lightning_layers,
     minimax_m3_layers,
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
@@ -102,6 +101,7 @@ _KNOWN_TYPES: Final = (
     | _MLA_TYPES
     | KIMI_LINEAR_TYPES
     | MINIMAX_M3_TYPES
+    | MINIMAX_LIGHTNING_TYPES
     | {
         "llama",
         "mistral",
@@ -192,15 +192,6 @@ def unexplained_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
     declares irrelevant (`config_guard.IRRELEVANT`, or moot in this config): what a test of the
     published configs fails on. Raises as `architecture_from_hf_config` does."""
     cfg = _Cfg(config)
-    if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
-        # Refused as a whole by name: no weights are read and no capacity is answered, so only
-        # the keys behind the bytes in the refusal must have been read.
-        minimax_lightning_refusal(cfg)
-        return tuple(
-            cfg.where(key)
-            for key in unread_keys(cfg, cfg.keys_read)
-            if is_cache_key(key) and key not in IRRELEVANT and moot(cfg, key) is None
-        )
     _architecture(cfg, config, name="", num_parameters=None, weight_bytes=None)
     return tuple(
         cfg.where(key)
@@ -324,8 +315,6 @@ def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> Check
 def _reject_unsupported(cfg: _Cfg) -> None:
     if cfg.model_type in V41_TYPES:
         raise deepseek_v41_refusal(cfg)
-    if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
-        raise minimax_lightning_refusal(cfg)
     for key, what in _UNSUPPORTED_KEYS.items():
         if cfg.has(key) and cfg.model_type not in _READ_BY.get(key, ()):
             raise UnknownLayerKind(
@@ -333,15 +322,15 @@ def _reject_unsupported(cfg: _Cfg) -> None:
             )
     # vLLM minimax_text_01: attn_type_list[i] == 0 is lightning (linear) attention, 1 softmax.
     attn_types = cfg.raw("attn_type_list")
-    if attn_types is not None:
+    if attn_types is not None and cfg.model_type not in MINIMAX_LIGHTNING_TYPES:
         if not isinstance(attn_types, list):
             raise SizingError(cfg.where("attn_type_list"), "must be a list")
         for index, value in enumerate(attn_types):
             if value != 1 or isinstance(value, bool):
                 raise UnknownLayerKind(
                     cfg.where(f"attn_type_list[{index}]"),
-                    f"{value!r} is not softmax attention (MiniMax lightning attention is not "
-                    "sized by kvplan)",
+                    f"{value!r} is not softmax attention (MiniMax lightning attention is read "
+                    "only for model_type minimax_text_01 / minimax_m1)",
                 )
 
 
@@ -410,6 +399,8 @@ def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
         return kimi_linear_layers(cfg)
     if cfg.model_type in MINIMAX_M3_TYPES:
         return minimax_m3_layers(cfg)
+    if cfg.model_type in MINIMAX_LIGHTNING_TYPES:
+        return minimax_lightning_layers(cfg)
     if cfg.has("kv_lora_rank"):
         return _mla_layers(cfg)
     if cfg.model_type == "nemotron_h" or cfg.has("hybrid_override_pattern"):

@@ -1,4 +1,5 @@
-"""Config readers for two 2026 layouts: Kimi's MLA + KDA hybrids and MiniMax-M3's indexed GQA.
+"""Config readers for Kimi's MLA + KDA hybrids, MiniMax-M3's indexed GQA and MiniMax-Text-01 /
+MiniMax-M1's lightning attention (`minimax_lightning_layers`).
 
 Kept beside `hf_config` (which calls them from `_mixers`) so each reader reads every key of
 its model type that could change the cache, and says which keys it leaves to the weights.
@@ -33,7 +34,13 @@ from __future__ import annotations
 from typing import Final
 
 from ..errors import SizingError, UnknownLayerKind
-from .architecture import FullAttention, KimiDeltaAttention, Layer, MultiHeadLatentAttention
+from .architecture import (
+    FullAttention,
+    KimiDeltaAttention,
+    Layer,
+    LightningAttention,
+    MultiHeadLatentAttention,
+)
 from .config_view import ConfigView
 from .config_view import HFConfig as _Cfg
 
@@ -41,11 +48,6 @@ KIMI_LINEAR_TYPES: Final = frozenset({"kimi_linear"})
 MINIMAX_M3_TYPES: Final = frozenset({"minimax_m3"})
 # MiniMax-Text-01 and MiniMax-M1 (MiniMax-AI/MiniMax-M1 config.json: model_type minimax_m1).
 MINIMAX_LIGHTNING_TYPES: Final = frozenset({"minimax_text_01", "minimax_m1"})
-# The last vLLM release that serves them (0.33.0 models/registry.py _PREVIOUSLY_SUPPORTED_MODELS:
-# "MiniMaxText01ForCausalLM" and "MiniMaxM1ForCausalLM": "0.23.0").
-VLLM_LAST_MINIMAX_LIGHTNING: Final = "0.23.0"
-# What --dtype auto runs a config with no torch_dtype (MiniMax-M1's) or a 16-bit one in: 2 B.
-_SIXTEEN_BIT: Final = 2
 # vLLM MiniMaxM3SparseBackend.get_supported_kernel_block_sizes: one sparse block per page.
 MINIMAX_M3_SPARSE_BLOCK: Final = 128
 
@@ -152,41 +154,68 @@ def minimax_m3_layers(cfg: _Cfg) -> list[Layer]:
     return [indexed if is_sparse else plain for is_sparse in freq]
 
 
-def minimax_lightning_refusal(cfg: _Cfg) -> UnknownLayerKind:
-    """MiniMax-Text-01 / MiniMax-M1, refused by name with the bytes vLLM kept for them.
+def minimax_lightning_layers(cfg: _Cfg) -> list[Layer]:
+    """MiniMax-Text-01 / MiniMax-M1: softmax GQA layers beside lightning-attention layers.
 
-    vLLM models/minimax_text_01.py (0.20.0 wheel; served through 0.23.0, gone from later
-    registries): `attn_type_list[i]` 1 is softmax GQA (num_key_value_heads x head_dim K and V per
-    token), 0 a lightning-attention layer whose state is
-    `MambaStateShapeCalculator.linear_attention_state_shape` = (num_attention_heads / tp,
-    head_dim, head_dim) per sequence, in the KV cache dtype (`linear_attention_state_dtype`;
-    a float32 state is refused by vLLM). kvplan has no state kind for it in its engines' pools,
-    so it answers no capacity: the refusal names the key and gives the bytes at TP 1.
+    vLLM models/minimax_text_01.py (read in the 0.20.0 and 0.23.0 wheels, the last release
+    serving it): `MiniMaxText01Model.__init__` takes the layer kinds from `attn_type_list` (or
+    `decoder_attention_types`; else `layer_types`, "linear_attention" 0 and "full_attention"
+    1; else every layer softmax). 1 is `MiniMaxText01Attention`: an `Attention` of
+    num_key_value_heads x head_dim K and V per token (`sliding_window` is kept on the module
+    but not passed to `Attention`, so it changes no cache). 0 is
+    `MiniMaxText01LinearAttention`, whose state vLLM sizes from the whole config
+    (`MiniMaxText01ForCausalLM.get_mamba_state_shape_from_config`:
+    `linear_attention_state_shape(num_heads=num_attention_heads, tp_size, head_dim=head_dim)`,
+    one (heads / tp, head_dim, head_dim) tensor per sequence): a `LightningAttention`.
     """
     n = cfg.layer_count("num_hidden_layers")
-    types = cfg.int_list("attn_type_list")
-    if types is None or len(types) != n or any(t not in (0, 1) for t in types):
-        raise SizingError(
-            cfg.where("attn_type_list"), f"must list 0 (lightning) or 1 (softmax) per layer ({n})"
-        )
+    kinds = _minimax_attention_types(cfg, n)
     heads = cfg.get_int("num_attention_heads")
-    kv_heads = cfg.get_int("num_key_value_heads")
-    head_dim = cfg.get_int("head_dim")
-    context = cfg.get_int("max_position_embeddings")
-    softmax = sum(types)
-    lightning = n - softmax
-    per_token = softmax * 2 * kv_heads * head_dim * _SIXTEEN_BIT
-    per_sequence = lightning * heads * head_dim * head_dim * _SIXTEEN_BIT
-    return UnknownLayerKind(
-        cfg.where("attn_type_list"),
-        f"MiniMax lightning attention ({lightning} lightning layers, {softmax} softmax): vLLM "
-        f"served it through {VLLM_LAST_MINIMAX_LIGHTNING} (models/minimax_text_01.py; later "
-        "registries list it as previously supported), where in 16 bits the softmax layers keep "
-        f"{per_token} B per token and the lightning layers {per_sequence} B per sequence at TP "
-        f"1 ({heads} heads x {head_dim} x {head_dim} each): one sequence of {context} tokens "
-        f"holds {per_token * context + per_sequence} B. kvplan does not model how vLLM pages "
-        "this state beside the attention layers, so it gives no capacity rather than a wrong one",
-    )
+    head_dim = cfg.opt_int("head_dim")
+    if head_dim is None:
+        if 0 in kinds:
+            # get_mamba_state_shape_from_config reads hf_config.head_dim, with no fallback.
+            raise SizingError(
+                cfg.where("head_dim"),
+                "is required for lightning-attention layers (vLLM MiniMaxText01ForCausalLM."
+                "get_mamba_state_shape_from_config reads it)",
+            )
+        hidden = cfg.get_int("hidden_size")
+        head_dim = hidden // heads  # MiniMaxText01DecoderLayer: hidden_size // heads
+    # Read and found not to change the cache: vLLM never hands sliding_window to Attention.
+    cfg.raw("sliding_window")
+    softmax = FullAttention(num_kv_heads=cfg.get_int("num_key_value_heads"), head_dim=head_dim)
+    lightning = LightningAttention.of(heads, head_dim)
+    return [softmax if kind == 1 else lightning for kind in kinds]
+
+
+_MINIMAX_LAYER_TYPES: Final = {"linear_attention": 0, "full_attention": 1}
+
+
+def _minimax_attention_types(cfg: _Cfg, n: int) -> list[int]:
+    for key in ("attn_type_list", "decoder_attention_types"):
+        if cfg.raw(key) is None:
+            continue
+        types = cfg.int_list(key, minimum=0)
+        if types is None or len(types) != n or any(t not in (0, 1) for t in types):
+            raise SizingError(
+                cfg.where(key), f"must list 0 (lightning) or 1 (softmax) for each of {n} layers"
+            )
+        return types
+    names = cfg.str_list("layer_types")
+    if names is None:
+        return [1] * n  # MiniMaxText01Model: "Default to full attention"
+    if len(names) != n:
+        raise SizingError(
+            cfg.where("layer_types"), f"has {len(names)} entries, num_hidden_layers is {n}"
+        )
+    for index, name in enumerate(names):
+        if name not in _MINIMAX_LAYER_TYPES:
+            raise UnknownLayerKind(
+                cfg.where(f"layer_types[{index}]"),
+                f"{name!r} is not a MiniMax layer type (linear_attention or full_attention)",
+            )
+    return [_MINIMAX_LAYER_TYPES[name] for name in names]
 
 
 def _per_layer(view: ConfigView, key: str, n: int) -> list[bool]:
@@ -204,6 +233,6 @@ __all__ = [
     "MINIMAX_M3_SPARSE_BLOCK",
     "MINIMAX_M3_TYPES",
     "kimi_linear_layers",
-    "minimax_lightning_refusal",
+    "minimax_lightning_layers",
     "minimax_m3_layers",
 ]
