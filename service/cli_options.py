@@ -84,6 +84,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("hicache_ratio"),
     Option("hicache_size"),
     Option("cpu_offload_gb"),
+    # issue 21: multimodal encoders
+    Option("limit_mm_per_prompt", help='vLLM JSON, e.g. {"image": 2, "video": 0}'),
+    Option("skip_mm_profiling", kind="switch"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

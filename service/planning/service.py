@@ -438,6 +438,7 @@ _ONE_ENGINE_FLAGS = (
     ("mamba_full_memory_ratio", Engine.SGLANG),
     ("max_mamba_cache_size", Engine.SGLANG),
     ("max_attention_window", Engine.TRTLLM),
+    ("limit_mm_per_prompt", Engine.VLLM),  # issue 21: multimodal encoders
 )
 
 
@@ -454,6 +455,8 @@ def engine_options(fields: EngineFields) -> EngineOptions:
     for (name, applies), value in zip(_ONE_ENGINE_FLAGS, _ONE_ENGINE_VALUES(fields), strict=True):
         if value is not None and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
+    if fields.skip_mm_profiling and engine is not Engine.VLLM:
+        raise SizingError("skip_mm_profiling", f"applies to engine=vllm, not {engine.value}")
     values = list(_ENGINE_VALUES(fields))
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine

@@ -112,6 +112,8 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "kv_offloading_size": "100", "kv_offloading_backend": "native",
         "enable_hierarchical_cache": "true", "hicache_ratio": "2", "hicache_size": "10",
         "cpu_offload_gb": "4",
+        # issue 21: multimodal encoders
+        "limit_mm_per_prompt": '{"image": 2}', "skip_mm_profiling": "true",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

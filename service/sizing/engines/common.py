@@ -27,6 +27,7 @@ from ..model.dtypes import (
     parse_weight_format,
 )
 from ..units import cdiv
+from .encoder import canonical_limit_mm_per_prompt
 from .kv import LayerBytes
 
 if TYPE_CHECKING:
@@ -95,6 +96,11 @@ class EngineOptions:
     hicache_ratio: float | None = None
     hicache_size: int | None = None
     cpu_offload_gb: float | None = None
+    # issue 21: multimodal encoders (engines/encoder.py reads them). vLLM
+    # --limit-mm-per-prompt as its JSON text ({"image": 2, "video": 0}; a modality not named
+    # may have 999 items) and --skip-mm-profiling (no encoder profile in the peak).
+    limit_mm_per_prompt: str | None = None
+    skip_mm_profiling: bool = False
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -107,6 +113,9 @@ class EngineOptions:
             object.__setattr__(self, "mamba_ssm_cache_dtype", parsed)
         if self.weight_format is not None:
             object.__setattr__(self, "weight_format", parse_weight_format(self.weight_format))
+        if self.limit_mm_per_prompt is not None:
+            canonical = canonical_limit_mm_per_prompt(self.limit_mm_per_prompt)
+            object.__setattr__(self, "limit_mm_per_prompt", canonical)
 
 
 @dataclass(frozen=True, slots=True)

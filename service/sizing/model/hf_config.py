@@ -22,6 +22,7 @@ from typing import Any, Final
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
     ChunkedLocalAttention,
+    EncoderGeometry,
     FullAttention,
     GatedDeltaNet,
     Layer,
@@ -55,6 +56,7 @@ from .hf_kimi_minimax import (
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
+from .towers import encoder_geometry
 from .weight_format import (
     CheckpointSize,
     checkpoint_size,
@@ -246,7 +248,16 @@ def _architecture(
         name=name,
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
+        encoder=_encoder(cfg),
     )
+
+
+def _encoder(cfg: _Cfg) -> EncoderGeometry | None:
+    """The tower vLLM's encoder profile runs (issue 21); None where it cannot be read."""
+    try:
+        return encoder_geometry(cfg, _hidden_size(cfg))
+    except SizingError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from functools import lru_cache
 
 from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from ..engines.common import Engine, EngineOptions
+from ..engines.encoder import encoder_flags
 from ..engines.kv import packed_mla
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
@@ -292,7 +293,10 @@ def engine_flags(
     if fraction is not None:
         sglang.append(f"--mem-fraction-static {fraction}")
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
-    return {"vllm": vllm + offloaded[0], "sglang": sglang + offloaded[1]}
+    encoder = encoder_flags(
+        options.limit_mm_per_prompt, options.skip_mm_profiling
+    )  # issue 21: the multimodal encoder's profile
+    return {"vllm": vllm + offloaded[0] + encoder, "sglang": sglang + offloaded[1]}
 
 
 def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
