@@ -19,6 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.cli import main
+from tests.conftest import ADMIN
 from tests.helpers import problem
 
 CONFIG = json.loads(
@@ -78,6 +79,28 @@ def test_get_takes_the_flags_and_refuses_bad_json_by_name(client: TestClient) ->
     for flag in ({"limit_mm_per_prompt": '{"image": 1}'}, {"skip_mm_profiling": "true"}):
         body = problem(client.get("/v1/capacity", params={**base, "engine": "sglang", **flag}), 422)
         assert body["field"] in flag, body
+
+
+def test_an_imported_vlm_keeps_its_tower_for_get_and_a_deployment_profile(
+    client: TestClient,
+) -> None:
+    imported = client.post(
+        "/v1/models/import", json={"hf_config": CONFIG, "slug": "medgemma-27b-it"}, headers=ADMIN
+    )
+    assert imported.status_code == 201, imported.text
+    question = {"model": "medgemma-27b-it", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
+    question |= {"engine_version": "0.19.0"}
+    profiled = client.get("/v1/capacity", params=question).json()
+    skipped = client.get(
+        "/v1/capacity", params={**question, "limit_mm_per_prompt": '{"image": 0}'}
+    ).json()
+    assert skipped["kv_pool_bytes"] - profiled["kv_pool_bytes"] == KEPT
+    assert profiled["kv_pool_bytes"] == _ask(client)["kv_pool_bytes"]  # as POST answers
+    profile = {"name": "medgemma-no-images", **question, "limit_mm_per_prompt": '{"image": 0}'}
+    created = client.post("/v1/deployments", json=profile, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    sized = client.get("/v1/deployments/medgemma-no-images/capacity").json()
+    assert sized["kv_pool_bytes"] == skipped["kv_pool_bytes"]
 
 
 def test_a_plan_pastes_the_flags_and_takes_the_columns(client: TestClient) -> None:
