@@ -16,7 +16,7 @@ import pytest
 
 from service.sizing import SizingError
 from service.sizing.engines.common import EngineOptions
-from service.sizing.engines.encoder import encoder_items, encoder_profile
+from service.sizing.engines.encoder import check_encoder_release, encoder_items, encoder_profile
 from service.sizing.model.architecture import ModelArchitecture
 from service.sizing.model.hf_config import architecture_from_hf_config
 from service.sizing.model.schedule import architecture_from_dict, architecture_to_dict
@@ -41,6 +41,7 @@ def test_gemma_3_27b_encoder_profile_worked_by_hand() -> None:
     # = 32; items = max(1, min(8192 // 256 = 32, 1024 x 32)) = 32.
     profile = encoder_profile(
         _arch(GEMMA),
+        version=(0, 19, 0),
         max_num_batched_tokens=8192,
         max_num_seqs=1024,
         max_model_len=8192,
@@ -62,7 +63,7 @@ def test_gemma_3_27b_encoder_profile_worked_by_hand() -> None:
 
 def test_limit_mm_per_prompt_and_skip_mm_profiling() -> None:
     arch = _arch(GEMMA)
-    common = {"max_num_batched_tokens": 8192, "max_model_len": 8192}
+    common = {"max_num_batched_tokens": 8192, "max_model_len": 8192, "version": (0, 19, 0)}
     # {"image": 1} at max_num_seqs 4: items = max(1, min(32, 4 x 1)) = 4
     one = encoder_profile(
         arch, max_num_seqs=4, limit_mm_per_prompt='{"image": 1}', skip_mm_profiling=False, **common
@@ -109,3 +110,34 @@ def test_limit_mm_per_prompt_is_vllms_json_and_refused_by_name() -> None:
         with pytest.raises(SizingError) as caught:
             EngineOptions(limit_mm_per_prompt=bad)
         assert caught.value.field.startswith("limit_mm_per_prompt")
+
+
+def test_skip_mm_profiling_is_refused_before_the_release_that_has_it() -> None:
+    # vLLM PR #22950 added --skip-mm-profiling (merged 2025-08-15): in the 0.10.1.1 wheel,
+    # not in 0.10.0
+    check_encoder_release(True, (0, 10, 1), "0.10.1")
+    check_encoder_release(False, (0, 9, 2), "0.9.2")
+    with pytest.raises(SizingError) as caught:
+        check_encoder_release(True, (0, 10, 0), "0.10.0")
+    assert caught.value.field == "skip_mm_profiling"
+
+
+def test_the_model_runner_by_release() -> None:
+    # 0.19.0 / 0.20.0: the V1 runner keeps outputs and pixel values (0.2256 GiB on Gemma 3);
+    # 0.25.1: Model Runner V2 is the default for a dense model and profiles no encoder, while
+    # MoE Scout stays on V1; 0.30.0 / 0.33.0: V2 everywhere, the outputs only
+    # (32 x 256 x 5376 x 2 B = 88,080,384 B on Gemma 3).
+    gemma, scout = _arch(GEMMA), _arch("meta-llama--Llama-4-Scout-17B-16E-Instruct.json")
+    common = {"max_num_batched_tokens": 8192, "max_model_len": 8192, "max_num_seqs": 1024}
+    flags = {"limit_mm_per_prompt": None, "skip_mm_profiling": False, **common}
+
+    def kept(arch: ModelArchitecture, version: tuple[int, int, int]) -> int | None:
+        profile = encoder_profile(arch, version=version, **flags)  # type: ignore[arg-type]
+        return None if profile is None else profile.kept_bytes
+
+    assert kept(gemma, (0, 20, 0)) == 242_221_056
+    assert kept(gemma, (0, 25, 1)) is None
+    # Scout at 0.25.1: 3 images x (2,448 x 5,120 + 17 x 3 x 336^2) x 2 B
+    assert kept(scout, (0, 25, 1)) == 3 * (2448 * 5120 + 17 * 3 * 336 * 336) * 2 == 109_748_736
+    assert kept(gemma, (0, 33, 0)) == 88_080_384
+    assert kept(scout, (0, 30, 0)) == 3 * 2448 * 5120 * 2

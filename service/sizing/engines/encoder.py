@@ -7,8 +7,11 @@ item of the largest size on the GPU (pixel values cast to the model dtype by
 `InputProcessingContext._postprocess_output`), `embed_multimodal` runs the tower over them, and
 the outputs go into `encoder_cache`. Both the batch (`batched_dummy_mm_inputs`, a local still
 named) and the cache live until after `_dummy_sampler_run`, so they add to the language model's
-peak. The number of items is vllm/multimodal/encoder_budget.py `MultiModalBudget._get_max_items`
-with the budget of v1/core/encoder_cache_manager.py `compute_mm_encoder_budget`.
+peak. Model Runner V2 (the default for dense models from 0.25, for every model from 0.30:
+`runner_profile`) profiled no encoder before 0.30, and from 0.30 keeps the outputs but not the
+batch. The number of items is vllm/multimodal/encoder_budget.py
+`MultiModalBudget._get_max_items`, with the budget of v1/core/encoder_cache_manager.py
+`compute_mm_encoder_budget`.
 
 What kvplan does not model: the tower's own forward peak exactly (attention workspaces, a
 dense mask where a backend builds one). `tower_forward_bytes` is a floor of it (the widest MLP
@@ -24,6 +27,7 @@ from functools import lru_cache
 from ..errors import SizingError
 from ..model.architecture import EncoderGeometry, ModelArchitecture
 from ..units import GiB
+from . import calibration as cal
 
 # vllm/config/multimodal.py MultiModalConfig.get_limit_per_prompt: a modality not named in
 # --limit-mm-per-prompt may have 999 items.
@@ -72,7 +76,7 @@ class EncoderProfile:
     items: int
     tokens_per_item: int
     encoder_budget: int
-    pixel_bytes: int  # the dummy batch's pixel values, still named by profile_run
+    pixel_bytes: int  # the dummy batch's pixel values, while profile_run still names them
     output_bytes: int  # encoder_cache: items x tokens x the text width x the dtype
     tower_forward_bytes: int  # a floor of the tower's own peak (pixel values included)
     source: str
@@ -83,10 +87,11 @@ class EncoderProfile:
 
     @property
     def note(self) -> str:
+        pixels = f" and {self.pixel_bytes} B of pixel values" if self.pixel_bytes else ""
         return (
             f"encoder profile: {self.items} image items x {self.tokens_per_item} tokens "
             f"(budget {self.encoder_budget} tokens; {self.source}) keep "
-            f"{self.output_bytes} B of outputs and {self.pixel_bytes} B of pixel values "
+            f"{self.output_bytes} B of outputs{pixels} "
             f"({self.kept_bytes / GiB:.3f} GiB) through the forward pass and the sampler"
         )
 
@@ -112,10 +117,21 @@ def encoder_items(
     return budget, max(1, min(budget // tokens_per_item, max_num_seqs * per_prompt))
 
 
+def runner_profile(arch: ModelArchitecture, version: cal.Version) -> tuple[bool, bool]:
+    """(profiles the encoder, keeps the dummy batch) for the model runner this release runs
+    the model with (calibration.VLLM_MRV2_DEFAULT_DENSE, VLLM_MRV2_ENCODER_PROFILE)."""
+    if version >= cal.VLLM_MRV2_ENCODER_PROFILE:
+        return True, False  # Model Runner V2: the outputs only
+    if version >= cal.VLLM_MRV2_DEFAULT_DENSE and arch.moe is None:
+        return False, False  # Model Runner V2 before it profiled the encoder
+    return True, True  # the V1 runner's profile_run
+
+
 @lru_cache(maxsize=4096)
 def encoder_profile(
     arch: ModelArchitecture,
     *,
+    version: cal.Version,
     max_num_batched_tokens: int,
     max_num_seqs: int,
     max_model_len: int,
@@ -123,9 +139,11 @@ def encoder_profile(
     skip_mm_profiling: bool,
 ) -> EncoderProfile | None:
     """The encoder's profile for a VLM whose tower kvplan reads; None when vLLM skips it
-    (skip_mm_profiling, the modality's limit at 0) or the tower has no rules."""
+    (skip_mm_profiling, the modality's limit at 0, a runner that does not profile it) or the
+    tower has no rules."""
     geometry: EncoderGeometry | None = arch.encoder
-    if geometry is None or skip_mm_profiling:
+    profiles, keeps_batch = runner_profile(arch, version)
+    if geometry is None or skip_mm_profiling or not profiles:
         return None
     limits = {} if limit_mm_per_prompt is None else parse_limit_mm_per_prompt(limit_mm_per_prompt)
     limit = limits.get(geometry.modality, DEFAULT_LIMIT)
@@ -139,7 +157,7 @@ def encoder_profile(
         limit=limit,
     )
     element = arch.dtype.element_bytes
-    pixels = items * geometry.pixel_elements * element
+    pixels = items * geometry.pixel_elements * element if keeps_batch else 0
     # one ViT block's MLP at its widest: residual and normed input (2 h), fc1's output and its
     # activation (2 I), fc2's output (h), over every patch of the batch
     widest = 3 * geometry.hidden_size + 2 * geometry.intermediate_size
@@ -149,7 +167,7 @@ def encoder_profile(
         encoder_budget=budget,
         pixel_bytes=pixels,
         output_bytes=items * geometry.tokens * geometry.output_width * element,
-        tower_forward_bytes=pixels + items * geometry.patches * widest * element,
+        tower_forward_bytes=items * (geometry.pixel_elements + geometry.patches * widest) * element,
         source=geometry.source,
     )
 
@@ -162,3 +180,12 @@ def encoder_flags(limit_mm_per_prompt: str | None, skip_mm_profiling: bool) -> l
     if skip_mm_profiling:
         flags.append("--skip-mm-profiling")
     return flags
+
+
+def check_encoder_release(skip_mm_profiling: bool, version: cal.Version, label: str) -> None:
+    """--skip-mm-profiling is refused by a release that does not have it."""
+    if skip_mm_profiling and version < cal.VLLM_SKIP_MM_PROFILING:
+        raise SizingError(
+            "skip_mm_profiling",
+            f"vLLM {label} has no --skip-mm-profiling (vLLM PR #22950, first in 0.10.1)",
+        )

@@ -57,7 +57,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
-from .encoder import EncoderProfile, encoder_profile
+from .encoder import EncoderProfile, check_encoder_release, encoder_profile
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .vllm_diffkv import check_diffkv_release
@@ -1181,6 +1181,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
     release, note = release_sizing(asked)
     _check_release_runs(inputs.arch, release)
+    check_encoder_release(inputs.engine.skip_mm_profiling, release.version, release.label)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     flags = vllm_flags(inputs, release)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags)
@@ -1198,6 +1199,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
         encoder=encoder_profile(
             inputs.arch,
+            version=release.version,
             max_num_batched_tokens=flags.max_num_batched_tokens,
             max_num_seqs=flags.max_num_seqs,
             max_model_len=inputs.workload.max_model_len,
