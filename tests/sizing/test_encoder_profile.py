@@ -141,3 +141,6 @@ def test_the_model_runner_by_release() -> None:
     assert kept(scout, (0, 25, 1)) == 3 * (2448 * 5120 + 17 * 3 * 336 * 336) * 2 == 109_748_736
     assert kept(gemma, (0, 33, 0)) == 88_080_384
     assert kept(scout, (0, 30, 0)) == 3 * 2448 * 5120 * 2
+
+    # V2 profiles the encoder on the first pipeline stage only; kvplan sizes the last one
+    assert encoder_profile(gemma, version=(0, 33, 0), pipeline_parallel_size=2, **flags) is None  # type: ignore[arg-type]

@@ -117,11 +117,16 @@ def encoder_items(
     return budget, max(1, min(budget // tokens_per_item, max_num_seqs * per_prompt))
 
 
-def runner_profile(arch: ModelArchitecture, version: cal.Version) -> tuple[bool, bool]:
-    """(profiles the encoder, keeps the dummy batch) for the model runner this release runs
-    the model with (calibration.VLLM_MRV2_DEFAULT_DENSE, VLLM_MRV2_ENCODER_PROFILE)."""
+def runner_profile(
+    arch: ModelArchitecture, version: cal.Version, pipeline_parallel_size: int = 1
+) -> tuple[bool, bool]:
+    """(profiles the encoder, keeps the dummy batch) on the stage whose budget kvplan sizes
+    (the last), for the model runner this release runs the model with
+    (calibration.VLLM_MRV2_DEFAULT_DENSE, VLLM_MRV2_ENCODER_PROFILE)."""
     if version >= cal.VLLM_MRV2_ENCODER_PROFILE:
-        return True, False  # Model Runner V2: the outputs only
+        # Model Runner V2: the outputs only, and only on the first pipeline stage
+        # (`profile_run`: `self.supports_mm_inputs and self.is_first_pp_rank`)
+        return pipeline_parallel_size == 1, False
     if version >= cal.VLLM_MRV2_DEFAULT_DENSE and arch.moe is None:
         return False, False  # Model Runner V2 before it profiled the encoder
     return True, True  # the V1 runner's profile_run
@@ -132,6 +137,7 @@ def encoder_profile(
     arch: ModelArchitecture,
     *,
     version: cal.Version,
+    pipeline_parallel_size: int = 1,
     max_num_batched_tokens: int,
     max_num_seqs: int,
     max_model_len: int,
@@ -142,7 +148,7 @@ def encoder_profile(
     (skip_mm_profiling, the modality's limit at 0, a runner that does not profile it) or the
     tower has no rules."""
     geometry: EncoderGeometry | None = arch.encoder
-    profiles, keeps_batch = runner_profile(arch, version)
+    profiles, keeps_batch = runner_profile(arch, version, pipeline_parallel_size)
     if geometry is None or skip_mm_profiling or not profiles:
         return None
     limits = {} if limit_mm_per_prompt is None else parse_limit_mm_per_prompt(limit_mm_per_prompt)

@@ -1200,6 +1200,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         encoder=encoder_profile(
             inputs.arch,
             version=release.version,
+            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
             max_num_batched_tokens=flags.max_num_batched_tokens,
             max_num_seqs=flags.max_num_seqs,
             max_model_len=inputs.workload.max_model_len,
