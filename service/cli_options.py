@@ -106,6 +106,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("lora_dtype"),
     Option("max_cpu_loras"),
     Option("fully_sharded_loras", kind="switch"),
+    # issue 21: multimodal encoders
+    Option("limit_mm_per_prompt", help='vLLM JSON, e.g. {"image": 2, "video": 0}'),
+    Option("skip_mm_profiling", kind="switch"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

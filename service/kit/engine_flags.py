@@ -129,7 +129,6 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("compilation_config", "vLLM", "the CUDA graphs' memory"),
     Unmodelled("max_beam_width", "TensorRT-LLM", "KV per request (one copy per beam)"),
     Unmodelled("hf_overrides", "vLLM", "the model's geometry"),
-    Unmodelled("limit_mm_per_prompt", "vLLM", "the multimodal encoder's budget"),
     Unmodelled(
         "disable_radix_cache",
         "SGLang",

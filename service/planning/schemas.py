@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from ..kit.engine_flags import with_kvplan_names
 from ..kit.formats import gib_name
@@ -386,6 +393,29 @@ class EngineFields(BaseModel):
         description="vLLM `--fully-sharded-loras`: column layers' A rank and row layers' B "
         "output sharded over the TP ranks.",
     )
+    # issue 21: multimodal encoders (sizing engines/encoder.py)
+    limit_mm_per_prompt: str | None = Field(
+        None,
+        max_length=200,
+        description='vLLM `--limit-mm-per-prompt`, its JSON text (`{"image": 2, "video": 0}`; '
+        '`{"image": {"count": 2}}` too; a POST body may give the object itself). The '
+        "encoder's start-up profile runs max(1, min(encoder budget // tokens per item, "
+        "max_num_seqs x items per prompt)) dummy items of the largest size; 0 skips it. A "
+        "modality not named may have 999 items, as in vLLM.",
+    )
+    skip_mm_profiling: bool = Field(
+        False,
+        description="vLLM `--skip-mm-profiling`: no encoder profile in the activation peak "
+        "(the engine then does not reserve it either).",
+    )
+
+    @field_validator("limit_mm_per_prompt", mode="before")
+    @classmethod
+    def _limit_mm_json(cls, value: object) -> object:
+        """A JSON object in a POST body is taken as vLLM's JSON text."""
+        if isinstance(value, dict):
+            return json.dumps(value)
+        return value
 
 
 class InlineGpu(BaseModel):

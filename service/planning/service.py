@@ -478,6 +478,7 @@ _ONE_ENGINE_FLAGS = (
     ("speculative_num_steps", Engine.SGLANG),
     ("speculative_eagle_topk", Engine.SGLANG),
     ("speculative_num_draft_tokens", Engine.SGLANG),
+    ("limit_mm_per_prompt", Engine.VLLM),  # issue 21: multimodal encoders
 )
 
 
@@ -525,6 +526,8 @@ def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None)
         raise SizingError(
             "disable_custom_all_reduce", f"applies to engine=vllm, not {engine.value}"
         )
+    if fields.skip_mm_profiling and engine is not Engine.VLLM:
+        raise SizingError("skip_mm_profiling", f"applies to engine=vllm, not {engine.value}")
     values = list(_ENGINE_VALUES(fields))
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine

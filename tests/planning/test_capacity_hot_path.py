@@ -123,6 +123,8 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "speculative_algorithm": "EAGLE3", "speculative_draft_model_path": "a",
         "speculative_num_steps": "3", "speculative_eagle_topk": "1",
         "speculative_num_draft_tokens": "4",
+        # issue 21: multimodal encoders
+        "limit_mm_per_prompt": '{"image": 2}', "skip_mm_profiling": "true",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

@@ -167,6 +167,21 @@ VLLM_CUDAGRAPH_MAX_CAPTURE: Final = 512
 VLLM_OFFLOAD_SIZED: Final[Version] = (0, 14, 0)
 VLLM_OFFLOAD_ALIGNED: Final[Version] = (0, 30, 0)
 
+# issue 21, multimodal encoders: --skip-mm-profiling came with vLLM PR #22950 (merged
+# 2025-08-15); the 0.10.1.1 and 0.10.2 wheels have MultiModalConfig.skip_mm_profiling, 0.10.0
+# predates the PR.
+VLLM_SKIP_MM_PROFILING: Final[Version] = (0, 10, 1)
+# The model runner that profiles the encoder (vllm/config/vllm.py VllmConfig.use_v2_model_runner):
+# 0.20.0 runs the V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1; 0.25.1 makes Model Runner V2
+# the default for a model that is not MoE (`_is_default_v2_model_runner_model`), and its
+# profile_run (v1/worker/gpu/model_runner.py) runs no encoder; 0.30.0 (and 0.33.0) make it the
+# default for every model and profile the encoder (gpu/mm/encoder_runner.py
+# `profile_encoder_cache`), keeping the outputs but not the dummy batch, which
+# `execute_mm_encoder` moves to the GPU inside its own frame. 0.21 - 0.24 and 0.26 - 0.29 not
+# read: sized as 0.20 and 0.25.1.
+VLLM_MRV2_DEFAULT_DENSE: Final[Version] = (0, 25, 0)
+VLLM_MRV2_ENCODER_PROFILE: Final[Version] = (0, 30, 0)
+
 
 def cudagraph_capture_count(largest: int) -> int:
     """How many capture sizes up to `largest`: 1, 2, 4, then multiples of 8 below 256, then

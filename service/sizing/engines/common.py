@@ -27,6 +27,7 @@ from ..model.dtypes import (
     parse_weight_format,
 )
 from ..units import cdiv
+from .encoder import canonical_limit_mm_per_prompt
 from .expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel, RankWeights
 from .kv import LayerBytes
 
@@ -120,6 +121,11 @@ class EngineOptions:
     lora_dtype: FloatDtype | None = None  # parsed once, here (`auto` is None)
     max_cpu_loras: int | None = None
     fully_sharded_loras: bool = False
+    # issue 21: multimodal encoders (engines/encoder.py reads them). vLLM
+    # --limit-mm-per-prompt as its JSON text ({"image": 2, "video": 0}; a modality not named
+    # may have 999 items) and --skip-mm-profiling (no encoder profile in the peak).
+    limit_mm_per_prompt: str | None = None
+    skip_mm_profiling: bool = False
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype
@@ -138,6 +144,9 @@ class EngineOptions:
                 None if lora.strip().lower() == "auto" else parse_float_dtype(lora, "lora_dtype")
             )
             object.__setattr__(self, "lora_dtype", parsed_lora)
+        if self.limit_mm_per_prompt is not None:
+            canonical = canonical_limit_mm_per_prompt(self.limit_mm_per_prompt)
+            object.__setattr__(self, "limit_mm_per_prompt", canonical)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ from .common import (
     SizingInputs,
     given_pool_budget,
 )
+from .encoder import EncoderProfile, check_encoder_release, encoder_profile
 from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank, expert_placement_note
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
 from .lora import vllm_lora_buffers
@@ -788,6 +789,19 @@ class ProfilePeak:
     sampler_how: str
     kept: int
     overhead: int
+    # issue 21: the multimodal encoder's profile (engines/encoder.py); None for text models
+    encoder: EncoderProfile | None = None
+
+    @property
+    def language_model_bytes(self) -> int:
+        """The peak of the language model's dummy run and sampler alone."""
+        return self.overhead + max(self.forward_bytes, self.sampler_bytes)
+
+    @property
+    def encoder_bytes(self) -> int:
+        """What the encoder's profile adds to the peak: its kept batch and outputs, or its
+        own forward pass where that is higher than the language model's side."""
+        return self.bytes - self.language_model_bytes
 
     @property
     def forward_bytes(self) -> int:
@@ -802,7 +816,10 @@ class ProfilePeak:
 
     @property
     def bytes(self) -> int:
-        return self.overhead + max(self.forward_bytes, self.sampler_bytes)
+        text = self.overhead + max(self.forward_bytes, self.sampler_bytes)
+        if self.encoder is None:
+            return text
+        return max(self.encoder.tower_forward_bytes, self.encoder.kept_bytes + text)
 
     @property
     def note(self) -> str:
@@ -833,9 +850,11 @@ def profile_peak(
     max_num_seqs: int,
     *,
     pipeline_parallel_size: int = 1,
+    encoder: EncoderProfile | None = None,
 ) -> ProfilePeak:
     """The peak of the worker whose pool binds: with a pipeline, the last stage, which runs
-    the sampler and holds the intermediate tensors it receives."""
+    the sampler and holds the intermediate tensors it receives; a VLM's encoder profile
+    (engines/encoder.py) runs first and what it keeps adds to it."""
     rows = min(max_num_seqs, max_num_batched_tokens)
     tokens = max_num_batched_tokens
     sampler, how = _dummy_sampler_run(arch, release, rows)
@@ -851,6 +870,7 @@ def profile_peak(
             tokens, rows
         ),
         overhead=cal.VLLM_PROFILE_OVERHEAD if release.triton_top_k_top_p else 0,
+        encoder=encoder if release.v1_engine else None,
     )
 
 
@@ -977,6 +997,7 @@ def vllm_budget(
     device: DeviceMemory = _CUDA_LINKED,
     weights_note: str | None = None,
     loaded_with_model: tuple[BudgetLine, ...] = (),
+    encoder: EncoderProfile | None = None,
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
@@ -994,7 +1015,13 @@ def vllm_budget(
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     util = options.gpu_memory_utilization or release.default_utilization
     peak = profile_peak(
-        arch, release, tp, max_num_batched_tokens, max_num_seqs, pipeline_parallel_size=pp
+        arch,
+        release,
+        tp,
+        max_num_batched_tokens,
+        max_num_seqs,
+        pipeline_parallel_size=pp,
+        encoder=encoder,
     )
     return _profiled_budget(
         release,
@@ -1126,7 +1153,11 @@ def _budget_lines(
             + (f"; {weights_note}" if weights_note else ""),
         ),
         *loaded_with_model,
-        BudgetLine("activation_peak", -peak.bytes, peak.note),
+        BudgetLine("activation_peak", -peak.language_model_bytes, peak.note),
+    ]
+    if peak.encoder is not None:  # issue 21: multimodal encoders
+        lines.append(BudgetLine("encoder_profile", -peak.encoder_bytes, peak.encoder.note))
+    lines += [
         BudgetLine("non_torch", -non_torch_bytes, _non_torch_note(release, device)),
     ]
     if _counts_cudagraphs(release, options):
@@ -1214,6 +1245,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     release, note = release_sizing(asked, inputs.engine.engine_rules_version)
     _check_release_runs(inputs.arch, release)
     _check_roles_run(inputs.engine, release)
+    check_encoder_release(inputs.engine.skip_mm_profiling, release.version, release.label)
     check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
     dcp = inputs.engine.expert_parallel.decode_context_parallel_size
     check_vllm_dcp(
@@ -1240,6 +1272,16 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         ),
         weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
         loaded_with_model=_loaded_with_model(inputs, flags),
+        encoder=encoder_profile(
+            inputs.arch,
+            version=release.version,
+            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+            max_num_batched_tokens=flags.max_num_batched_tokens,
+            max_num_seqs=flags.max_num_seqs,
+            max_model_len=inputs.workload.max_model_len,
+            limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
+            skip_mm_profiling=inputs.engine.skip_mm_profiling,
+        ),
     )
     budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(

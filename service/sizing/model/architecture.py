@@ -303,6 +303,27 @@ def parse_layer_kind(name: str, field_name: str = "layer_schedule") -> LayerKind
 
 
 @dataclass(frozen=True, slots=True)
+class EncoderGeometry:
+    """A vision tower as vLLM's encoder profile sees it (issue 21: multimodal encoders).
+
+    One dummy item of the largest size (`get_image_size_with_most_features`): the pixel values
+    the processor hands the tower (`pixel_elements`, in the model dtype), the patches the tower
+    runs over (`patches`), the embeddings it returns into the language model's width
+    (`tokens` x `output_width`), and the tower's own widths for its forward pass. `source`
+    names the vLLM model file whose processor info this follows.
+    """
+
+    modality: str
+    tokens: int
+    output_width: int
+    pixel_elements: int
+    patches: int
+    hidden_size: int
+    intermediate_size: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class MixtureOfExperts:
     num_experts: int
     experts_per_token: int
@@ -366,6 +387,9 @@ class ModelArchitecture:
     # keeps (its embeddings and head are the target's: engines/speculative.py).
     num_nextn_predict_layers: int = 0
     mtp_weight_bytes: int | None = None
+    # issue 21: multimodal encoders -- the vision tower vLLM profiles (towers.encoder_geometry);
+    # None for a text-only model or a tower kvplan has no profile rules for.
+    encoder: EncoderGeometry | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -422,6 +446,7 @@ class ModelArchitecture:
                     self.checkpoint_kv_cache,
                     self.config_note,
                     self.routed_experts_known,
+                    self.encoder,
                 )
             ),
         )

@@ -22,6 +22,7 @@ from typing import Any, Final
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
     ChunkedLocalAttention,
+    EncoderGeometry,
     FullAttention,
     GatedDeltaNet,
     Layer,
@@ -63,6 +64,7 @@ from .hf_kimi_minimax import (
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
 from .tensors import TensorClass
+from .towers import encoder_geometry
 from .weight_format import (
     CheckpointSize,
     checkpoint_size,
@@ -257,6 +259,7 @@ def _architecture(
         routed_experts_known=routed,
         num_nextn_predict_layers=_mtp_layers(cfg) if mtp_weight_bytes else 0,
         mtp_weight_bytes=mtp_weight_bytes,
+        encoder=_encoder(cfg),
     )
 
 
@@ -269,6 +272,14 @@ def _mtp_layers(cfg: _Cfg) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return 0
+
+
+def _encoder(cfg: _Cfg) -> EncoderGeometry | None:
+    """The tower vLLM's encoder profile runs (issue 21); None where it cannot be read."""
+    try:
+        return encoder_geometry(cfg, _hidden_size(cfg))
+    except SizingError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

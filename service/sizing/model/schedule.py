@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
     LAYER_CLASSES,
+    EncoderGeometry,
     Layer,
     LayerKind,
     MixtureOfExperts,
@@ -196,6 +197,14 @@ def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
         except TypeError as exc:
             raise SizingError("moe", str(exc)) from None
     kwargs = {k: data[k] for k in _ARCH_FIELDS if data.get(k) is not None}
+    encoder_in = data.get("encoder")  # issue 21: the tower vLLM's encoder profile runs
+    if encoder_in is not None:
+        if not isinstance(encoder_in, Mapping):
+            raise SizingError("encoder", "must be an object")
+        try:
+            kwargs["encoder"] = EncoderGeometry(**encoder_in)
+        except TypeError as exc:
+            raise SizingError("encoder", str(exc)) from None
     try:
         return ModelArchitecture(layers=layers, moe=moe, name=str(data.get("name", "")), **kwargs)
     except TypeError as exc:
@@ -228,6 +237,8 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
         if arch.moe
         else None
     )
+    if arch.encoder is not None:  # said only by the VLMs whose tower kvplan profiles
+        out["encoder"] = dataclasses.asdict(arch.encoder)
     out["layer_specs"] = specs
     out["layer_schedule"] = compress_schedule(
         [

@@ -11,6 +11,7 @@ from math import prod
 from typing import Final
 
 from ..errors import SizingError
+from .architecture import EncoderGeometry
 from .config_view import ConfigView, HFConfig
 from .tensors import TensorClass, TensorList
 
@@ -457,4 +458,69 @@ def _molmo_vision(cfg: HFConfig, out: TensorList, text_hidden: int) -> None:
     out.vector(f"{b}.pad_embed", v, (2, 2 * dim))
 
 
-__all__ = ["count_towers"]
+# transformers Llama4ImageProcessorFast: `max_patches` = 16 tiles (preprocessor_config.json of
+# meta-llama/Llama-4-Scout-17B-16E-Instruct; config.json does not carry it). vLLM
+# mllama4.py Mllama4ProcessingInfo.get_image_size_with_most_features: 16 tiles high, one wide.
+LLAMA4_MAX_TILES: Final = 16
+
+
+def encoder_geometry(cfg: HFConfig, text_hidden: int | None) -> EncoderGeometry | None:
+    """The dummy image vLLM's encoder profile runs through the tower, by family (issue 21).
+
+    Read from vLLM 0.19.0 `vllm/model_executor/models/`: each model's ProcessingInfo
+    `get_image_size_with_most_features` (the dummy image) and `get_num_image_tokens` (the
+    embeddings one image returns). None for a text-only config, a tower without such rules here
+    (the profile is then left out of the activation peak, as before), or no text hidden size.
+    """
+    vision = cfg.top_view().sub("vision_config")
+    if vision is None or text_hidden is None or cfg.top_view().flag("language_model_only", False):
+        return None
+    kind, top_type = vision.raw("model_type"), cfg.top_model_type
+    h = vision.get_int("hidden_size")
+    inter = vision.get_int("intermediate_size")
+    size = vision.get_int("image_size")
+    patch = vision.get_int("patch_size")
+    channels = vision.get_int("num_channels", default=3)
+    grid = -(-size // patch)
+
+    def geometry(tokens: int, images: int, source: str) -> EncoderGeometry:
+        return EncoderGeometry(
+            modality="image",
+            tokens=tokens,
+            output_width=text_hidden,
+            pixel_elements=images * channels * size * size,
+            patches=images * grid * grid,
+            hidden_size=h,
+            intermediate_size=inter,
+            source=source,
+        )
+
+    if top_type == "gemma3" and kind == "siglip_vision_model":
+        # gemma3_mm.py: no pan-and-scan by default, one 896 x 896 crop of
+        # `mm_tokens_per_image` embeddings (Gemma3MultiModalProjector pools 64 x 64 to 16 x 16)
+        tokens = cfg.top_view().get_int("mm_tokens_per_image", default=256)
+        return geometry(tokens, 1, "gemma3_mm.py Gemma3ProcessingInfo")
+    if top_type == "llava" and kind == "clip_vision_model":
+        # llava.py get_num_image_tokens: the patch grid; the CLS token is dropped by the
+        # 'default' feature select strategy and kept by 'full'
+        strategy = cfg.top_view().raw("vision_feature_select_strategy") or "default"
+        tokens = grid * grid + (1 if strategy == "full" else 0)
+        return geometry(tokens, 1, "llava.py LlavaProcessingInfo")
+    if top_type == "mistral3" and kind == "pixtral":
+        # mistral3.py: a square image of image_size, patches merged spatial_merge_size^2 to one
+        # embedding; the [IMG_BREAK] rows come from the text embedding, not the tower
+        merge = cfg.top_view().get_int("spatial_merge_size", default=1)
+        side = grid // merge
+        return geometry(side * side, 1, "mistral3.py Mistral3ProcessingInfo")
+    if top_type == "llama4" and kind == "llama4_vision_model":
+        # mllama4.py: 16 tiles and the global tile, each (image/patch)^2 / (1 / ratio^2)
+        ratio = vision.raw("pixel_shuffle_ratio")
+        if not isinstance(ratio, int | float) or isinstance(ratio, bool) or ratio <= 0:
+            raise SizingError(vision.where("pixel_shuffle_ratio"), "must be a positive number")
+        per_tile = grid * grid // round(1.0 / (ratio * ratio))
+        tiles = LLAMA4_MAX_TILES + 1
+        return geometry(per_tile * tiles, tiles, "mllama4.py Mllama4ProcessingInfo")
+    return None
+
+
+__all__ = ["count_towers", "encoder_geometry"]

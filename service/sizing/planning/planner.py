@@ -30,6 +30,7 @@ from functools import lru_cache
 
 from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, served_model
 from ..engines.common import Engine, EngineOptions
+from ..engines.encoder import encoder_flags
 from ..engines.kv import packed_mla
 from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
@@ -306,9 +307,10 @@ def engine_flags(
         sglang += drafter["sglang"]
     vllm += lora_flags(options)
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
+    encoder = encoder_flags(options.limit_mm_per_prompt, options.skip_mm_profiling)
     if capacity.parallel.data_parallel_size > 1:
-        return {"vllm": vllm + offloaded[0]}  # SGLang's DP attention is not modelled
-    return {"vllm": vllm + offloaded[0], "sglang": sglang + offloaded[1]}
+        return {"vllm": vllm + offloaded[0] + encoder}  # SGLang's DP attention is not modelled
+    return {"vllm": vllm + offloaded[0] + encoder, "sglang": sglang + offloaded[1]}
 
 
 def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
