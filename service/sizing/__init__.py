@@ -49,7 +49,15 @@ from .planning.planner import (
     with_given_pool,
 )
 from .speed.performance import ERROR_BAND, LINK_GB_S, GpuPerformance, PerformanceEstimate
-from .speed.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
+from .speed.performance_fit import (
+    FIT_SOURCES,
+    FitReport,
+    MeasuredPoint,
+    Metric,
+    SourceHoldOut,
+    fit_report,
+    leave_one_source_out,
+)
 from .speed.replica import (
     PIPELINE_NOTE,
     BatchSpeed,
@@ -70,6 +78,7 @@ __all__ = [
     "ACCEPTED_DTYPES",
     "DEFAULT_HEADROOM_FRACTION",
     "ERROR_BAND",
+    "FIT_SOURCES",
     "LINK_GB_S",
     "MAX_CONTEXT_TOKENS",
     "MAX_PEAK_CONCURRENCY",
@@ -103,6 +112,7 @@ __all__ = [
     "Rejection",
     "Replicas",
     "SizingError",
+    "SourceHoldOut",
     "Speed",
     "SpeedQuestion",
     "WeightFormat",
@@ -123,6 +133,7 @@ __all__ = [
     "frozen",
     "gib_to_bytes",
     "kv_bytes_per_token",
+    "leave_one_source_out",
     "max_model_len_limit",
     "pace",
     "parse_dtype",

@@ -37,6 +37,15 @@ class Metric(StrEnum):
     OUTPUT_TOKENS_PER_SECOND = "output_tokens_per_second"  # a static run, whole replica
     OUTPUT_TOKENS_PER_SECOND_PER_GPU = "output_tokens_per_second_per_gpu"  # the same, / tp
     TTFT_MS = "ttft_ms"  # one prompt at batch 1
+    # Closed loop at a fixed concurrency `batch` (vllm bench serve --max-concurrency, SGLang's
+    # bench_serving, InferenceX): each finished request is replaced by a new one.
+    TPOT_MS = "tpot_ms"  # time per output token after the first
+    CLOSED_LOOP_OUTPUT_TOKENS_PER_SECOND_PER_GPU = "closed_loop_output_tokens_per_second_per_gpu"
+
+
+CLOSED_LOOP: Final = frozenset(
+    {Metric.TPOT_MS, Metric.CLOSED_LOOP_OUTPUT_TOKENS_PER_SECOND_PER_GPU}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +63,8 @@ class MeasuredPoint:
     metric: Metric
     measured: float
     source: str
+    source_id: str = ""  # the key of the source in the data file
+    vendor: str = "NVIDIA"  # the GPU's vendor, as the catalog names it
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +92,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
         arch,
         gpu,
         point.input_tokens,
-        prompts=point.batch,
+        prompts=1 if point.metric in CLOSED_LOOP else point.batch,
         tensor_parallel_size=tp,
         weight_format=point.weight_format,
     )
@@ -97,9 +108,38 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
     return PointCosts(point, prefill, decode, point.output_tokens - 1)
 
 
+def closed_loop_tpot_ms(costs: PointCosts, efficiency: Efficiency) -> float:
+    """Mean time per output token of a closed loop at concurrency B = `batch`.
+
+    The engine's step (vLLM v1 Scheduler.schedule, release 0.11.0: running requests first, then
+    waiting ones, chunked prefill within max_num_batched_tokens in the same step) decodes the B
+    running sequences and, as requests finish and are replaced, prefills the newcomers' prompts
+    in the same steps. Each request prefills once per output_tokens steps of its own, so B
+    requests add B / output_tokens prompts per step on average; a prompt added to a decode step
+    costs its prefill pass less the step's fixed overhead (the launches are shared):
+
+        TPOT = decode step(B, input + output/2) + B / output x (prefill(input) - overhead)
+    """
+    point = costs.point
+    if costs.decode is None:
+        raise SizingError("metric", "a closed-loop point needs a decode cost")
+    decode_ms = step_time(costs.decode, efficiency).ms
+    prefill_ms = step_time(costs.prefill, efficiency).ms - efficiency.step_overhead_ms
+    return decode_ms + point.batch / point.output_tokens * prefill_ms
+
+
 def predict(costs: PointCosts, efficiency: Efficiency) -> float:
     """The point's metric as the model predicts it with these efficiencies."""
     point = costs.point
+    if point.metric is Metric.TPOT_MS:
+        return closed_loop_tpot_ms(costs, efficiency)
+    if point.metric is Metric.CLOSED_LOOP_OUTPUT_TOKENS_PER_SECOND_PER_GPU:
+        # One request: its prefill (the first token), then output - 1 tokens at the TPOT.
+        request_ms = step_time(costs.prefill, efficiency).ms + (
+            point.output_tokens - 1
+        ) * closed_loop_tpot_ms(costs, efficiency)
+        per_replica = point.batch * point.output_tokens / (request_ms / 1e3)
+        return per_replica / point.tensor_parallel_size
     seconds = step_time(costs.prefill, efficiency).ms / 1e3
     if costs.decode is None:
         return seconds * 1e3
@@ -259,3 +299,63 @@ def fit_report(
         PointError(c.point, predict(c, efficiency), held_back(i)) for i, c in enumerate(costs)
     )
     return FitReport(efficiency, errors)
+
+
+# --- held out by source (issue 22): fit on some sources, measure the others -------------------
+
+# The sources FITTED (the NVIDIA efficiencies every answer uses) is fitted on; the data file's
+# other sources are never fitted on by it.
+FIT_SOURCES: Final = frozenset(
+    {"trtllm-0.9.0-perf", "trtllm-falcon180b-h200-blog", "lmdeploy-a100-fp16", "gpt-fast-readme"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHoldOut:
+    """One point predicted by efficiencies fitted without any point of its source."""
+
+    point: MeasuredPoint
+    predicted: float
+    efficiency: Efficiency
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1, as the metric reads (for a time, > 0 is too slow)."""
+        return self.predicted / self.point.measured - 1
+
+    @property
+    def optimistic(self) -> bool:
+        """The model promises more speed than measured: a shorter time, a higher rate."""
+        slower_is_larger = self.point.metric in (Metric.TPOT_MS, Metric.TTFT_MS)
+        return (self.error < 0) if slower_is_larger else (self.error > 0)
+
+
+def vendor_fit(costs: Sequence[PointCosts], vendor: str) -> Efficiency:
+    """Efficiencies for `vendor`'s GPUs: fitted on that vendor's points where there are any
+    (kernels, collectives and their libraries differ by vendor: ROCm's rccl and hipBLASLt, not
+    NCCL and cuBLAS), else on all of them."""
+    own = [c for c in costs if c.point.vendor == vendor]
+    return fit(own or costs)
+
+
+def leave_one_source_out(
+    points: Sequence[MeasuredPoint],
+    models: Mapping[str, ModelArchitecture],
+    gpus: Mapping[str, GpuPerformance],
+    fitter: Callable[[Sequence[PointCosts], str], Efficiency] = vendor_fit,
+) -> tuple[SourceHoldOut, ...]:
+    """Each source's points predicted by a fit on every other source (never by random rows:
+    points of one source share an engine, a harness and a reading of the lengths)."""
+    costs = [point_costs(p, models[p.model], gpus[p.gpu]) for p in points]
+    sources = sorted({p.source_id for p in points})
+    out: list[SourceHoldOut] = []
+    for source in sources:
+        rest = [c for c in costs if c.point.source_id != source]
+        held = [c for c in costs if c.point.source_id == source]
+        fitted: dict[str, Efficiency] = {}
+        for c in held:
+            vendor = c.point.vendor
+            if vendor not in fitted:
+                fitted[vendor] = fitter(rest, vendor)
+            out.append(SourceHoldOut(c.point, predict(c, fitted[vendor]), fitted[vendor]))
+    return tuple(out)
