@@ -14,18 +14,11 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 
 from service.calibration.performance import catalog_models, run_source_hold_out
-from service.sizing import Metric, ModelArchitecture, SourceHoldOut
-from service.sizing.model.architecture import MultiHeadLatentAttention
+from service.sizing import Metric, SourceHoldOut
+from service.sizing.speed.performance import layer_kind
 
 TARGET_MEDIAN = 0.15
 TARGET_WITHIN = 0.80
-
-
-def layer_kind(arch: ModelArchitecture) -> str:
-    mla = any(isinstance(layer, MultiHeadLatentAttention) for layer, _ in arch.cache_layer_counts)
-    if arch.moe is None:
-        return "dense"
-    return "MoE+MLA" if mla else "MoE"
 
 
 def batch_bucket(e: SourceHoldOut) -> str:

@@ -330,12 +330,43 @@ class SourceHoldOut:
         return (self.error < 0) if slower_is_larger else (self.error > 0)
 
 
+REFERENCE_VENDOR: Final = "NVIDIA"
+
+
+def _refit(costs: Sequence[PointCosts], start: Efficiency, names: Sequence[str]) -> Efficiency:
+    """Golden-section sweeps over `names` only, the other efficiencies held, rounded."""
+    best = start
+    for _ in range(SWEEPS):
+        before = best
+        for name in names:
+            best = _line_search(costs, best, name)
+        if before == best:
+            break
+    return replace(best, **{n: round(getattr(best, n), DECIMALS[n]) for n in names})
+
+
 def vendor_fit(costs: Sequence[PointCosts], vendor: str) -> Efficiency:
-    """Efficiencies for `vendor`'s GPUs: fitted on that vendor's points where there are any
-    (kernels, collectives and their libraries differ by vendor: ROCm's rccl and hipBLASLt, not
-    NCCL and cuBLAS), else on all of them."""
+    """Efficiencies for `vendor`'s GPUs: NVIDIA's fitted on the NVIDIA points (all five);
+    another vendor's (AMD) start from them and refit only what the vendor's own kernels and
+    collectives change, on its own points (`vendor_efficiency`). A vendor without points of
+    its own gets NVIDIA's."""
+    reference = [c for c in costs if c.point.vendor == REFERENCE_VENDOR] or list(costs)
+    base = fit(reference)
     own = [c for c in costs if c.point.vendor == vendor]
-    return fit(own or costs)
+    if vendor == REFERENCE_VENDOR or not own:
+        return base
+    return vendor_efficiency(own, base)
+
+
+def vendor_efficiency(own: Sequence[PointCosts], base: Efficiency) -> Efficiency:
+    """`base` (NVIDIA's) with the achievable bandwidth and compute refitted on a vendor's own
+    points (ROCm's hipBLASLt, AITER and Triton kernels, not cuBLAS and CUTLASS), and the
+    all-reduce latency where they use tensor parallelism (RCCL and vLLM's custom all-reduce
+    over Infinity Fabric, not NCCL over NVLink); the per-step overhead and the overlap kept."""
+    names = ["bandwidth", "compute"]
+    if any(c.point.tensor_parallel_size > 1 for c in own):
+        names.append("allreduce_latency_us")
+    return _refit(own, base, names)
 
 
 def leave_one_source_out(
