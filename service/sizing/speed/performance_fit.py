@@ -9,6 +9,10 @@ predicts it from the same formulas the answers use (service/sizing/speed/perform
                 tokens/s = batch x output_tokens / T  (per GPU: / tp)
     ttft        T = prefill(one prompt of input_tokens)
 
+    closed loop  TPOT = decode step(batch, input + output // 2)
+                        + batch / output x (prefill(one prompt) - step overhead)
+                 tokens/s per GPU = batch x output / (prefill + (output - 1) x TPOT) / tp
+
 (the first output token comes out of the prefill; the decode steps are taken at the run's mean
 context, which is exact while a step is linear in the context and slightly low where the bound
 changes during the run). The fit minimises the sum of squared log errors, ln(predicted /
@@ -16,6 +20,10 @@ measured)^2, over the points kept for fitting: a coarse grid over all four effic
 golden-section line searches one efficiency at a time (the
 overlap included: 1 is the roofline's max, 0 the sum). Deterministic: the same points give the
 same efficiencies, which tests/calibration/test_performance_fit.py checks against `FITTED`.
+
+`leave_one_source_out` (issue 22) predicts each source's points with efficiencies fitted on the
+other sources, per GPU vendor (`vendor_fit`): the error `make bench` reports and each answer's
+band is taken from.
 """
 
 from __future__ import annotations
