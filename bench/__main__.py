@@ -37,6 +37,7 @@ from service.sizing.speed import replica as speed
 from service.sizing.speed.performance import ERROR_BAND, FITTED
 
 from . import http as bench_http
+from . import speed_holdout
 from .http import cli as http_cli
 
 CAPACITY_TARGET_US = 50.0
@@ -341,12 +342,21 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--http-only", action="store_true", help="the HTTP benchmark alone")
     which.add_argument("--no-http", action="store_true", help="everything but the HTTP one")
+    which.add_argument(
+        "--speed-holdout",
+        action="store_true",
+        help="the speed model's error on published runs held out by source, alone (seconds)",
+    )
     http_cli.add_arguments(parser)
     args = parser.parse_args()
+    if args.speed_holdout:
+        speed_holdout.run()
+        return
     if not args.http_only:
         bench_speed(args.repeat)
         bench_calibration()
         bench_performance()
+        speed_holdout.run()
     if not args.no_http:
         bench_http.run(http_cli.from_arguments(args))
 

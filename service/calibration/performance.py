@@ -13,14 +13,17 @@ from typing import Any
 
 from ..catalog.seed import load_seed
 from ..sizing import (
+    FIT_SOURCES,
     LINK_GB_S,
     FitReport,
     GpuPerformance,
     MeasuredPoint,
     Metric,
     ModelArchitecture,
+    SourceHoldOut,
     architecture_from_dict,
     fit_report,
+    leave_one_source_out,
     parse_kv_cache_dtype,
     parse_weight_format,
 )
@@ -39,6 +42,7 @@ def load_document() -> dict[str, Any]:
 def load_points() -> list[MeasuredPoint]:
     document = load_document()
     sources = document["sources"]
+    vendors = {g["slug"]: g["vendor"] for g in load_seed("gpus.json")}
     return [
         MeasuredPoint(
             id=p["id"],
@@ -54,6 +58,8 @@ def load_points() -> list[MeasuredPoint]:
             metric=Metric(p["metric"]),
             measured=float(p["measured"]),
             source=sources[p["source"]]["cite"],
+            source_id=p["source"],
+            vendor=vendors[p["gpu"]],
         )
         for p in document["points"]
     ]
@@ -80,4 +86,10 @@ def catalog_gpus() -> dict[str, GpuPerformance]:
 
 def run_fit() -> FitReport:
     """Fit on the shipped points, models and GPUs (what `make bench` prints)."""
-    return fit_report(load_points(), catalog_models(), catalog_gpus())
+    fitted_sources = [p for p in load_points() if p.source_id in FIT_SOURCES]
+    return fit_report(fitted_sources, catalog_models(), catalog_gpus())
+
+
+def run_source_hold_out() -> tuple[SourceHoldOut, ...]:
+    """Every source held out in turn (what `make bench` prints as the held-out table)."""
+    return leave_one_source_out(load_points(), catalog_models(), catalog_gpus())

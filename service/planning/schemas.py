@@ -113,9 +113,10 @@ AVG_PROMPT_TOKENS_DOC = (
     "for one prompt of this many tokens (default: max_model_len). At most max_model_len."
 )
 ERROR_BAND_DOC = (
-    "The speed figures' error band, a fraction: 80% of the published measurements held back "
-    "from the fit were within +/- this of the estimate (README, How fast a deployment decodes). "
-    "Null with them."
+    "The speed figures' error band, a fraction: 80% of the published measurements of the "
+    "answer's class (the GPU's vendor; dense, MoE or MoE+MLA layers), each predicted by a fit "
+    "without any point of its source, were within +/- this of the estimate (README, How fast a "
+    "deployment decodes). Null with them."
 )
 
 

@@ -55,7 +55,15 @@ from .planning.planner import (
     with_given_pool,
 )
 from .speed.performance import ERROR_BAND, LINK_GB_S, GpuPerformance, PerformanceEstimate
-from .speed.performance_fit import FitReport, MeasuredPoint, Metric, fit_report
+from .speed.performance_fit import (
+    FIT_SOURCES,
+    FitReport,
+    MeasuredPoint,
+    Metric,
+    SourceHoldOut,
+    fit_report,
+    leave_one_source_out,
+)
 from .speed.replica import (
     PIPELINE_NOTE,
     BatchSpeed,
@@ -76,6 +84,7 @@ __all__ = [
     "ACCEPTED_DTYPES",
     "DEFAULT_HEADROOM_FRACTION",
     "ERROR_BAND",
+    "FIT_SOURCES",
     "LINK_GB_S",
     "MAX_CONTEXT_TOKENS",
     "MAX_PEAK_CONCURRENCY",
@@ -110,6 +119,7 @@ __all__ = [
     "Rejection",
     "Replicas",
     "SizingError",
+    "SourceHoldOut",
     "SpeculativeConfig",
     "Speed",
     "SpeedQuestion",
@@ -132,6 +142,7 @@ __all__ = [
     "frozen",
     "gib_to_bytes",
     "kv_bytes_per_token",
+    "leave_one_source_out",
     "max_model_len_limit",
     "pace",
     "parse_dtype",

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..capacity import Capacity
 from ..model.architecture import CompressedSparseAttention
-from ..speed.performance import FITTED, PerformanceEstimate, StepTime
+from ..speed.performance import FITTED, FITTED_AMD, PerformanceEstimate, StepTime
 from ..speed.replica import LatencyTargets
 from ..units import GiB
 
@@ -44,8 +44,8 @@ PERFORMANCE_RULE = (
 )
 EFFICIENCY_SOURCE = (
     "fitted on published measurements (service/calibration/performance_points.json; "
-    "service/sizing/speed/performance.py FITTED; `make bench` prints the fit and the held-back "
-    "error)"
+    "service/sizing/speed/performance.py FITTED, FITTED_AMD on AMD GPUs; `make bench` prints "
+    "the fit and the error on sources held out)"
 )
 TARGETS_RULE = (
     "each replica serves ceil(peak_concurrency / replicas) sequences; when the decode step at "
@@ -415,7 +415,7 @@ def performance_steps(
             step_overhead_ms=e.step_overhead_ms,
             allreduce_latency_us=e.allreduce_latency_us,
             overlap=e.overlap,
-            source=EFFICIENCY_SOURCE if e == FITTED else "given by the caller",
+            source=EFFICIENCY_SOURCE if e in (FITTED, FITTED_AMD) else "given by the caller",
         ),
         arithmetic=estimate.steps,
         rule=PERFORMANCE_RULE,

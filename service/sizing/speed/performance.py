@@ -147,6 +147,69 @@ FITTED: Final = Efficiency(
 # The 80th percentile (nearest rank) of |predicted / measured - 1| over the held-back points:
 # the +/- band an answer quotes with these estimates.
 ERROR_BAND: Final = 0.26
+# AMD Instinct GPUs (ROCm): FITTED with the achievable memory bandwidth refitted on the 17 AMD
+# points of performance_points.json (performance_fit.vendor_efficiency: compute, the
+# all-reduce latency, the step overhead and the overlap kept, since refitting them too predicts
+# a held-out AMD source worse): ROCm's kernels stream weights and cache at about 0.34 of the
+# MI300X's 5.3 TB/s peak where NVIDIA's reach 0.83 of theirs. Sources: Oracle OCI's
+# Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's gpt-oss-120b on one MI300X (vLLM
+# 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X (SGLang 0.5.13); each predicted
+# by a fit on the others is within 21% (median), `make bench`'s held-out table.
+# tests/calibration/test_source_hold_out.py re-runs the fit and must get these numbers.
+FITTED_AMD: Final = Efficiency(
+    bandwidth=0.336,
+    compute=0.483,
+    step_overhead_ms=2.372,
+    allreduce_latency_us=8.56,
+    overlap=0.0,
+)
+# The +/- band each answer quotes, by class (the GPU's vendor, and the model's layers: dense,
+# MoE, MoE with MLA): the 80th percentile (nearest rank) of |predicted / measured - 1| over
+# the class's published points, each predicted by efficiencies fitted without any point of its
+# source (performance_fit.leave_one_source_out; `make bench` prints them). A class with no
+# points gets the band of all 99, ERROR_BAND_ANY_CLASS.
+ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
+    "NVIDIA dense": 0.31,  # 52 points, 6 sources
+    "NVIDIA MoE": 0.63,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
+    "NVIDIA MoE+MLA": 0.43,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
+    "AMD dense": 0.27,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
+    "AMD MoE": 0.31,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
+}
+ERROR_BAND_ANY_CLASS: Final = 0.36
+
+
+def is_amd(gpu_name: str) -> bool:
+    """An AMD Instinct GPU (ROCm), by its catalog or inline name ("AMD Instinct MI300X")."""
+    name = gpu_name.lower()
+    return "amd" in name or "instinct" in name
+
+
+def vendor(gpu: GpuPerformance) -> str:
+    return "AMD" if is_amd(gpu.name) else "NVIDIA"
+
+
+def fitted_efficiency(gpu: GpuPerformance) -> Efficiency:
+    """The efficiencies fitted for the GPU's vendor: FITTED_AMD on AMD, FITTED elsewhere."""
+    return FITTED_AMD if is_amd(gpu.name) else FITTED
+
+
+def layer_kind(arch: ModelArchitecture) -> str:
+    """The class of a model's layers the speed error is reported by: dense, MoE, MoE+MLA."""
+    if arch.moe is None:
+        return "dense"
+    mla = any(isinstance(layer, MultiHeadLatentAttention) for layer, _ in arch.cache_layer_counts)
+    return "MoE+MLA" if mla else "MoE"
+
+
+def speed_class(arch: ModelArchitecture, gpu: GpuPerformance) -> str:
+    return f"{vendor(gpu)} {layer_kind(arch)}"
+
+
+def error_band_for(arch: ModelArchitecture, gpu: GpuPerformance) -> float:
+    """The held-out error band of the answer's class (ERROR_BAND_BY_CLASS)."""
+    return ERROR_BAND_BY_CLASS.get(speed_class(arch, gpu), ERROR_BAND_ANY_CLASS)
+
+
 # The points FITTED was fitted on, in file order.
 FIT_POINT_IDS: Final[tuple[str, ...]] = (
     "trtllm-0.9.0-h200-mistral-7b-tp1-bs896-128-128",
@@ -767,11 +830,17 @@ def estimate_performance(
     weight_format: WeightFormat | None = None,
     peak_batch: int | None = None,
     arrivals_per_second: float | None = None,
-    efficiency: Efficiency = FITTED,
-    error_band: float = ERROR_BAND,
+    efficiency: Efficiency | None = None,
+    error_band: float | None = None,
 ) -> PerformanceEstimate:
     """TPOT and throughput at `batch` sequences of `context_tokens`, prefill of one prompt of
-    `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica."""
+    `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica.
+    The efficiencies default to the GPU vendor's (`fitted_efficiency`), the error band to the
+    answer's class (`error_band_for`)."""
+    if efficiency is None:
+        efficiency = fitted_efficiency(gpu)
+    if error_band is None:
+        error_band = error_band_for(arch, gpu)
     if arch.has_compressed_attention:
         # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
         # the roofline's layer sums would count none of them.

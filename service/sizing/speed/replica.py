@@ -32,11 +32,11 @@ from ..model.architecture import ModelArchitecture
 from ..model.dtypes import KvCacheDtype, WeightFormat
 from ..units import cdiv
 from .performance import (
-    FITTED,
     GpuPerformance,
     PerformanceEstimate,
     decode_cost,
     estimate_performance,
+    fitted_efficiency,
     prefill_cost,
     step_time,
 )
@@ -278,7 +278,9 @@ def pace(
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
         )
-        return step_time(cost, FITTED).ms + pipeline_hops_ms(arch, gpu, pp, batch)
+        return step_time(cost, fitted_efficiency(figures)).ms + pipeline_hops_ms(
+            arch, gpu, pp, batch
+        )
 
     try:
         prefill = prefill_cost(
@@ -288,7 +290,7 @@ def pace(
             tensor_parallel_size=tp,
             weight_format=question.weight_format,
         )
-        prefill_ms = step_time(prefill, FITTED).ms + pipeline_hops_ms(
+        prefill_ms = step_time(prefill, fitted_efficiency(figures)).ms + pipeline_hops_ms(
             arch, gpu, pp, question.prompt_tokens
         )
         slow = targets.prefill_miss(question.prompt_tokens, prefill_ms)
@@ -348,7 +350,7 @@ def batch_curve(
                 kv_cache_dtype=question.kv_cache_dtype,
                 weight_format=question.weight_format,
             )
-            ms = step_time(cost, FITTED).ms
+            ms = step_time(cost, fitted_efficiency(figures)).ms
             points.append(BatchSpeed(batch, ms, batch * 1e3 / ms))
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
