@@ -288,6 +288,24 @@ class RoutedExperts:
     bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class WeightSplit:
+    """The served weights by where a pipeline stage holds them, in parameters and in checkpoint
+    bytes (each a `(parameters, bytes)` pair), read from a config's tensors.
+
+    vLLM models/llama.py `LlamaModel.__init__` / `LlamaForCausalLM.__init__` (and every model
+    built the same way): `embed_tokens` on the first rank, and on the last too when
+    `tie_word_embeddings` and there are several ranks (the last rank's lm_head is tied to it);
+    the decoder layers from `make_layers` (each rank builds the layers `get_pp_indices` gives
+    it, PPMissingLayer for the others); `norm` and `lm_head` only on the last rank.
+    """
+
+    embedding: tuple[int, int]
+    head: tuple[int, int]  # lm_head (when untied) and the final norm
+    layers: tuple[tuple[int, int], ...]  # each decoder layer, in model order
+    tied: bool
+
+
 @dataclass(frozen=True)
 class ModelArchitecture:
     """Everything about a model that decides its memory: the layer schedule and the weights."""
@@ -325,6 +343,10 @@ class ModelArchitecture:
     # issue 21: expert parallelism. The routed experts' parameters and checkpoint bytes, read
     # from the config's tensors (hf_config.py); None = not known (see `routed_experts`).
     routed_experts_known: RoutedExperts | None = None
+    # issue 20: the served weights by pipeline stage (first stage's embedding, last stage's
+    # head, each layer), from a config's tensors; None for the catalog's stored form, whose
+    # stages are then given even shares of the weights (weights.stage_weight_bytes).
+    weight_split: WeightSplit | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -381,6 +403,7 @@ class ModelArchitecture:
                     self.checkpoint_kv_cache,
                     self.config_note,
                     self.routed_experts_known,
+                    self.weight_split,
                 )
             ),
         )
@@ -521,4 +544,5 @@ class ModelArchitecture:
             weights_unknown=self.weights_unknown,
             config_note=self.config_note,
             routed_experts_known=self.routed_experts_known,
+            weight_split=self.weight_split,
         )

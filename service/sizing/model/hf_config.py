@@ -33,6 +33,7 @@ from .architecture import (
     NoCache,
     RoutedExperts,
     SlidingWindowAttention,
+    WeightSplit,
 )
 from .config_guard import (
     IRRELEVANT,
@@ -63,6 +64,7 @@ from .hf_kimi_minimax import (
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
+from .stage_weights import weight_split
 from .tensors import TensorClass
 from .weight_format import (
     CheckpointSize,
@@ -70,6 +72,7 @@ from .weight_format import (
     declared_kv_cache,
     detect_weight_format,
     model_dtype,
+    tensor_bytes,
 )
 
 _FULL = "full_attention"
@@ -227,21 +230,24 @@ def _architecture(
     check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
     routed: RoutedExperts | None = None
+    split: WeightSplit | None = None
     moe = _moe(cfg)
-    if num_parameters is None or weight_bytes is None or moe is not None:
-        try:
-            weights = _weights(config, cfg, mixers)
-        except SizingError as exc:
-            if num_parameters is None or weight_bytes is None:
-                unknown = (exc.field, exc.reason)
-        else:
-            routed = _routed_experts(weights) if moe is not None else None
-            if num_parameters is None:
-                num_parameters = weights.parameters.served_total
-                if weight_bytes is None:
-                    # the derived bytes only when the caller gave neither: a given
-                    # num_parameters is priced by weight_format, as before
-                    weight_bytes = weights.size.served_bytes
+    # Counted even when the caller gives both totals: the pipeline stages' split needs the
+    # tensors (stage_weights.py).
+    try:
+        weights = _weights(config, cfg, mixers)
+    except SizingError as exc:
+        if num_parameters is None or weight_bytes is None:
+            unknown = (exc.field, exc.reason)
+    else:
+        split = weight_split(weights.parameters, weights.tensor_bytes, len(layers))
+        routed = _routed_experts(weights) if moe is not None else None
+        if num_parameters is None:
+            num_parameters = weights.parameters.served_total
+            if weight_bytes is None:
+                # the derived bytes only when the caller gave neither: a given
+                # num_parameters is priced by weight_format, as before
+                weight_bytes = weights.size.served_bytes
     return ModelArchitecture(
         layers=tuple(layers),
         num_attention_heads=heads,
@@ -262,6 +268,7 @@ def _architecture(
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
         routed_experts_known=routed,
+        weight_split=split,
     )
 
 
@@ -276,6 +283,7 @@ class CheckpointWeights:
 
     parameters: ParameterCount
     size: CheckpointSize
+    tensor_bytes: tuple[int, ...]  # each tensor of `parameters`, as stored
 
 
 def checkpoint_weights(config: Mapping[str, Any]) -> CheckpointWeights:
@@ -299,7 +307,7 @@ def _routed_experts(weights: CheckpointWeights) -> RoutedExperts | None:
 
 def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:
     count = count_parameters(cfg, mixers)
-    return CheckpointWeights(count, checkpoint_size(config, count))
+    return CheckpointWeights(count, checkpoint_size(config, count), tensor_bytes(config, count))
 
 
 # ---------------------------------------------------------------------------------------------
