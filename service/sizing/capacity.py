@@ -338,8 +338,9 @@ def _stage_weights(
         even = weight_bytes_per_gpu(weights, tensor_parallel_size, len(stages))
         return (even,) * len(stages), (
             f"weights split evenly over the {len(stages)} pipeline stages ({even} B per GPU): "
-            "this model's tensors are not known (no config.json, or tensors kvplan cannot "
-            "place on a stage), so the first stage's embeddings and the last stage's head are "
-            "not counted on their own stages"
+            "kvplan cannot place this model's tensors on stages (a config.json with tensors it "
+            "cannot place, or a catalog entry whose parameter count is not a plain decoder's), "
+            "so the first stage's embeddings and the last stage's head are not counted on their "
+            "own stages"
         )
     return tuple(cdiv(stage, tensor_parallel_size) for stage in per_stage), None

@@ -14,7 +14,6 @@ layers, tie_word_embeddings true, bf16.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from service.sizing.capacity import (
@@ -25,10 +24,10 @@ from service.sizing.capacity import (
     compute_capacity,
 )
 from service.sizing.engines.parallel import pipeline_stage_sizes
-from service.sizing.model.architecture import ModelArchitecture, WeightSplit
+from service.sizing.model.architecture import ModelArchitecture
 from service.sizing.model.hf_config import architecture_from_hf_config
 from service.sizing.model.schedule import architecture_from_dict
-from service.sizing.model.stage_weights import stage_weight_bytes
+from service.sizing.model.stage_weights import dense_decoder_split, stage_weight_bytes
 from service.sizing.units import GiB
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "hf_configs"
@@ -128,55 +127,59 @@ def test_a_tied_model_holds_its_embedding_on_the_first_and_the_last_stage() -> N
     assert sum(cap.facts.stage_weights_bytes_per_gpu) - arch.weight_bytes == 788_004_864  # type: ignore[operator]
 
 
-def test_llama_405b_split_by_hand_at_tp8_pp2() -> None:
-    # Llama-3.1-405B as the catalog stores it (no config.json), with its split written from the
-    # config's shapes (hidden 16,384, intermediate 53,248, 128 heads, 8 KV heads, vocab
-    # 128,256, 126 layers, untied; the catalog's num_parameters 405,853,388,800 =
-    # 126 x 3,187,703,808 + 2 x 2,101,346,304 ... in parameters: tests/planning/
-    # test_plan_multinode.py):
-    #   embedding 128,256 x 16,384 = 2,101,346,304 parameters (4,202,692,608 B)
-    #   one layer 2 x 16,384^2 + 2 x 1,024 x 16,384 + 3 x 53,248 x 16,384 + 2 x 16,384
-    #             = 3,187,703,808 parameters
+def _catalog(slug: str) -> ModelArchitecture:
     catalog = {m["slug"]: m for m in json.loads(CATALOG.read_text())}
-    arch = architecture_from_dict(catalog["llama-3.1-405b"]["architecture"])
-    embedding = 128_256 * 16_384
+    return architecture_from_dict(catalog[slug]["architecture"])
+
+
+def test_llama_405b_from_the_catalog_at_tp8_pp2() -> None:
+    # Llama-3.1-405B as the catalog stores it (no config.json): hidden 16,384, intermediate
+    # 53,248, 128 heads of 128, 8 KV heads, vocab 128,256, 126 layers, bf16, num_parameters
+    # 405,853,388,800 (tests/planning/test_plan_multinode.py).
+    arch = _catalog("llama-3.1-405b")
+    embedding = 128_256 * 16_384  # 2,101,346,304 parameters
+    # one layer: q, o 2 x 16,384^2 + k, v 2 x 1,024 x 16,384 + 3 x 53,248 x 16,384 + 2 norms
     layer = 2 * 16_384**2 + 2 * 1_024 * 16_384 + 3 * 53_248 * 16_384 + 2 * 16_384
+    assert layer == 3_187_703_808
+    # 126 layers + embedding + lm_head + final norm is the count exactly: an untied decoder.
     assert 126 * layer + 2 * embedding + 16_384 == arch.num_parameters == 405_853_388_800
-    split = WeightSplit(
-        embedding=(embedding, 2 * embedding),
-        head=(embedding + 16_384, 2 * (embedding + 16_384)),
-        layers=((layer, 2 * layer),) * 126,
-        tied=False,
-    )
-    known = replace(arch, weight_split=split)
-    # 126 layers: 63 + 63. bf16 total 811,706,777,600 B.
-    # stage 0: 63 x 6,375,407,616 + 4,202,692,608 = 405,853,372,416 B (embeddings 4.2 GB, of
-    #          which 1/8 = 525,336,576 B on each GPU)
-    # stage 1: 63 x 6,375,407,616 + 4,202,692,608 + 32,768 = 405,853,405,184 B
-    assert stage_weight_bytes(known, 811_706_777_600, (63, 63)) == (
+    split = dense_decoder_split(arch)
+    assert split is not None
+    assert not split.tied
+    assert split.embedding[0] == embedding
+    assert split.head[0] == embedding + 16_384
+    # bf16 total 811,706,777,600 B; 126 layers: 63 + 63.
+    # stage 0: 63 x 6,375,407,616 + 4,202,692,608 (embeddings, 4.2 GB) = 405,853,372,416 B
+    # stage 1: 63 x 6,375,407,616 + 4,202,692,608 (lm_head) + 32,768 (norm) = 405,853,405,184 B
+    assert stage_weight_bytes(arch, 811_706_777_600, (63, 63)) == (
         405_853_372_416,
         405_853_405_184,
     )
     cap = compute_capacity(
-        known,
-        H100,
-        Workload(131_072),
-        Parallelism(tensor_parallel_size=8, pipeline_parallel_size=2),
-        V033,
-    )
-    # / TP 8: 50,731,671,552 and 50,731,675,648
-    assert cap.facts.stage_weights_bytes_per_gpu == (50_731_671_552, 50_731_675_648)
-    # The catalog's own form has no split: even shares, and the answer says so.
-    even = compute_capacity(
         arch,
         H100,
         Workload(131_072),
         Parallelism(tensor_parallel_size=8, pipeline_parallel_size=2),
         V033,
     )
-    # 811,706,777,600 / 16 = 50,731,673,600 on every GPU
-    assert even.facts.stage_weights_bytes_per_gpu == (50_731_673_600, 50_731_673_600)
-    assert any("split evenly over the 2 pipeline stages" in w for w in even.warnings)
+    # / TP 8: 50,731,671,552 and 50,731,675,648 (even shares were 811,706,777,600 / 16 =
+    # 50,731,673,600: the last stage 2,048 B more, the first 2,048 B less)
+    assert cap.facts.stage_weights_bytes_per_gpu == (50_731_671_552, 50_731_675_648)
+    assert cap.weights_bytes_per_gpu == 50_731_675_648
+    assert not any("split evenly" in w for w in cap.warnings)
+
+
+def test_a_catalog_model_that_is_not_a_plain_decoder_keeps_even_shares_and_says_so() -> None:
+    # Qwen2.5-7B in the catalog: 28 layers of hidden 3,584, 28 heads of 128, 4 KV heads,
+    # intermediate 18,944, vocab 152,064, num_parameters 7,615,616,512. Its q, k and v have
+    # biases (3,584 + 512 + 512 = 4,608 a layer, 129,024 in all), so the count is no plain
+    # decoder's and the stages are not placed.
+    arch = _catalog("qwen2.5-7b")
+    assert dense_decoder_split(arch) is None
+    cap = compute_capacity(arch, H100, Workload(8_192), Parallelism(pipeline_parallel_size=2), V033)
+    # 7,615,616,512 x 2 B / 2 stages = 7,615,616,512 B on each GPU
+    assert cap.facts.stage_weights_bytes_per_gpu == (7_615_616_512, 7_615_616_512)
+    assert any("split evenly over the 2 pipeline stages" in w for w in cap.warnings)
 
 
 def test_one_stage_keeps_the_whole_model() -> None:

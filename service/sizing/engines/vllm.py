@@ -1628,7 +1628,7 @@ class VllmBlocks:
     num_blocks: int
     worker: int
     layout: CacheLayout
-    binding: int = 0  # the stage with the fewest blocks
+    binding: int = 0  # the stage with the fewest blocks (the smallest pool of a tie)
 
 
 def vllm_blocks(
@@ -1648,7 +1648,8 @@ def vllm_blocks(
     if len(pools) == 1:
         pools = pools * len(widths)
     per_stage = tuple(max(0, pool) // width for pool, width in zip(pools, widths, strict=True))
-    binding = min(range(len(per_stage)), key=lambda i: per_stage[i])
+    # the stage with the fewest blocks; of stages that tie, the one with the smallest pool
+    binding = min(range(len(per_stage)), key=lambda i: (per_stage[i], pools[i]))
     if projected:
         # Report the block as the widest stage's worker sees it.
         widest = max(range(len(widths)), key=lambda i: widths[i])

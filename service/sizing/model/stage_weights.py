@@ -15,8 +15,9 @@ SGLang builds its stages from the same pieces (python/sglang/srt/models/llama.py
 
 `weight_split` reads that split from a config's tensors (`param_count`); a tensor that is none
 of the three (a vision tower, Gemma-4's per-layer input tables, a family whose names this module
-does not know) leaves the split unknown, and the stages then get even shares of the weights with
-a warning saying so (`stage_weight_bytes`).
+does not know) leaves the split unknown. A catalog entry without a config is split by
+`dense_decoder_split` where its parameter count is exactly a Llama-shaped decoder's. Otherwise
+the stages get even shares of the weights, with a warning saying so (capacity.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ..units import cdiv
-from .architecture import ModelArchitecture, WeightSplit
+from .architecture import FullAttention, ModelArchitecture, WeightSplit
 from .dtypes import WeightFormat
 from .tensors import ParameterCount, TensorClass
 
@@ -73,6 +74,49 @@ def weight_split(
     )
 
 
+def dense_decoder_split(arch: ModelArchitecture) -> WeightSplit | None:
+    """The split of a model without a config (the catalog's stored form) whose parameter count
+    is exactly a Llama-shaped decoder's, tied or untied; None otherwise.
+
+    One layer (transformers LlamaDecoderLayer, no biases): q_proj and o_proj hidden x heads x
+    head_dim, k_proj and v_proj hidden x kv_heads x head_dim, gate/up/down 3 x hidden x
+    intermediate, two norms of hidden. The rest of num_parameters must be the embedding
+    (vocab x hidden) and the final norm (hidden), plus lm_head (vocab x hidden) when untied.
+    Only for weights priced from the parameter count (no `weight_bytes`), every tensor alike.
+    """
+    h, vocab, inter = arch.hidden_size, arch.vocab_size, arch.intermediate_size
+    total = arch.num_parameters
+    if h is None or vocab is None or inter is None or total is None:
+        return None
+    if arch.weight_bytes is not None or arch.moe is not None or len(arch.layer_counts) != 1:
+        return None
+    layer = arch.layers[0]
+    if not isinstance(layer, FullAttention) or layer.v_head_dim is not None:
+        return None
+    q = arch.num_attention_heads * layer.head_dim
+    one = 2 * h * q + 2 * h * layer.num_kv_heads * layer.head_dim + 3 * h * inter + 2 * h
+    rest = total - arch.num_layers * one
+    embedding = vocab * h
+    if rest == 2 * embedding + h:
+        tied = False
+    elif rest == embedding + h:
+        tied = True
+    else:
+        return None
+    head = h + (0 if tied else embedding)
+    bits = arch.weight_format.bits
+
+    def priced(parameters: int) -> tuple[int, int]:
+        return parameters, cdiv(parameters * bits.numerator, 8 * bits.denominator)
+
+    return WeightSplit(
+        embedding=priced(embedding),
+        head=priced(head),
+        layers=(priced(one),) * arch.num_layers,
+        tied=tied,
+    )
+
+
 def stage_weight_bytes(
     arch: ModelArchitecture,
     weights_bytes: int,
@@ -88,12 +132,13 @@ def stage_weight_bytes(
     format keeps the stages' proportions). A tied embedding counts on the first and the last
     stage, so the stages add up to more than `weights_bytes` by one embedding.
     """
-    split = arch.weight_split
-    if split is None or len(split.layers) != sum(stage_sizes):
-        return None
     # bytes for the checkpoint's own storage (a quantized checkpoint keeps its embedding in
     # bf16); parameters when another weight_format re-prices every tensor alike.
-    index = 1 if weight_format is None else 0
+    split, index = arch.weight_split, 1 if weight_format is None else 0
+    if split is None:
+        split, index = dense_decoder_split(arch), 0
+    if split is None or len(split.layers) != sum(stage_sizes):
+        return None
     # the head holds lm_head only when untied (a tied model has no lm_head tensor)
     whole = split.embedding[index] + split.head[index] + sum(lay[index] for lay in split.layers)
     if whole == 0:
@@ -114,4 +159,4 @@ def stage_weight_bytes(
     return tuple(shares)
 
 
-__all__ = ["stage_weight_bytes", "weight_split"]
+__all__ = ["dense_decoder_split", "stage_weight_bytes", "weight_split"]
