@@ -51,7 +51,9 @@ from .errors import InvalidDtype, InvalidParallelism, SizingError
 from .model.architecture import ModelArchitecture
 from .model.context_limit import check_max_model_len
 from .model.dtypes import KvCacheDtype, WeightFormat
+from .model.stage_weights import stage_weight_bytes
 from .model.weights import weight_bytes_per_gpu, weight_bytes_total
+from .units import cdiv
 
 __all__ = [
     "MAX_CONTEXT_TOKENS",
@@ -110,6 +112,8 @@ def compute_capacity(
     facts = model_facts(arch, stages, workload, parallel, engine)
     if facts.rank_weights is not None and facts.rank_weights.warning is not None:
         warnings.append(facts.rank_weights.warning)
+    if facts.stage_weights_note is not None:
+        warnings.append(facts.stage_weights_note)
     inputs = SizingInputs(
         arch=arch,
         stages=stages,
@@ -270,6 +274,8 @@ def model_facts(
         weights_bytes=per_token.weights_bytes,
         weights_bytes_per_gpu=per_token.weights_bytes_per_gpu,
         rank_weights=per_token.rank_weights,
+        stage_weights_bytes_per_gpu=per_token.stage_weights_bytes_per_gpu,
+        stage_weights_note=per_token.stage_weights_note,
     )
 
 
@@ -283,6 +289,8 @@ class _PerTokenFacts:
     weights_bytes: int
     weights_bytes_per_gpu: int
     rank_weights: RankWeights | None
+    stage_weights_bytes_per_gpu: tuple[int, ...] = ()
+    stage_weights_note: str | None = None
 
 
 # Memoised without the context: dashboards ask one model and layout at many max_model_len.
@@ -306,6 +314,11 @@ def _per_token_facts(
         if expert_parallel is None or not weights
         else vllm_rank_weights(arch, weights, parallel, expert_parallel, weight_format)
     )
+    per_stage, note = (
+        _stage_weights(arch, stages, weights, tp, weight_format)
+        if rank is None and weights and len(stages) > 1
+        else ((), None)
+    )
     return _PerTokenFacts(
         kv_element_bytes=kv_cache_dtype.bytes_at(arch.dtype),
         kv_bytes_per_token=kv_bytes_per_token(arch, kv_cache_dtype),
@@ -313,11 +326,40 @@ def _per_token_facts(
             kv_bytes_per_token(stage, kv_cache_dtype, tp) for stage in stages
         ),
         weights_bytes=weights,
-        # Weights shard across TP ranks and PP stages; a MoE's experts over DP x TP in vLLM.
+        # Weights shard across TP ranks; over PP stages as each stage holds them (the heaviest
+        # stage's GPU here, every stage's in `stage_weights_bytes_per_gpu`); a MoE's experts
+        # over DP x TP in vLLM.
         weights_bytes_per_gpu=(
-            weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size)
-            if rank is None
-            else rank.bytes_per_gpu
+            rank.bytes_per_gpu
+            if rank is not None
+            else max(per_stage)
+            if per_stage
+            else weight_bytes_per_gpu(weights, tp, parallel.pipeline_parallel_size)
         ),
         rank_weights=rank,
+        stage_weights_bytes_per_gpu=per_stage,
+        stage_weights_note=note,
     )
+
+
+def _stage_weights(
+    arch: ModelArchitecture,
+    stages: tuple[ModelArchitecture, ...],
+    weights: int,
+    tensor_parallel_size: int,
+    weight_format: WeightFormat | None,
+) -> tuple[tuple[int, ...], str | None]:
+    """One GPU's weights on each pipeline stage (model/stage_weights.py), or even shares with
+    the warning saying so where the model's tensors are not known."""
+    sizes = tuple(stage.num_layers for stage in stages)
+    per_stage = stage_weight_bytes(arch, weights, sizes, weight_format)
+    if per_stage is None:
+        even = weight_bytes_per_gpu(weights, tensor_parallel_size, len(stages))
+        return (even,) * len(stages), (
+            f"weights split evenly over the {len(stages)} pipeline stages ({even} B per GPU): "
+            "kvplan cannot place this model's tensors on stages (a config.json with tensors it "
+            "cannot place, or a catalog entry whose parameter count is not a plain decoder's), "
+            "so the first stage's embeddings and the last stage's head are not counted on their "
+            "own stages"
+        )
+    return tuple(cdiv(stage, tensor_parallel_size) for stage in per_stage), None

@@ -362,6 +362,12 @@ class ModelFacts:
     # issue 21: how DP / EP cut the weights (engines/expert_parallel.py RankWeights); None =
     # the plain tensor x pipeline share.
     rank_weights: RankWeights | None = None
+    # issue 20: one GPU's weights on each pipeline stage (model/stage_weights.py: the first
+    # stage's embedding, the last stage's head, each stage's layers); () with one stage or
+    # under expert parallelism. `weights_bytes_per_gpu` is then the heaviest stage's.
+    stage_weights_bytes_per_gpu: tuple[int, ...] = ()
+    # the warning where the stages got even shares (the model's tensors unknown)
+    stage_weights_note: str | None = None
 
 
 @frozen

@@ -1174,6 +1174,9 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     refuse_unmodelled(inputs.arch, "SGLang")
     page_size = engine.block_size or 1
     version_notes = sglang_version_note(engine.engine_version)  # refuses what is no version
+    # With pipeline stages, weights_bytes_per_gpu is the heaviest stage's, which binds every
+    # rank: ModelRunner's profiling reads get_available_gpu_memory(distributed=world_size > 1),
+    # the smallest free memory over the world group (every TP and PP rank).
     offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,

@@ -1256,37 +1256,20 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         return _deepseek_v4_capacity(inputs, asked, release, flags, note)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
-    offloaded = offloaded_weight_bytes(inputs.engine, inputs.facts.weights_bytes_per_gpu)
-    budget = vllm_budget(
-        inputs.arch,
-        release=release,
-        total_bytes=inputs.gpu.memory_bytes,
-        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-        options=inputs.engine,
-        max_num_batched_tokens=flags.max_num_batched_tokens,
-        max_num_seqs=flags.max_num_seqs,
-        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
-        device=device_memory(
-            inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
-        ),
-        weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
-        loaded_with_model=_loaded_with_model(inputs, flags),
-        encoder=encoder_profile(
-            inputs.arch,
-            version=release.version,
-            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
-            max_num_batched_tokens=flags.max_num_batched_tokens,
-            max_num_seqs=flags.max_num_seqs,
-            max_model_len=inputs.workload.max_model_len,
-            limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
-            skip_mm_profiling=inputs.engine.skip_mm_profiling,
-        ),
+    # Each worker profiles its own stage's weights (Worker.determine_available_memory).
+    budgets = tuple(
+        _stage_budget(inputs, release, flags, weights)
+        for weights in inputs.facts.stage_weights_bytes_per_gpu
+        or (inputs.facts.weights_bytes_per_gpu,)
     )
-    budget = with_weight_offload(budget, offloaded)
     blocks = vllm_blocks(
-        budget.pool_bytes, layouts, bool(stage_sizes), inputs.engine.num_gpu_blocks_override
+        tuple(budget.pool_bytes for budget in budgets),
+        layouts,
+        bool(stage_sizes),
+        inputs.engine.num_gpu_blocks_override,
     )
+    # The budget answered is the binding stage's (the fewest blocks).
+    budget = budgets[blocks.binding if len(budgets) > 1 else 0]
     reason, longest = _does_not_fit(
         budget,
         blocks,
@@ -1340,6 +1323,40 @@ def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLi
     if lora is not None:
         lines.append(lora.budget_line())
     return tuple(line for line in lines if line.bytes)
+
+
+def _stage_budget(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags, weights_per_gpu: int
+) -> MemoryBudget:
+    """One worker's budget with `weights_per_gpu` (its stage's weights) loaded."""
+    offloaded = offloaded_weight_bytes(inputs.engine, weights_per_gpu)
+    budget = vllm_budget(
+        inputs.arch,
+        release=release,
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=weights_per_gpu - offloaded,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        options=inputs.engine,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        max_num_seqs=flags.max_num_seqs,
+        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+        device=device_memory(
+            inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
+        ),
+        weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
+        loaded_with_model=_loaded_with_model(inputs, flags),
+        encoder=encoder_profile(
+            inputs.arch,
+            version=release.version,
+            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+            max_num_batched_tokens=flags.max_num_batched_tokens,
+            max_num_seqs=flags.max_num_seqs,
+            max_model_len=inputs.workload.max_model_len,
+            limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
+            skip_mm_profiling=inputs.engine.skip_mm_profiling,
+        ),
+    )
+    return with_weight_offload(budget, offloaded)
 
 
 # Memoised per version string: answers name a handful of releases, each parsed once.
@@ -1725,28 +1742,37 @@ class VllmBlocks:
     num_blocks: int
     worker: int
     layout: CacheLayout
+    binding: int = 0  # the stage with the fewest blocks (the smallest pool of a tie)
 
 
 def vllm_blocks(
-    pool_bytes: int,
+    pool_bytes: int | Sequence[int],
     layouts: Sequence[CacheLayout],
     projected: bool,
     num_gpu_blocks_override: int | None = None,
 ) -> VllmBlocks:
-    """get_kv_cache_configs: every worker takes the smallest block count of all workers."""
-    pool = max(0, pool_bytes)
+    """get_kv_cache_configs: every worker takes the smallest block count of all workers.
+
+    `pool_bytes`: each stage's pool (each worker's weights are its own stage's), or one pool
+    for every stage."""
+    widths = (
+        layouts[0].stage_bytes_per_block if projected else [lay.bytes_per_block for lay in layouts]
+    )
+    pools = [pool_bytes] * len(widths) if isinstance(pool_bytes, int) else list(pool_bytes)
+    if len(pools) == 1:
+        pools = pools * len(widths)
+    per_stage = tuple(max(0, pool) // width for pool, width in zip(pools, widths, strict=True))
+    # the stage with the fewest blocks; of stages that tie, the one with the smallest pool
+    binding = min(range(len(per_stage)), key=lambda i: (per_stage[i], pools[i]))
     if projected:
-        widths = layouts[0].stage_bytes_per_block
-        per_stage = tuple(pool // width for width in widths)
-        # Report the block as the narrowest stage's worker sees it.
+        # Report the block as the widest stage's worker sees it.
         widest = max(range(len(widths)), key=lambda i: widths[i])
         worker, layout = 0, replace(layouts[0], bytes_per_block=widths[widest])
     else:
-        per_stage = tuple(pool // lay.bytes_per_block for lay in layouts)
-        worker = min(range(len(layouts)), key=lambda i: per_stage[i])
+        worker = binding
         layout = layouts[worker]
     num_blocks = min(per_stage) if num_gpu_blocks_override is None else num_gpu_blocks_override
-    return VllmBlocks(per_stage, num_blocks, worker, layout)
+    return VllmBlocks(per_stage, num_blocks, worker, layout, binding)
 
 
 def _does_not_fit(

@@ -344,6 +344,24 @@ class RoutedExperts:
     bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class WeightSplit:
+    """The served weights by where a pipeline stage holds them, in parameters and in checkpoint
+    bytes (each a `(parameters, bytes)` pair), read from a config's tensors.
+
+    vLLM models/llama.py `LlamaModel.__init__` / `LlamaForCausalLM.__init__` (and every model
+    built the same way): `embed_tokens` on the first rank, and on the last too when
+    `tie_word_embeddings` and there are several ranks (the last rank's lm_head is tied to it);
+    the decoder layers from `make_layers` (each rank builds the layers `get_pp_indices` gives
+    it, PPMissingLayer for the others); `norm` and `lm_head` only on the last rank.
+    """
+
+    embedding: tuple[int, int]
+    head: tuple[int, int]  # lm_head (when untied) and the final norm
+    layers: tuple[tuple[int, int], ...]  # each decoder layer, in model order
+    tied: bool
+
+
 @dataclass(frozen=True)
 class ModelArchitecture:
     """Everything about a model that decides its memory: the layer schedule and the weights."""
@@ -390,6 +408,10 @@ class ModelArchitecture:
     # issue 21: multimodal encoders -- the vision tower vLLM profiles (towers.encoder_geometry);
     # None for a text-only model or a tower kvplan has no profile rules for.
     encoder: EncoderGeometry | None = None
+    # issue 20: the served weights by pipeline stage (first stage's embedding, last stage's
+    # head, each layer), from a config's tensors; None for the catalog's stored form, whose
+    # stages are then given even shares of the weights (weights.stage_weight_bytes).
+    weight_split: WeightSplit | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -447,6 +469,7 @@ class ModelArchitecture:
                     self.config_note,
                     self.routed_experts_known,
                     self.encoder,
+                    self.weight_split,
                 )
             ),
         )
@@ -592,4 +615,5 @@ class ModelArchitecture:
             weights_unknown=self.weights_unknown,
             config_note=self.config_note,
             routed_experts_known=self.routed_experts_known,
+            weight_split=self.weight_split,
         )

@@ -34,6 +34,7 @@ from .architecture import (
     NoCache,
     RoutedExperts,
     SlidingWindowAttention,
+    WeightSplit,
 )
 from .config_guard import (
     IRRELEVANT,
@@ -63,6 +64,7 @@ from .hf_kimi_minimax import (
 )
 from .hf_more import MIMO_V2_TYPES, mimo_v2_layers
 from .param_count import ParameterCount, count_parameters
+from .stage_weights import weight_split
 from .tensors import TensorClass
 from .towers import encoder_geometry
 from .weight_format import (
@@ -71,6 +73,7 @@ from .weight_format import (
     declared_kv_cache,
     detect_weight_format,
     model_dtype,
+    tensor_bytes,
 )
 
 _FULL = "full_attention"
@@ -220,9 +223,12 @@ def _architecture(
     check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
     routed: RoutedExperts | None = None
+    split: WeightSplit | None = None
     moe = _moe(cfg)
     mtp_weight_bytes: int | None = None
     weights: CheckpointWeights | None = None
+    # Counted even when the caller gives both totals: the pipeline stages' split needs the
+    # tensors (stage_weights.py).
     try:
         weights = _weights(config, cfg, mixers)
     except SizingError as exc:
@@ -230,6 +236,7 @@ def _architecture(
             unknown = (exc.field, exc.reason)
     else:
         mtp_weight_bytes = weights.size.mtp_loaded_bytes or None
+        split = weight_split(weights.parameters, weights.tensor_bytes, len(layers))
         routed = _routed_experts(weights) if moe is not None else None
     if weights is not None and num_parameters is None:
         num_parameters = weights.parameters.served_total
@@ -260,6 +267,7 @@ def _architecture(
         num_nextn_predict_layers=_mtp_layers(cfg) if mtp_weight_bytes else 0,
         mtp_weight_bytes=mtp_weight_bytes,
         encoder=_encoder(cfg),
+        weight_split=split,
     )
 
 
@@ -293,6 +301,7 @@ class CheckpointWeights:
 
     parameters: ParameterCount
     size: CheckpointSize
+    tensor_bytes: tuple[int, ...]  # each tensor of `parameters`, as stored
 
 
 def checkpoint_weights(config: Mapping[str, Any]) -> CheckpointWeights:
@@ -316,7 +325,7 @@ def _routed_experts(weights: CheckpointWeights) -> RoutedExperts | None:
 
 def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:
     count = count_parameters(cfg, mixers)
-    return CheckpointWeights(count, checkpoint_size(config, count))
+    return CheckpointWeights(count, checkpoint_size(config, count), tensor_bytes(config, count))
 
 
 # ---------------------------------------------------------------------------------------------

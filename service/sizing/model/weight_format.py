@@ -637,13 +637,9 @@ def checkpoint_size(config: Mapping[str, Any], count: ParameterCount) -> Checkpo
     cfg = HFConfig(config)
     dtype = model_dtype(cfg)
     plan = quantization_plan(cfg, dtype)
-    element = MODEL_DTYPE_BYTES[dtype]
     by_class: dict[TensorClass, int] = {}
     total = served = mtp = 0
-    for t in count.tensors:
-        storage = plan.storage_for(t)
-        one = element * t.numel if storage is None else storage.bytes(*t.shape[:2])
-        size = one * t.count
+    for t, size in zip(count.tensors, _tensor_bytes(plan, dtype, count), strict=True):
         by_class[t.tensor_class] = by_class.get(t.tensor_class, 0) + size
         total += size
         if t.served:
@@ -654,6 +650,23 @@ def checkpoint_size(config: Mapping[str, Any], count: ParameterCount) -> Checkpo
 
 
 _SHARED_WITH_DRAFT = (TensorClass.EMBEDDING, TensorClass.LM_HEAD)
+
+
+def tensor_bytes(config: Mapping[str, Any], count: ParameterCount) -> tuple[int, ...]:
+    """Each tensor of `count` (all `count` copies) at the storage the config declares."""
+    cfg = HFConfig(config)
+    dtype = model_dtype(cfg)
+    return _tensor_bytes(quantization_plan(cfg, dtype), dtype, count)
+
+
+def _tensor_bytes(plan: QuantPlan, dtype: str, count: ParameterCount) -> tuple[int, ...]:
+    element = MODEL_DTYPE_BYTES[dtype]
+    sizes: list[int] = []
+    for t in count.tensors:
+        storage = plan.storage_for(t)
+        one = element * t.numel if storage is None else storage.bytes(*t.shape[:2])
+        sizes.append(one * t.count)
+    return tuple(sizes)
 
 
 # ---------------------------------------------------------------------------------------------

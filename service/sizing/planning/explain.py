@@ -341,7 +341,14 @@ def _blocks(capacity: Capacity) -> Blocks:
     pool = max(0, capacity.kv_pool_bytes)
     blocks = pool // layout.bytes_per_block if layout.bytes_per_block else 0
     stages = capacity.per_stage_blocks
-    smallest = f" (the smallest of the pipeline stages: {list(stages)})" if len(stages) > 1 else ""
+    weights = capacity.facts.stage_weights_bytes_per_gpu
+    smallest = (
+        f" (the smallest of the pipeline stages: {list(stages)}"
+        + (f"; each stage's weights per GPU: {list(weights)} B" if weights else "")
+        + ")"
+        if len(stages) > 1
+        else ""
+    )
     return Blocks(
         groups=tuple(
             GroupBlocks(
