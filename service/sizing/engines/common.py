@@ -28,6 +28,7 @@ from ..model.dtypes import (
 )
 from ..units import cdiv
 from .expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel, RankWeights
+from .sglang_dp import NO_SGLANG_PARALLEL, SglangParallel
 from .kv import LayerBytes
 
 if TYPE_CHECKING:
@@ -107,6 +108,10 @@ class EngineOptions:
     # vLLM's enable_expert_parallel, num_redundant_experts, enable_eplb,
     # decode_context_parallel_size.
     expert_parallel: ExpertParallel = NO_EXPERT_PARALLEL
+    # issue 21: SGLang's DP attention and expert parallelism (engines/sglang_dp.py):
+    # enable_dp_attention / attn_dp_size, ep_size, ep_num_redundant_experts, enable_dp_lm_head,
+    # moe_dense_tp_size.
+    sglang_parallel: SglangParallel = NO_SGLANG_PARALLEL
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype

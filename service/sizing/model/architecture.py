@@ -288,6 +288,18 @@ class RoutedExperts:
     bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class AttentionShares:
+    """The served weights SGLang cuts by its attention-TP group under DP attention
+    (engines/sglang_dp.py): attention (every layer's attention projections and norms of
+    that class), the input embedding, and the LM head (placed there only with
+    enable_dp_lm_head). Each as (parameters, checkpoint bytes)."""
+
+    attention: RoutedExperts
+    embedding: RoutedExperts
+    lm_head: RoutedExperts
+
+
 @dataclass(frozen=True)
 class ModelArchitecture:
     """Everything about a model that decides its memory: the layer schedule and the weights."""
@@ -325,6 +337,9 @@ class ModelArchitecture:
     # issue 21: expert parallelism. The routed experts' parameters and checkpoint bytes, read
     # from the config's tensors (hf_config.py); None = not known (see `routed_experts`).
     routed_experts_known: RoutedExperts | None = None
+    # issue 21: SGLang's DP attention. Attention, embedding and LM-head weights, read from the
+    # config's tensors (hf_config.py); None = not known (DP attention is then refused).
+    attention_shares_known: AttentionShares | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -381,6 +396,7 @@ class ModelArchitecture:
                     self.checkpoint_kv_cache,
                     self.config_note,
                     self.routed_experts_known,
+                    self.attention_shares_known,
                 )
             ),
         )
@@ -521,4 +537,5 @@ class ModelArchitecture:
             weights_unknown=self.weights_unknown,
             config_note=self.config_note,
             routed_experts_known=self.routed_experts_known,
+            attention_shares_known=self.attention_shares_known,
         )

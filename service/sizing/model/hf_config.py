@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
+    AttentionShares,
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
@@ -227,6 +228,7 @@ def _architecture(
     check_cache_keys(cfg, read)
     unknown: tuple[str, str] | None = None
     routed: RoutedExperts | None = None
+    shares: AttentionShares | None = None
     moe = _moe(cfg)
     if num_parameters is None or weight_bytes is None or moe is not None:
         try:
@@ -236,6 +238,7 @@ def _architecture(
                 unknown = (exc.field, exc.reason)
         else:
             routed = _routed_experts(weights) if moe is not None else None
+            shares = _attention_shares(weights) if moe is not None else None
             if num_parameters is None:
                 num_parameters = weights.parameters.served_total
                 if weight_bytes is None:
@@ -262,6 +265,7 @@ def _architecture(
         weights_unknown=unknown,
         config_note=plain_reading_note(cfg, read, _READ_TYPES),
         routed_experts_known=routed,
+        attention_shares_known=shares,
     )
 
 
@@ -295,6 +299,18 @@ def _routed_experts(weights: CheckpointWeights) -> RoutedExperts | None:
     if parameters == 0:
         return None
     return RoutedExperts(parameters, weights.size.of(TensorClass.ROUTED_EXPERTS))
+
+
+def _attention_shares(weights: CheckpointWeights) -> AttentionShares:
+    """Attention, embedding and LM-head weights: what SGLang's DP attention cuts by its
+    attention-TP group (engines/sglang_dp.py)."""
+
+    def share(cls: TensorClass) -> RoutedExperts:
+        return RoutedExperts(weights.parameters.of(cls), weights.size.of(cls))
+
+    return AttentionShares(
+        share(TensorClass.ATTENTION), share(TensorClass.EMBEDDING), share(TensorClass.LM_HEAD)
+    )
 
 
 def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:
