@@ -92,6 +92,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("num_redundant_experts"),
     Option("enable_eplb", kind="switch"),
     Option("decode_context_parallel_size"),
+    # issue 21: SGLang's DP attention and expert parallelism
+    Option("enable_dp_attention", kind="switch"),
+    Option("attn_dp_size"),
+    Option("ep_size"),
+    Option("ep_num_redundant_experts"),
+    Option("enable_dp_lm_head", kind="switch"),
+    Option("moe_dense_tp_size"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

@@ -86,10 +86,13 @@ SPELLINGS: Final[tuple[Spelling, ...]] = (
     # mxfp4, ...), which sizing/model/dtypes.py normalize_weight_format reads. vLLM's short `-q` is
     # left out: `q` is too common a query parameter (a search box) to read as weights.
     Spelling("quantization", "weight_format", "vLLM -q/--quantization, SGLang --quantization"),
-    # issue 21: expert parallelism and decode context parallelism (vLLM's short flags;
-    # SGLang's ep_size and enable_dp_attention stay refused below)
+    # issue 21: expert parallelism and decode context parallelism (vLLM's short flags)
     Spelling("ep", "enable_expert_parallel", "vLLM -ep"),
     Spelling("dcp", "decode_context_parallel_size", "vLLM -dcp"),
+    # issue 21: SGLang's DP attention and expert parallelism (server_args.py: args.ep_size =
+    # args.expert_parallel_size); enable_dp_attention, attn_dp_size, ep_size,
+    # ep_num_redundant_experts, enable_dp_lm_head and moe_dense_tp_size are fields as spelled
+    Spelling("expert_parallel_size", "ep_size", "SGLang --expert-parallel-size"),
 )
 
 
@@ -115,14 +118,7 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("speculative_algorithm", "SGLang", "a draft model's weights and KV"),
     Unmodelled("speculative_draft_model_path", "SGLang", "a draft model's weights and KV"),
     Unmodelled("speculative_num_draft_tokens", "SGLang", "the draft tokens' KV"),
-    Unmodelled("expert_parallel_size", "SGLang", "the experts' weights per GPU"),
-    Unmodelled("ep_size", "SGLang, TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
-    Unmodelled("enable_dp_attention", "SGLang", "attention's KV split over ranks", switch=True),
-    # SGLang 0.5.23's spelling of DP attention (server_args.py: "Use --attn-dp-size <dp-size>
-    # instead of --dp-size <dp-size> --enable-dp-attention")
-    Unmodelled("attn_dp_size", "SGLang", "attention's KV split over ranks"),
-    Unmodelled("ep_num_redundant_experts", "SGLang", "redundant experts' weights"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
     Unmodelled("kv_transfer_config", "vLLM", "the KV cache's connector buffers"),
     Unmodelled("max_total_tokens", "SGLang", "the KV pool (in tokens, not bytes)"),

@@ -31,6 +31,7 @@ from ..sizing import (
     Engine,
     EngineOptions,
     ExpertParallel,
+    SglangParallel,
     Gpu,
     LatencyTargets,
     ModelArchitecture,
@@ -466,7 +467,10 @@ _ONE_ENGINE_FLAGS = (
 
 # EngineOptions fields that hold one role's small dataclass, built from the request's fields
 # of the same names (issue 21).
-_NESTED_OPTIONS: dict[str, type[Any]] = {"expert_parallel": ExpertParallel}
+_NESTED_OPTIONS: dict[str, type[Any]] = {
+    "expert_parallel": ExpertParallel,
+    "sglang_parallel": SglangParallel,
+}
 _ENGINE_OPTIONS = tuple(
     f.name for f in dataclasses.fields(EngineOptions) if f.name not in _NESTED_OPTIONS
 )

@@ -18,6 +18,7 @@ from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.expert_parallel import ExpertParallel
+from .engines.sglang_dp import SglangParallel
 from .engines.kv import kv_bytes_per_token
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
@@ -81,6 +82,7 @@ __all__ = [
     "Engine",
     "EngineOptions",
     "ExpertParallel",
+    "SglangParallel",
     "FitReport",
     "FloatDtype",
     "GiB",

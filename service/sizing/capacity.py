@@ -176,8 +176,9 @@ def _check_expert_parallel(
         )
         raise SizingError(
             asked,
-            f"{asked} is SGLang's flag; {engine.engine.value} has its own"
-            + (" (enable_expert_parallel, data_parallel_size)" if engine.engine is Engine.VLLM else ""),
+            f"{asked} is SGLang's flag; kvplan models it for SGLang only, not for "
+            f"{engine.engine.value}"
+            + (" (vLLM: enable_expert_parallel)" if engine.engine is Engine.VLLM else ""),
         )
     if engine.engine is Engine.VLLM:
         return check_vllm_expert_parallel(arch, parallel, flags)
