@@ -18,8 +18,8 @@ from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.expert_parallel import ExpertParallel
-from .engines.sglang_dp import SglangParallel
 from .engines.kv import kv_bytes_per_token
+from .engines.sglang_dp import SglangParallel
 from .engines.vllm import parse_vllm_version, vllm_cudagraph_estimate, vllm_release
 from .errors import SizingError
 from .frozen import frozen
@@ -82,7 +82,6 @@ __all__ = [
     "Engine",
     "EngineOptions",
     "ExpertParallel",
-    "SglangParallel",
     "FitReport",
     "FloatDtype",
     "GiB",
@@ -106,6 +105,7 @@ __all__ = [
     "PlanRequest",
     "Rejection",
     "Replicas",
+    "SglangParallel",
     "SizingError",
     "Speed",
     "SpeedQuestion",

@@ -43,7 +43,6 @@ from .engines.sglang_dp import (
     SglangParallel,
     SglangVersion,
     check_sglang_experts,
-    normalised_parallel,
     sglang_layout,
     sglang_rank_weights,
 )
@@ -103,7 +102,7 @@ def compute_capacity(
     note = weights_note(arch, engine)
     if note is not None:
         warnings.append(note)
-    facts = model_facts(arch, stages, workload, parallel, engine, sglang)
+    facts = model_facts(arch, stages, workload, parallel, engine, sglang=sglang)
     if facts.rank_weights is not None and facts.rank_weights.warning is not None:
         warnings.append(facts.rank_weights.warning)
     inputs = SizingInputs(
@@ -224,6 +223,14 @@ def _sglang_parallel(
     return _SglangParallelism(layout, flags, release.version, notes)
 
 
+def normalised_parallel(parallel: Parallelism, layout: SglangLayout) -> Parallelism:
+    """kvplan's view of an SGLang engine with DP attention: attn_tp GPUs share one pool,
+    attn_dp pools of their own sequences (the totals multiply by it), tp_size GPUs in all."""
+    if layout.attn_dp_size == 1:
+        return parallel
+    return Parallelism(layout.attn_tp_size, parallel.pipeline_parallel_size, layout.attn_dp_size)
+
+
 def _check_workload(
     arch: ModelArchitecture, workload: Workload, engine: EngineOptions, backend_said: bool = False
 ) -> list[str]:
@@ -281,6 +288,7 @@ def model_facts(
     workload: Workload,
     parallel: Parallelism,
     engine: EngineOptions,
+    *,
     sglang: _SglangParallelism | None = None,
 ) -> ModelFacts:
     """What the model holds under this question, the same for every engine."""

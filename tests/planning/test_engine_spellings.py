@@ -188,7 +188,13 @@ def test_two_spellings_of_one_field_are_a_422_naming_both(client: TestClient) ->
 
 
 @pytest.mark.parametrize(
-    "flag", ["enable_lora=true", "speculative_config=%7B%7D", "max_beam_width=4", "moe_expert_parallel_size=8"]
+    "flag",
+    [
+        "enable_lora=true",
+        "speculative_config=%7B%7D",
+        "max_beam_width=4",
+        "moe_expert_parallel_size=8",
+    ],
 )
 def test_a_memory_flag_kvplan_does_not_model_is_a_422_naming_it(
     client: TestClient, fastapi_only: TestClient, flag: str

@@ -26,7 +26,7 @@ import pytest
 from service.sizing import architecture_from_hf_config
 from service.sizing.capacity import Capacity, compute_capacity
 from service.sizing.engines.common import Engine, EngineOptions, Gpu, Parallelism, Workload
-from service.sizing.engines.sglang_dp import SglangParallel
+from service.sizing.engines.sglang_dp import NO_SGLANG_PARALLEL, SglangParallel
 from service.sizing.errors import SizingError
 from service.sizing.model.architecture import ModelArchitecture
 from service.sizing.units import MiB
@@ -51,7 +51,7 @@ def v3() -> ModelArchitecture:
 def size(
     arch: ModelArchitecture,
     parallel: Parallelism,
-    flags: SglangParallel = SglangParallel(),
+    flags: SglangParallel = NO_SGLANG_PARALLEL,
     version: str | None = None,
     max_model_len: int = 32768,
 ) -> Capacity:
@@ -132,13 +132,17 @@ def test_ep_alone_moves_no_bytes_redundant_experts_do(v3: ModelArchitecture) -> 
     assert ep8.engine_settings["ep_size"] == 8
     red = size(v3, Parallelism(8), SglangParallel(ep_size=8, ep_num_redundant_experts=32))
     # (256 + 32) / 8 = 36 experts a rank: routed x 288 / (256 x 8) = 91,978,371,072 B
-    assert red.weights_bytes_per_gpu == -(-ROUTED * 288 // (256 * 8)) + -(-(673_150_582_112 - ROUTED) // 8)
+    assert red.weights_bytes_per_gpu == -(-ROUTED * 288 // (256 * 8)) + -(
+        -(673_150_582_112 - ROUTED) // 8
+    )
     assert red.engine_settings["num_local_experts"] == 36
 
 
 def test_enable_dp_lm_head_keeps_the_head_on_the_attention_group(v3: ModelArchitecture) -> None:
     dp8 = size(v3, Parallelism(8, 1, 8), DP8)
-    head = size(v3, Parallelism(8, 1, 8), SglangParallel(enable_dp_attention=True, enable_dp_lm_head=True))
+    head = size(
+        v3, Parallelism(8, 1, 8), SglangParallel(enable_dp_attention=True, enable_dp_lm_head=True)
+    )
     # the LM head whole (attn_tp 1) instead of an eighth: 1,853,358,080 x 7/8 more
     assert head.weights_bytes_per_gpu - dp8.weights_bytes_per_gpu == TABLE - TABLE // 8
 
@@ -156,7 +160,11 @@ def test_what_sglang_refuses_is_refused_by_name(v3: ModelArchitecture) -> None:
         (Parallelism(8), SglangParallel(ep_size=3), "ep_size"),
         (Parallelism(8), SglangParallel(enable_dp_lm_head=True), "enable_dp_lm_head"),
         (Parallelism(8, 1, 2), SglangParallel(attn_dp_size=4), "attn_dp_size"),
-        (Parallelism(8), SglangParallel(ep_size=8, ep_num_redundant_experts=3), "ep_num_redundant_experts"),
+        (
+            Parallelism(8),
+            SglangParallel(ep_size=8, ep_num_redundant_experts=3),
+            "ep_num_redundant_experts",
+        ),
     ]
     for parallel, flags, field in cases:
         with pytest.raises(SizingError) as refused:

@@ -28,8 +28,8 @@ from ..model.dtypes import (
 )
 from ..units import cdiv
 from .expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel, RankWeights
-from .sglang_dp import NO_SGLANG_PARALLEL, SglangParallel
 from .kv import LayerBytes
+from .sglang_dp import NO_SGLANG_PARALLEL, SglangParallel
 
 if TYPE_CHECKING:
     from .offload import KvTiers

@@ -1200,7 +1200,9 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
     # DP attention: kvplan's parallel is attention TP x attention DP (capacity.py); SGLang's
     # own --tp-size is their product (sglang_dp.py).
-    attn_dp = inputs.parallel.data_parallel_size if dp_attention_asked(engine.sglang_parallel) else 1
+    attn_dp = (
+        inputs.parallel.data_parallel_size if dp_attention_asked(engine.sglang_parallel) else 1
+    )
     rank = inputs.facts.rank_weights
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,

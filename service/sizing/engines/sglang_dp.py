@@ -169,16 +169,6 @@ def check_sglang_experts(
     return ()
 
 
-def normalised_parallel(parallel: Parallelism, layout: SglangLayout) -> Parallelism:
-    """kvplan's view of the engine: attn_tp GPUs share one pool, attn_dp pools of their own
-    sequences (the totals multiply by it), tp_size GPUs in all."""
-    from .common import Parallelism
-
-    if layout.attn_dp_size == 1:
-        return parallel
-    return Parallelism(layout.attn_tp_size, parallel.pipeline_parallel_size, layout.attn_dp_size)
-
-
 def sglang_rank_weights(
     arch: ModelArchitecture,
     weights_total: int,
@@ -196,7 +186,9 @@ def sglang_rank_weights(
     if layout.attn_dp_size == 1 and not redundant:
         return None
     routed_share = arch.routed_experts
-    routed = 0 if routed_share is None else _priced(routed_share, arch, weights_total, weight_format)
+    routed = (
+        0 if routed_share is None else _priced(routed_share, arch, weights_total, weight_format)
+    )
     if redundant and routed_share is None:
         raise SizingError(
             "ep_num_redundant_experts",
@@ -273,17 +265,13 @@ def _dense_mlp_bytes(
 ) -> int:
     """The dense layers' MLPs (moe_dense_tp_size 1 keeps them whole): gate, up and down of
     intermediate_size x hidden_size on every layer that is not a MoE layer."""
-    moe = arch.moe
-    if moe is None or moe.num_moe_layers is None or None in (
-        arch.hidden_size,
-        arch.intermediate_size,
-    ):
+    moe, hidden, inner = arch.moe, arch.hidden_size, arch.intermediate_size
+    if moe is None or moe.num_moe_layers is None or hidden is None or inner is None:
         raise SizingError(
             "moe_dense_tp_size", "the dense layers' MLP size is unknown for this model"
         )
-    assert arch.hidden_size is not None and arch.intermediate_size is not None
     layers = arch.num_layers - moe.num_moe_layers
-    parameters = layers * 3 * arch.intermediate_size * arch.hidden_size
+    parameters = layers * 3 * inner * hidden
     bits = (weight_format or arch.weight_format).bits
     return min(cdiv(parameters * bits.numerator, 8 * bits.denominator), weights_total)
 
@@ -292,7 +280,7 @@ def dp_attention_reserve_mib(cuda_graph_max_bs: int, attn_dp_size: int) -> float
     """memory_hook.py reserve_for_graph_mb (0.5.23): DP attention's extra padding."""
     if attn_dp_size <= 1:
         return 0.0
-    extra = cuda_graph_max_bs * attn_dp_size * 3
+    extra = cuda_graph_max_bs * attn_dp_size * 3.0
     if cuda_graph_max_bs > 300:
         extra += cuda_graph_max_bs * attn_dp_size * 1.5
     return extra
