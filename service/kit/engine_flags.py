@@ -7,8 +7,9 @@ same way on every door (GET query parameters, POST JSON bodies, the columns of a
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
 (LoRA adapters, speculative decoding, TensorRT-LLM's attention DP, LMCache's connector) is
-refused by name rather than sized as if it were absent. Any other name is left alone: a GET ignores it (and
-says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an unknown field.
+refused by name rather than sized as if it were absent. Any other name is left alone: a GET
+ignores it (and says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an
+unknown field.
 
 Names are compared as written, and also as a command-line flag is spelt (`--tp-size` and
 `tp-size` read as `tp_size`).
