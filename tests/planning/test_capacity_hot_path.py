@@ -116,6 +116,9 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         # issue 21: expert parallelism
         "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",
         "decode_context_parallel_size": "2",
+        # issue 21: SGLang's DP attention and expert parallelism
+        "enable_dp_attention": "true", "attn_dp_size": "2", "ep_size": "2",
+        "ep_num_redundant_experts": "8", "enable_dp_lm_head": "true", "moe_dense_tp_size": "1",
     }  # fmt: skip
     query = CapacityQuery.model_validate(every)
     assert set(every) == set(CapacityQuery.model_fields)  # a field added must be added here

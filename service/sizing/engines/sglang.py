@@ -1197,22 +1197,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     refuse_unmodelled(inputs.arch, "SGLang")
     page_size = engine.block_size or 1
     version_notes = sglang_version_note(engine.engine_version)  # refuses what is no version
-    offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
-    # DP attention: kvplan's parallel is attention TP x attention DP (capacity.py); SGLang's
-    # own --tp-size is their product (sglang_dp.py).
-    attn_dp = (
-        inputs.parallel.data_parallel_size if dp_attention_asked(engine.sglang_parallel) else 1
-    )
-    rank = inputs.facts.rank_weights
-    budget = sglang_budget(
-        total_bytes=inputs.gpu.memory_bytes,
-        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size * attn_dp,
-        options=engine,
-        attn_dp_size=attn_dp,
-        weights_note=None if rank is None else rank.note,
-    )
-    budget = with_weight_offload(budget, offloaded)
+    budget, attn_dp = _rank_budget(inputs)
     hybrid, notes = sglang_hybrid(
         inputs.arch,
         stages=inputs.stages,
@@ -1224,13 +1209,8 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         options=engine,
     )
     notes = version_notes + notes
-    if hybrid is not None and attn_dp > 1:
-        raise SizingError(
-            "enable_dp_attention",
-            "kvplan sizes SGLang's DP attention for one full-attention token pool; this model "
-            "has SGLang's hybrid pools (sliding-window or recurrent state)",
-        )
     if hybrid is not None:
+        _refuse_hybrid_dp_attention(attn_dp)
         if engine.enable_hierarchical_cache:
             raise SizingError(
                 "enable_hierarchical_cache",
@@ -1253,7 +1233,9 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         "page_size": page_size,
         "max_running_requests": running,
         "max_num_seqs": running,
-        **sglang_parallel_settings(inputs.parallel, engine.sglang_parallel, rank),
+        **sglang_parallel_settings(
+            inputs.parallel, engine.sglang_parallel, inputs.facts.rank_weights
+        ),
     }
     fits = report.max_num_seqs >= 1
     reason = (
@@ -1272,6 +1254,35 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         reason=None if fits else reason,
     )
     return sglang_tiers(capacity, engine, page_size)
+
+
+def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
+    """rest_memory of one GPU, and DP attention's width (1 without it). Under DP attention
+    kvplan's parallel is attention TP x attention DP (capacity.py); SGLang's own --tp-size,
+    which its reserve and NCCL follow, is their product (sglang_dp.py)."""
+    engine = inputs.engine
+    offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
+    asked = dp_attention_asked(engine.sglang_parallel)
+    attn_dp = inputs.parallel.data_parallel_size if asked else 1
+    rank = inputs.facts.rank_weights
+    budget = sglang_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size * attn_dp,
+        options=engine,
+        attn_dp_size=attn_dp,
+        weights_note=None if rank is None else rank.note,
+    )
+    return with_weight_offload(budget, offloaded), attn_dp
+
+
+def _refuse_hybrid_dp_attention(attn_dp: int) -> None:
+    if attn_dp > 1:
+        raise SizingError(
+            "enable_dp_attention",
+            "kvplan sizes SGLang's DP attention for one full-attention token pool; this model "
+            "has SGLang's hybrid pools (sliding-window or recurrent state)",
+        )
 
 
 def _hybrid_capacity(

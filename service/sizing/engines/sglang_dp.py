@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SizingError
 from ..frozen import frozen
-from ..model.architecture import ModelArchitecture, RoutedExperts
+from ..model.architecture import AttentionShares, ModelArchitecture, RoutedExperts
 from ..model.dtypes import WeightFormat
 from ..units import cdiv
 from .expert_parallel import RankWeights
@@ -185,34 +185,15 @@ def sglang_rank_weights(
     redundant = flags.ep_num_redundant_experts if arch.moe is not None else 0
     if layout.attn_dp_size == 1 and not redundant:
         return None
-    routed_share = arch.routed_experts
-    routed = (
-        0 if routed_share is None else _priced(routed_share, arch, weights_total, weight_format)
-    )
-    if redundant and routed_share is None:
-        raise SizingError(
-            "ep_num_redundant_experts",
-            "the routed experts' share of the weights is unknown for this model (give it as "
-            "an hf_config): kvplan cannot add redundant experts",
-        )
+    routed = _routed_bytes(arch, weights_total, weight_format, redundant)
     experts = arch.moe.num_experts if arch.moe is not None else 1
     routed_gpu = cdiv(routed * (experts + redundant), experts * tp * pp)
-    shares = arch.attention_shares_known
     if layout.attn_dp_size == 1:
         rest = weights_total - routed
-        return RankWeights(
-            bytes_per_gpu=routed_gpu + cdiv(rest, tp * pp),
-            expert_parallel_size=layout.ep_size,
-            local_num_experts=(experts + redundant) // layout.ep_size,
-            note=f"{redundant} redundant experts over EP {layout.ep_size}: "
-            f"{(experts + redundant) // layout.ep_size} of {experts + redundant} experts per rank",
+        return _redundant_experts_only(
+            layout, routed_gpu, rest, pp=pp, experts=experts, redundant=redundant
         )
-    if shares is None:
-        raise SizingError(
-            "enable_dp_attention",
-            "the attention and embedding weights of this model are unknown (give it as an "
-            "hf_config): kvplan cannot place them on SGLang's attention-TP groups",
-        )
+    shares = _attention_shares(arch)
     attention = _priced(shares.attention, arch, weights_total, weight_format)
     embedding = _priced(shares.embedding, arch, weights_total, weight_format)
     lm_head = _priced(shares.lm_head, arch, weights_total, weight_format)
@@ -244,6 +225,47 @@ def sglang_rank_weights(
             + (f" with {redundant} redundant" if redundant else "")
             + f"; the rest ({rest} B) over TP {tp}"
         ),
+    )
+
+
+def _routed_bytes(
+    arch: ModelArchitecture, weights_total: int, weight_format: WeightFormat | None, redundant: int
+) -> int:
+    """The routed experts' bytes (0 for a dense model); refused where redundant copies are
+    asked of experts whose share is unknown."""
+    share = arch.routed_experts
+    if share is not None:
+        return _priced(share, arch, weights_total, weight_format)
+    if redundant:
+        raise SizingError(
+            "ep_num_redundant_experts",
+            "the routed experts' share of the weights is unknown for this model (give it as "
+            "an hf_config): kvplan cannot add redundant experts",
+        )
+    return 0
+
+
+def _attention_shares(arch: ModelArchitecture) -> AttentionShares:
+    if arch.attention_shares_known is None:
+        raise SizingError(
+            "enable_dp_attention",
+            "the attention and embedding weights of this model are unknown (give it as an "
+            "hf_config): kvplan cannot place them on SGLang's attention-TP groups",
+        )
+    return arch.attention_shares_known
+
+
+def _redundant_experts_only(
+    layout: SglangLayout, routed_gpu: int, rest: int, *, pp: int, experts: int, redundant: int
+) -> RankWeights:
+    """No DP attention: the routed experts grow by the redundant copies, the rest over tp."""
+    local = (experts + redundant) // layout.ep_size
+    return RankWeights(
+        bytes_per_gpu=routed_gpu + cdiv(rest, layout.tp_size * pp),
+        expert_parallel_size=layout.ep_size,
+        local_num_experts=local,
+        note=f"{redundant} redundant experts over EP {layout.ep_size}: "
+        f"{local} of {experts + redundant} experts per rank",
     )
 
 

@@ -915,21 +915,7 @@ def _expert_parallel_options(
         or request.engine.expert_parallel.decode_context_parallel_size > 1
     ):
         return []
-    if request.engine.engine is Engine.SGLANG:
-        # SGLang: --tp node with DP attention node and EP node (engines/sglang_dp.py)
-        engine = replace(
-            request.engine,
-            sglang_parallel=replace(
-                request.engine.sglang_parallel, enable_dp_attention=True, ep_size=node
-            ),
-        )
-        sglang_tp = node
-    else:
-        engine = replace(
-            request.engine,
-            expert_parallel=replace(request.engine.expert_parallel, enable_expert_parallel=True),
-        )
-        sglang_tp = 0
+    engine, sglang_tp = _data_parallel_engine(request.engine, node)
     try:
         capacity = _data_parallel_capacity(arch, gpu, workload, node, engine, sglang_tp=sglang_tp)
     except SizingError:
@@ -972,6 +958,16 @@ def _expert_parallel_options(
             ),
         )
     ]
+
+
+def _data_parallel_engine(options: EngineOptions, node: int) -> tuple[EngineOptions, int]:
+    """vLLM: --enable-expert-parallel over DP `node`; SGLang: --tp node with DP attention
+    node and EP node (engines/sglang_dp.py), its --tp returned (0 for vLLM)."""
+    if options.engine is Engine.SGLANG:
+        flags = replace(options.sglang_parallel, enable_dp_attention=True, ep_size=node)
+        return replace(options, sglang_parallel=flags), node
+    vllm_flags = replace(options.expert_parallel, enable_expert_parallel=True)
+    return replace(options, expert_parallel=vllm_flags), 0
 
 
 @lru_cache(maxsize=512)
