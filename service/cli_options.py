@@ -109,6 +109,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     # issue 21: multimodal encoders
     Option("limit_mm_per_prompt", help='vLLM JSON, e.g. {"image": 2, "video": 0}'),
     Option("skip_mm_profiling", kind="switch"),
+    # issue 21: SGLang's DP attention and expert parallelism
+    Option("enable_dp_attention", kind="switch"),
+    Option("attn_dp_size"),
+    Option("ep_size"),
+    Option("ep_num_redundant_experts"),
+    Option("enable_dp_lm_head", kind="switch"),
+    Option("moe_dense_tp_size"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

@@ -69,6 +69,12 @@ class Settings:
     # issue 21: vLLM's expert and decode context parallelism (non-default args).
     enable_expert_parallel: bool | None = None
     decode_context_parallel_size: int | None = None
+    # issue 21: SGLang's DP attention and expert parallelism (ServerArgs).
+    enable_dp_attention: bool | None = None
+    attn_dp_size: int | None = None
+    ep_size: int | None = None
+    ep_num_redundant_experts: int | None = None
+    enable_dp_lm_head: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

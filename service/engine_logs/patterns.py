@@ -268,6 +268,12 @@ _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (
     ("max_total_tokens", _k("settings", "max_total_tokens", "count")),
     ("disable_radix_cache", _k("settings", "enable_prefix_caching", "flag", negate=True)),
     ("disable_cuda_graph", _k("settings", "enforce_eager", "flag")),
+    # issue 21: DP attention and expert parallelism (sizing/engines/sglang_dp.py)
+    ("enable_dp_attention", _k("settings", "enable_dp_attention", "flag")),
+    ("attn_dp_size", _k("settings", "attn_dp_size", "count")),
+    ("ep_size", _k("settings", "ep_size", "count")),
+    ("ep_num_redundant_experts", _k("settings", "ep_num_redundant_experts", "count")),
+    ("enable_dp_lm_head", _k("settings", "enable_dp_lm_head", "flag")),
 )
 
 # What the scheduler prints once the pool exists (python/sglang/srt/managers/scheduler.py,

@@ -6,7 +6,7 @@ reads its flags off an SGLang or TensorRT-LLM command line writes `context_lengt
 same way on every door (GET query parameters, POST JSON bodies, the columns of a table of
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
-(SGLang's LoRA adapters, SGLang's DP attention, LMCache's connector) is refused by name
+(SGLang's LoRA adapters, TensorRT-LLM's attention DP, LMCache's connector) is refused by name
 rather than sized as if it were absent. Any other name is left alone: a GET ignores it (and
 says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an unknown field.
 
@@ -86,10 +86,13 @@ SPELLINGS: Final[tuple[Spelling, ...]] = (
     # mxfp4, ...), which sizing/model/dtypes.py normalize_weight_format reads. vLLM's short `-q` is
     # left out: `q` is too common a query parameter (a search box) to read as weights.
     Spelling("quantization", "weight_format", "vLLM -q/--quantization, SGLang --quantization"),
-    # issue 21: expert parallelism and decode context parallelism (vLLM's short flags;
-    # SGLang's ep_size and enable_dp_attention stay refused below)
+    # issue 21: expert parallelism and decode context parallelism (vLLM's short flags)
     Spelling("ep", "enable_expert_parallel", "vLLM -ep"),
     Spelling("dcp", "decode_context_parallel_size", "vLLM -dcp"),
+    # issue 21: SGLang's DP attention and expert parallelism (server_args.py: args.ep_size =
+    # args.expert_parallel_size); enable_dp_attention, attn_dp_size, ep_size,
+    # ep_num_redundant_experts, enable_dp_lm_head and moe_dense_tp_size are fields as spelled
+    Spelling("expert_parallel_size", "ep_size", "SGLang --expert-parallel-size"),
 )
 
 
@@ -110,14 +113,7 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("lora_paths", "SGLang", "LoRA adapter memory"),
     Unmodelled("max_loras_per_batch", "SGLang", "LoRA adapter slots on the GPU"),
     Unmodelled("lora_config", "TensorRT-LLM", "LoRA adapter memory"),
-    Unmodelled("expert_parallel_size", "SGLang", "the experts' weights per GPU"),
-    Unmodelled("ep_size", "SGLang, TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
-    Unmodelled("enable_dp_attention", "SGLang", "attention's KV split over ranks", switch=True),
-    # SGLang 0.5.23's spelling of DP attention (server_args.py: "Use --attn-dp-size <dp-size>
-    # instead of --dp-size <dp-size> --enable-dp-attention")
-    Unmodelled("attn_dp_size", "SGLang", "attention's KV split over ranks"),
-    Unmodelled("ep_num_redundant_experts", "SGLang", "redundant experts' weights"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
     Unmodelled("kv_transfer_config", "vLLM", "the KV cache's connector buffers"),
     Unmodelled("max_total_tokens", "SGLang", "the KV pool (in tokens, not bytes)"),

@@ -410,6 +410,49 @@ class EngineFields(BaseModel):
         "(the engine then does not reserve it either).",
     )
 
+    # issue 21: SGLang's DP attention and expert parallelism (SGLang's flags;
+    # sizing/engines/sglang_dp.py)
+    enable_dp_attention: bool = Field(
+        False,
+        description="SGLang `--enable-dp-attention` with `--dp-size` (data_parallel_size): "
+        "inside one engine of tensor_parallel_size (`--tp-size`) GPUs, attention runs dp_size "
+        "groups of tp/dp GPUs, each group its own token pool of its own requests "
+        "(kv_cache_tokens per group, kv_cache_tokens_total for the engine); attention and "
+        "embedding weights are sharded over tp/dp only.",
+    )
+    attn_dp_size: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="SGLang 0.5.23 `--attn-dp-size`: the DP-attention width itself (instead of "
+        "--dp-size with --enable-dp-attention); must divide tensor_parallel_size.",
+    )
+    ep_size: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="SGLang `--ep-size` (`--expert-parallel-size`): the routed experts placed "
+        "whole on ep_size ranks, each expert sharded over tp/ep; must divide "
+        "tensor_parallel_size.",
+    )
+    ep_num_redundant_experts: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="SGLang `--ep-num-redundant-experts`: extra expert copies over the EP ranks.",
+    )
+    enable_dp_lm_head: bool = Field(
+        False,
+        description="SGLang `--enable-dp-lm-head`: the LM head sharded over the attention-TP "
+        "group (tp/dp) instead of all tp GPUs (needs DP attention).",
+    )
+    moe_dense_tp_size: int | None = Field(
+        None,
+        ge=1,
+        le=1,
+        description="SGLang `--moe-dense-tp-size 1`: the dense layers' MLPs whole on every GPU.",
+    )
+
     @field_validator("limit_mm_per_prompt", mode="before")
     @classmethod
     def _limit_mm_json(cls, value: object) -> object:

@@ -49,6 +49,7 @@ from ..sizing import (
     PlanOption,
     PlanRequest,
     Replicas,
+    SglangParallel,
     SizingError,
     SpeculativeConfig,
     Speed,
@@ -484,7 +485,10 @@ _ONE_ENGINE_FLAGS = (
 
 # EngineOptions fields that hold one role's small dataclass, built from the request's fields
 # of the same names (issue 21).
-_NESTED_OPTIONS: dict[str, type[Any]] = {"expert_parallel": ExpertParallel}
+_NESTED_OPTIONS: dict[str, type[Any]] = {
+    "expert_parallel": ExpertParallel,
+    "sglang_parallel": SglangParallel,
+}
 _ENGINE_OPTIONS = tuple(
     f.name for f in dataclasses.fields(EngineOptions) if f.name not in _NESTED_OPTIONS
 )

@@ -19,6 +19,7 @@ from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
+from .engines.sglang_dp import SglangParallel
 from .engines.speculative import (
     SpeculativeConfig,
     parse_speculative_config,
@@ -118,6 +119,7 @@ __all__ = [
     "PlanRequest",
     "Rejection",
     "Replicas",
+    "SglangParallel",
     "SizingError",
     "SourceHoldOut",
     "SpeculativeConfig",

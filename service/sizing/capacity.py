@@ -37,7 +37,16 @@ from .engines.lora import refuse_lora
 from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.offload import check_offload_flags
 from .engines.parallel import check_tensor_parallel, pipeline_stages
-from .engines.sglang import sglang_capacity
+from .engines.sglang import sglang_capacity, sglang_release
+from .engines.sglang_dp import (
+    NO_SGLANG_PARALLEL,
+    SglangLayout,
+    SglangParallel,
+    SglangVersion,
+    check_sglang_experts,
+    sglang_layout,
+    sglang_rank_weights,
+)
 from .engines.speculative import (
     refuse_speculative,
     sglang_drafter,
@@ -80,6 +89,11 @@ def compute_capacity(
     engine = engine or EngineOptions()
     check_offload_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
+    # SGLang's DP attention: from here on the parallel is attention TP x attention DP
+    sglang = _sglang_parallel(arch, parallel, engine)
+    if sglang is not None:
+        parallel = normalised_parallel(parallel, sglang.layout)
+        warnings.extend(sglang.notes)
     refuse_lora(engine.engine.value, engine)
     if engine.speculative_config is not None:
         # issue 21: the drafter's cache layers join the target's in the KV-cache groups
@@ -109,7 +123,7 @@ def compute_capacity(
     note = weights_note(arch, engine)
     if note is not None:
         warnings.append(note)
-    facts = model_facts(arch, stages, workload, parallel, engine)
+    facts = model_facts(arch, stages, workload, parallel, engine, sglang=sglang)
     if facts.rank_weights is not None and facts.rank_weights.warning is not None:
         warnings.append(facts.rank_weights.warning)
     if facts.stage_weights_note is not None:
@@ -169,6 +183,25 @@ def _check_expert_parallel(
     """vLLM's expert- and context-parallel flags (engines/expert_parallel.py); the other
     engines' own spellings are refused at the door, and vLLM's are refused for them here."""
     flags = engine.expert_parallel
+    if engine.engine is not Engine.SGLANG and engine.sglang_parallel.asked:
+        asked = next(
+            name
+            for name in (
+                "enable_dp_attention",
+                "attn_dp_size",
+                "ep_size",
+                "ep_num_redundant_experts",
+                "enable_dp_lm_head",
+                "moe_dense_tp_size",
+            )
+            if getattr(engine.sglang_parallel, name) != getattr(NO_SGLANG_PARALLEL, name)
+        )
+        raise SizingError(
+            asked,
+            f"{asked} is SGLang's flag; kvplan models it for SGLang only, not for "
+            f"{engine.engine.value}"
+            + (" (vLLM: enable_expert_parallel)" if engine.engine is Engine.VLLM else ""),
+        )
     if engine.engine is Engine.VLLM:
         return check_vllm_expert_parallel(arch, parallel, flags)
     if flags.asked:
@@ -188,6 +221,37 @@ def _check_expert_parallel(
             f"only, not for {engine.engine.value}",
         )
     return ()
+
+
+@dataclass(frozen=True, slots=True)
+class _SglangParallelism:
+    """SGLang's widths (engines/sglang_dp.py), the flags and the release that read them."""
+
+    layout: SglangLayout
+    flags: SglangParallel
+    version: SglangVersion
+    notes: tuple[str, ...]
+
+
+def _sglang_parallel(
+    arch: ModelArchitecture, parallel: Parallelism, engine: EngineOptions
+) -> _SglangParallelism | None:
+    """SGLang's DP-attention and EP widths, checked; None for other engines or no flags."""
+    flags = engine.sglang_parallel
+    if engine.engine is not Engine.SGLANG or not flags.asked:
+        return None
+    release = sglang_release(engine.engine_version)
+    layout, notes = sglang_layout(parallel, flags, release.version, release.label)
+    notes += check_sglang_experts(arch, layout, flags)
+    return _SglangParallelism(layout, flags, release.version, notes)
+
+
+def normalised_parallel(parallel: Parallelism, layout: SglangLayout) -> Parallelism:
+    """kvplan's view of an SGLang engine with DP attention: attn_tp GPUs share one pool,
+    attn_dp pools of their own sequences (the totals multiply by it), tp_size GPUs in all."""
+    if layout.attn_dp_size == 1:
+        return parallel
+    return Parallelism(layout.attn_tp_size, parallel.pipeline_parallel_size, layout.attn_dp_size)
 
 
 def _check_workload(
@@ -247,6 +311,8 @@ def model_facts(
     workload: Workload,
     parallel: Parallelism,
     engine: EngineOptions,
+    *,
+    sglang: _SglangParallelism | None = None,
 ) -> ModelFacts:
     """What the model holds under this question, the same for every engine."""
     dtype = workload.kv_cache_dtype
@@ -261,6 +327,7 @@ def model_facts(
         weights_needed=engine.kv_pool_bytes is None,
         weight_format=engine.weight_format,
         expert_parallel=engine.expert_parallel if engine.engine is Engine.VLLM else None,
+        sglang=sglang,
     )
     return ModelFacts(
         kv_cache_dtype=dtype,
@@ -304,16 +371,26 @@ def _per_token_facts(
     weights_needed: bool,
     weight_format: WeightFormat | None,
     expert_parallel: ExpertParallel | None = None,
+    sglang: _SglangParallelism | None = None,
 ) -> _PerTokenFacts:
     """`expert_parallel`: vLLM's flags (None for the other engines, whose DP is whole replicas:
-    SGLang's DataParallelController without DP attention)."""
+    SGLang's DataParallelController without DP attention); `sglang`: SGLang's DP attention and
+    EP (engines/sglang_dp.py)."""
     tp = parallel.tensor_parallel_size
     weights = _weights_if_needed(arch, weights_needed=weights_needed, weight_format=weight_format)
-    rank = (
-        None
-        if expert_parallel is None or not weights
-        else vllm_rank_weights(arch, weights, parallel, expert_parallel, weight_format)
-    )
+    rank: RankWeights | None = None
+    if weights and expert_parallel is not None:
+        rank = vllm_rank_weights(arch, weights, parallel, expert_parallel, weight_format)
+    elif weights and sglang is not None:
+        rank = sglang_rank_weights(
+            arch,
+            weights,
+            sglang.layout,
+            sglang.flags,
+            pipeline_parallel_size=parallel.pipeline_parallel_size,
+            weight_format=weight_format,
+            version=sglang.version,
+        )
     per_stage, note = (
         _stage_weights(arch, stages, weights, tp, weight_format)
         if rank is None and weights and len(stages) > 1

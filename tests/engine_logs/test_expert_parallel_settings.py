@@ -29,3 +29,19 @@ def test_the_question_asked_of_the_log_carries_them() -> None:
     assert fields.data_parallel_size == 8
     assert fields.enable_expert_parallel is True
     assert fields.decode_context_parallel_size == 1  # not in the log: vLLM's default
+
+
+SGLANG = (Path(__file__).parent / "logs" / "sglang-0.4.3-qwq-32b-tp4.log").read_text(
+    encoding="utf-8"
+)
+
+
+def test_sglangs_server_args_carry_its_dp_attention_and_ep_flags() -> None:
+    # the ServerArgs dump of SGLang 0.4.3 (its SOURCES entry): `ep_size=1`,
+    # `enable_dp_attention=False`, read as the capacity question's fields of those names
+    settings = parse_engine_log(SGLANG).settings
+    assert settings.enable_dp_attention is False
+    assert settings.ep_size == 1
+    fields = capacity_fields(parse_engine_log(SGLANG))
+    assert fields.enable_dp_attention is False
+    assert fields.ep_size == 1

@@ -30,6 +30,7 @@ from ..units import cdiv
 from .encoder import canonical_limit_mm_per_prompt
 from .expert_parallel import NO_EXPERT_PARALLEL, ExpertParallel, RankWeights
 from .kv import LayerBytes
+from .sglang_dp import NO_SGLANG_PARALLEL, SglangParallel
 
 if TYPE_CHECKING:
     from .offload import KvTiers
@@ -126,6 +127,10 @@ class EngineOptions:
     # may have 999 items) and --skip-mm-profiling (no encoder profile in the peak).
     limit_mm_per_prompt: str | None = None
     skip_mm_profiling: bool = False
+    # issue 21: SGLang's DP attention and expert parallelism (engines/sglang_dp.py):
+    # enable_dp_attention / attn_dp_size, ep_size, ep_num_redundant_experts, enable_dp_lm_head,
+    # moe_dense_tp_size.
+    sglang_parallel: SglangParallel = NO_SGLANG_PARALLEL
 
     def __post_init__(self) -> None:
         ssm: FloatDtype | str | None = self.mamba_ssm_cache_dtype

@@ -32,8 +32,8 @@ vLLM, read in the 0.33.0 wheel (the same rules in the 0.11.0 wheel unless a line
   support sliding window") and hybrid groups by 0.20 (kv_cache_utils.py: "Hybrid KV cache
   groups with multiple block sizes do not support context parallelism").
 
-SGLang's `enable_dp_attention` / `ep_size` and TensorRT-LLM's attention DP are refused by name
-(kit/engine_flags.py): kvplan models vLLM's layout only.
+SGLang's `enable_dp_attention` / `ep_size` are modelled in sglang_dp.py; TensorRT-LLM's
+attention DP is refused by name (kit/engine_flags.py).
 """
 
 from __future__ import annotations

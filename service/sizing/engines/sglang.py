@@ -57,15 +57,24 @@ from .common import (
 )
 from .kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
 from .offload import offloaded_weight_bytes, sglang_tiers, with_weight_offload
+from .sglang_dp import (
+    dp_attention_asked,
+    dp_attention_reserve_mib,
+    per_rank_running_requests,
+    sglang_parallel_settings,
+)
 from .unmodelled import refuse_unmodelled
 
 
-def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> float:
+def default_mem_fraction_static(
+    total_bytes: int, tensor_parallel_size: int, attn_dp_size: int = 1
+) -> float:
     """server_args.py (0.5.x): reserve MiB for activations and graphs, keep the rest static.
 
     reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs
                + tp/8 x 1024, at least 10240 above 60 GB; the chunked-prefill size and the
-    largest graph batch grow with the GPU's memory.
+    largest graph batch grow with the GPU's memory. DP attention adds its padding
+    (sglang_dp.py dp_attention_reserve_mib) before the floor, as memory_hook.py 0.5.23 does.
     """
     gpu_mib = total_bytes / MiB
     tp = tensor_parallel_size
@@ -80,14 +89,23 @@ def default_mem_fraction_static(total_bytes: int, tensor_parallel_size: int) -> 
     else:
         chunked, graph_bs = 16384, 512
     reserved = 512 + 1.5 * max(chunked, 2048) + 2 * graph_bs + tp / 8 * 1024
+    reserved += dp_attention_reserve_mib(graph_bs, attn_dp_size)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
 def sglang_budget(
-    *, total_bytes: int, weights_per_gpu: int, tensor_parallel_size: int, options: EngineOptions
+    *,
+    total_bytes: int,
+    weights_per_gpu: int,
+    tensor_parallel_size: int,
+    options: EngineOptions,
+    attn_dp_size: int = 1,
+    weights_note: str | None = None,
 ) -> MemoryBudget:
+    """`tensor_parallel_size`: SGLang's --tp-size (every GPU of the engine, DP attention's
+    groups included); `attn_dp_size`: DP attention's width (sglang_dp.py)."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -97,7 +115,7 @@ def sglang_budget(
             note="given",
         )
     fraction = options.mem_fraction_static or default_mem_fraction_static(
-        total_bytes, tensor_parallel_size
+        total_bytes, tensor_parallel_size, attn_dp_size
     )
     startup = cal.SGLANG_CONTEXT + (cal.SGLANG_NCCL if tensor_parallel_size > 1 else 0)
     # total_gpu_memory in SGLang's formula: free memory after distributed init (min over ranks).
@@ -109,7 +127,12 @@ def sglang_budget(
     lines = (
         BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
         BudgetLine("startup", -startup, "CUDA context and NCCL before SGLang reads free memory"),
-        BudgetLine("weights", -loaded, "model weights on this GPU, with loading slack"),
+        BudgetLine(
+            "weights",
+            -loaded,
+            "model weights on this GPU, with loading slack"
+            + ("" if weights_note is None else f" ({weights_note})"),
+        ),
         BudgetLine(
             "reserved",
             -reserved,
@@ -1177,14 +1200,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     # With pipeline stages, weights_bytes_per_gpu is the heaviest stage's, which binds every
     # rank: ModelRunner's profiling reads get_available_gpu_memory(distributed=world_size > 1),
     # the smallest free memory over the world group (every TP and PP rank).
-    offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
-    budget = sglang_budget(
-        total_bytes=inputs.gpu.memory_bytes,
-        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-        options=engine,
-    )
-    budget = with_weight_offload(budget, offloaded)
+    budget, attn_dp = _rank_budget(inputs)
     hybrid, notes = sglang_hybrid(
         inputs.arch,
         stages=inputs.stages,
@@ -1197,6 +1213,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     )
     notes = version_notes + notes
     if hybrid is not None:
+        _refuse_hybrid_dp_attention(attn_dp)
         if engine.enable_hierarchical_cache:
             raise SizingError(
                 "enable_hierarchical_cache",
@@ -1207,16 +1224,21 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         return sglang_tiers(capacity, engine, page_size)
     # Every attention layer holds the whole context (design section 2).
     cell = inputs.facts.kv_bytes_per_token_per_gpu
-    report = sglang_report(budget.pool_bytes, cell, page_size, max_model_len, engine.max_num_seqs)
+    # --max-running-requests is the engine's; each attention-DP group runs its share.
+    requested = per_rank_running_requests(engine.max_num_seqs, attn_dp)
+    report = sglang_report(budget.pool_bytes, cell, page_size, max_model_len, requested)
     # --max-running-requests sizes the request pool: the batch never grows past it.
     running = sglang_running_requests(
-        sglang_tokens(budget.pool_bytes, cell, page_size), max_model_len, engine.max_num_seqs
+        sglang_tokens(budget.pool_bytes, cell, page_size), max_model_len, requested
     )
     settings: EngineSettings = {
         "mem_fraction_static": budget.fraction,
         "page_size": page_size,
         "max_running_requests": running,
         "max_num_seqs": running,
+        **sglang_parallel_settings(
+            inputs.parallel, engine.sglang_parallel, inputs.facts.rank_weights
+        ),
     }
     fits = report.max_num_seqs >= 1
     reason = (
@@ -1235,6 +1257,35 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         reason=None if fits else reason,
     )
     return sglang_tiers(capacity, engine, page_size)
+
+
+def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
+    """rest_memory of one GPU, and DP attention's width (1 without it). Under DP attention
+    kvplan's parallel is attention TP x attention DP (capacity.py); SGLang's own --tp-size,
+    which its reserve and NCCL follow, is their product (sglang_dp.py)."""
+    engine = inputs.engine
+    offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
+    asked = dp_attention_asked(engine.sglang_parallel)
+    attn_dp = inputs.parallel.data_parallel_size if asked else 1
+    rank = inputs.facts.rank_weights
+    budget = sglang_budget(
+        total_bytes=inputs.gpu.memory_bytes,
+        weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
+        tensor_parallel_size=inputs.parallel.tensor_parallel_size * attn_dp,
+        options=engine,
+        attn_dp_size=attn_dp,
+        weights_note=None if rank is None else rank.note,
+    )
+    return with_weight_offload(budget, offloaded), attn_dp
+
+
+def _refuse_hybrid_dp_attention(attn_dp: int) -> None:
+    if attn_dp > 1:
+        raise SizingError(
+            "enable_dp_attention",
+            "kvplan sizes SGLang's DP attention for one full-attention token pool; this model "
+            "has SGLang's hybrid pools (sliding-window or recurrent state)",
+        )
 
 
 def _hybrid_capacity(

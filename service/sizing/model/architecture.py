@@ -362,6 +362,18 @@ class WeightSplit:
     tied: bool
 
 
+@dataclass(frozen=True, slots=True)
+class AttentionShares:
+    """The served weights SGLang cuts by its attention-TP group under DP attention
+    (engines/sglang_dp.py): attention (every layer's attention projections and norms of
+    that class), the input embedding, and the LM head (placed there only with
+    enable_dp_lm_head). Each as (parameters, checkpoint bytes)."""
+
+    attention: RoutedExperts
+    embedding: RoutedExperts
+    lm_head: RoutedExperts
+
+
 @dataclass(frozen=True)
 class ModelArchitecture:
     """Everything about a model that decides its memory: the layer schedule and the weights."""
@@ -412,6 +424,9 @@ class ModelArchitecture:
     # head, each layer), from a config's tensors; None for the catalog's stored form, whose
     # stages are then given even shares of the weights (weights.stage_weight_bytes).
     weight_split: WeightSplit | None = None
+    # issue 21: SGLang's DP attention. Attention, embedding and LM-head weights, read from the
+    # config's tensors (hf_config.py); None = not known (DP attention is then refused).
+    attention_shares_known: AttentionShares | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -470,6 +485,7 @@ class ModelArchitecture:
                     self.routed_experts_known,
                     self.encoder,
                     self.weight_split,
+                    self.attention_shares_known,
                 )
             ),
         )
@@ -616,4 +632,5 @@ class ModelArchitecture:
             config_note=self.config_note,
             routed_experts_known=self.routed_experts_known,
             weight_split=self.weight_split,
+            attention_shares_known=self.attention_shares_known,
         )

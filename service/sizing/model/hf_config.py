@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
+    AttentionShares,
     ChunkedLocalAttention,
     EncoderGeometry,
     FullAttention,
@@ -224,6 +225,7 @@ def _architecture(
     unknown: tuple[str, str] | None = None
     routed: RoutedExperts | None = None
     split: WeightSplit | None = None
+    shares: AttentionShares | None = None
     moe = _moe(cfg)
     mtp_weight_bytes: int | None = None
     weights: CheckpointWeights | None = None
@@ -238,6 +240,7 @@ def _architecture(
         mtp_weight_bytes = weights.size.mtp_loaded_bytes or None
         split = weight_split(weights.parameters, weights.tensor_bytes, len(layers))
         routed = _routed_experts(weights) if moe is not None else None
+        shares = _attention_shares(weights) if moe is not None else None
     if weights is not None and num_parameters is None:
         num_parameters = weights.parameters.served_total
         if weight_bytes is None:
@@ -268,6 +271,7 @@ def _architecture(
         mtp_weight_bytes=mtp_weight_bytes,
         encoder=_encoder(cfg),
         weight_split=split,
+        attention_shares_known=shares,
     )
 
 
@@ -321,6 +325,18 @@ def _routed_experts(weights: CheckpointWeights) -> RoutedExperts | None:
     if parameters == 0:
         return None
     return RoutedExperts(parameters, weights.size.of(TensorClass.ROUTED_EXPERTS))
+
+
+def _attention_shares(weights: CheckpointWeights) -> AttentionShares:
+    """Attention, embedding and LM-head weights: what SGLang's DP attention cuts by its
+    attention-TP group (engines/sglang_dp.py)."""
+
+    def share(cls: TensorClass) -> RoutedExperts:
+        return RoutedExperts(weights.parameters.of(cls), weights.size.of(cls))
+
+    return AttentionShares(
+        share(TensorClass.ATTENTION), share(TensorClass.EMBEDDING), share(TensorClass.LM_HEAD)
+    )
 
 
 def _weights(config: Mapping[str, Any], cfg: _Cfg, mixers: list[Layer]) -> CheckpointWeights:

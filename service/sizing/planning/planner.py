@@ -36,6 +36,8 @@ from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
 from ..engines.parallel import check_tensor_parallel
+from ..engines.sglang import sglang_release
+from ..engines.sglang_dp import SGLANG_ATTN_DP_SIZE, dp_attention_asked
 from ..engines.speculative import speculative_flags
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
@@ -308,9 +310,35 @@ def engine_flags(
     vllm += lora_flags(options)
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
     encoder = encoder_flags(options.limit_mm_per_prompt, options.skip_mm_profiling)
+    if options.engine is Engine.SGLANG and dp_attention_asked(options.sglang_parallel):
+        # SGLang's DP attention (engines/sglang_dp.py): --tp is the whole engine
+        sglang[0] = f"--tp {tp * capacity.parallel.data_parallel_size}"
+        sglang[2] = f"--max-running-requests {max_num_seqs * capacity.parallel.data_parallel_size}"
+        sglang.extend(_sglang_parallel_flags(capacity, options))
+        return {"sglang": sglang + offloaded[1]}
     if capacity.parallel.data_parallel_size > 1:
-        return {"vllm": vllm + offloaded[0] + encoder}  # SGLang's DP attention is not modelled
+        return {"vllm": vllm + offloaded[0] + encoder}  # a vLLM DP layout: SGLang's is sized apart
     return {"vllm": vllm + offloaded[0] + encoder, "sglang": sglang + offloaded[1]}
+
+
+def _sglang_parallel_flags(capacity: Capacity, options: EngineOptions) -> list[str]:
+    """SGLang's DP-attention and EP flags, by release: --attn-dp-size from 0.5.23 (its
+    server_args.py deprecates --dp-size with --enable-dp-attention), else those two."""
+    dp = capacity.parallel.data_parallel_size
+    flags = options.sglang_parallel
+    if sglang_release(options.engine_version).version >= SGLANG_ATTN_DP_SIZE:
+        out = [f"--attn-dp-size {dp}"]
+    else:
+        out = [f"--dp-size {dp}", "--enable-dp-attention"]
+    if flags.ep_size > 1:
+        out.append(f"--ep-size {flags.ep_size}")
+    if flags.ep_num_redundant_experts:
+        out.append(f"--ep-num-redundant-experts {flags.ep_num_redundant_experts}")
+    if flags.enable_dp_lm_head:
+        out.append("--enable-dp-lm-head")
+    if flags.moe_dense_tp_size is not None:
+        out.append(f"--moe-dense-tp-size {flags.moe_dense_tp_size}")
+    return out
 
 
 def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
@@ -892,17 +920,14 @@ def _expert_parallel_options(
     if (
         arch.moe is None
         or node < 2
-        or request.engine.engine is not Engine.VLLM
+        or request.engine.engine is Engine.TRTLLM
         or request.targets.given
         or request.engine.expert_parallel.decode_context_parallel_size > 1
     ):
         return []
-    engine = replace(
-        request.engine,
-        expert_parallel=replace(request.engine.expert_parallel, enable_expert_parallel=True),
-    )
+    engine, sglang_tp = _data_parallel_engine(request.engine, node)
     try:
-        capacity = _data_parallel_capacity(arch, gpu, workload, node, engine)
+        capacity = _data_parallel_capacity(arch, gpu, workload, node, engine, sglang_tp=sglang_tp)
     except SizingError:
         return []
     rank = _fit_for(capacity, request.avg_context_tokens)
@@ -945,8 +970,28 @@ def _expert_parallel_options(
     ]
 
 
+def _data_parallel_engine(options: EngineOptions, node: int) -> tuple[EngineOptions, int]:
+    """vLLM: --enable-expert-parallel over DP `node`; SGLang: --tp node with DP attention
+    node and EP node (engines/sglang_dp.py), its --tp returned (0 for vLLM)."""
+    if options.engine is Engine.SGLANG:
+        flags = replace(options.sglang_parallel, enable_dp_attention=True, ep_size=node)
+        return replace(options, sglang_parallel=flags), node
+    vllm_flags = replace(options.expert_parallel, enable_expert_parallel=True)
+    return replace(options, expert_parallel=vllm_flags), 0
+
+
 @lru_cache(maxsize=512)
 def _data_parallel_capacity(
-    arch: ModelArchitecture, gpu: Gpu, workload: Workload, dp: int, engine: EngineOptions
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    workload: Workload,
+    dp: int,
+    engine: EngineOptions,
+    *,
+    sglang_tp: int = 0,
 ) -> Capacity:
+    """vLLM's DP `dp` x TP 1, or SGLang's --tp `sglang_tp` --dp `dp` with DP attention (given
+    in `engine`): capacity.parallel is attention TP 1 x DP `dp` for both."""
+    if sglang_tp:
+        return compute_capacity(arch, gpu, workload, Parallelism(sglang_tp, 1, dp), engine)
     return compute_capacity(arch, gpu, workload, Parallelism(1, 1, dp), engine)
