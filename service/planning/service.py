@@ -59,6 +59,7 @@ from ..sizing import (
     max_model_len_limit,
     pace,
     parse_engine_version,
+    replica_speed,
     parse_kv_cache_dtype,
     performance_steps,
     served_model,
@@ -324,6 +325,34 @@ def speed_by_batch(
         paced = pace(arch, gpu, speed, targets)
         within = paced.batch if isinstance(paced, Paced) else 0
     return SpeedCurve(detail, points, None, max_tpot_ms, within)
+
+
+def speed_at(
+    question: CapacityQuestion,
+    catalog: CatalogSnapshot,
+    *,
+    batch: int,
+    context_tokens: int,
+    prompt_tokens: int,
+) -> tuple[CapacityDetail, Speed]:
+    """The capacity question's replica at `batch` sequences of `context_tokens` each, and the
+    prefill of one `prompt_tokens` prompt (a benchmark run's own shape: POST
+    /v1/speed-results). The weights are read at --dtype, as for a capacity answer."""
+    detail = capacity(question, catalog)
+    _, arch = _resolve_model(question.model, catalog)
+    gpu = _resolve_gpu(question.gpu, catalog, memory_bytes=question.gpu_memory_bytes)
+    options = engine_options(question.fields)
+    served, _ = served_model(arch, gpu, options)
+    speed = SpeedQuestion(
+        tensor_parallel_size=detail.tensor_parallel_size,
+        batch=batch,
+        context_tokens=context_tokens,
+        prompt_tokens=prompt_tokens,
+        kv_cache_dtype=parse_kv_cache_dtype(detail.kv_cache_dtype),
+        weight_format=options.weight_format,
+        pipeline_parallel_size=detail.pipeline_parallel_size,
+    )
+    return detail, replica_speed(served, gpu, speed)
 
 
 def weight_format(question: CapacityQuestion, catalog: CatalogSnapshot) -> str:

@@ -63,6 +63,7 @@ from .speed.replica import (
     batch_sizes,
     capacity_speed,
     pace,
+    replica_speed,
 )
 from .units import GiB, gib_to_bytes
 from .versions import parse_engine_version
@@ -116,6 +117,7 @@ __all__ = [
     "batch_curve",
     "batch_sizes",
     "capacity_speed",
+    "replica_speed",
     "compute_capacity",
     "config_assumptions",
     "engines_calibration",
