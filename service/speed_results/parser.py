@@ -158,7 +158,8 @@ def parse_genai_perf(data: dict[str, Any]) -> BenchRun:
     itl = _avg(data, "inter_token_latency", required=True)
     output_tokens = _avg(data, "output_sequence_length", required=True)
     input_tokens = _avg(data, "input_sequence_length", required=True)
-    assert output_tokens is not None and input_tokens is not None
+    assert output_tokens is not None
+    assert input_tokens is not None
     if output_tokens <= 0 or input_tokens <= 0:
         raise _refuse("result.input_sequence_length and output_sequence_length must be positive")
     count = _avg(data, "request_count")

@@ -103,9 +103,9 @@ def closed_loop_throughput(
     return batch * output_tokens * 1e3 / (ttft_ms + (output_tokens - 1) * tpot_ms)
 
 
-def _figures(run: BenchRun, shape: RunShape, estimate: PerformanceEstimate | None) -> tuple[
-    Compared, ...
-]:
+def _figures(
+    run: BenchRun, shape: RunShape, estimate: PerformanceEstimate | None
+) -> tuple[Compared, ...]:
     tpot = None if estimate is None else estimate.decode_ms_per_token
     ttft = None if estimate is None else estimate.prefill_ms
     throughput = None
@@ -138,7 +138,9 @@ def compare(run: BenchRun, question: CapacityQuestion, catalog: CatalogSnapshot)
     )
     estimate = speed if isinstance(speed, PerformanceEstimate) else None
     unavailable = speed.reason if isinstance(speed, NoEstimate) else None
-    return BenchComparison(run, shape, detail, estimate, unavailable, _figures(run, shape, estimate))
+    return BenchComparison(
+        run, shape, detail, estimate, unavailable, _figures(run, shape, estimate)
+    )
 
 
 def answer(comparison: BenchComparison) -> SpeedResultAnswer:

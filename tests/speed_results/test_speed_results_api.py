@@ -41,7 +41,8 @@ def test_a_vllm_result_is_read_and_set_against_the_estimate(client: TestClient) 
     assert run["completed"] == 200
     assert run["mean_input_tokens"] == 200  # total_input_tokens 40000 / completed 200
     assert run["mean_output_tokens"] == 128  # total_output_tokens 25600 / 200
-    assert run["max_concurrency"] is None and run["request_rate"] == 1.0
+    assert run["max_concurrency"] is None
+    assert run["request_rate"] == 1.0
     # No mean_e2el_ms in the file: latency = mean TTFT + (128 - 1) x mean TPOT
     # = 95.6344 + 127 x 27.91183 = 3640.44 ms; in flight = 0.98275 req/s x 3.64044 s = 3.578.
     assert run["concurrency"] == pytest.approx(3.578, abs=1e-3)
@@ -71,7 +72,8 @@ def test_a_vllm_result_is_read_and_set_against_the_estimate(client: TestClient) 
     assert ttft["estimated"] == pytest.approx(prefill_ms, rel=1e-3)
     # An open-loop run's throughput is its offered rate: not compared.
     throughput = _figure(body, "output_throughput")
-    assert throughput["measured"] is None and throughput["ratio"] is None
+    assert throughput["measured"] is None
+    assert throughput["ratio"] is None
 
 
 def test_a_genai_perf_export_counts_its_concurrency_by_littles_law(client: TestClient) -> None:
@@ -80,7 +82,8 @@ def test_a_genai_perf_export_counts_its_concurrency_by_littles_law(client: TestC
     run = response.json()["run"]
     assert run["tool"] == "genai-perf"
     assert run["completed"] == 10  # request_count.avg
-    assert run["mean_input_tokens"] == 256 and run["mean_output_tokens"] == 64
+    assert run["mean_input_tokens"] == 256
+    assert run["mean_output_tokens"] == 64
     # request_throughput 0.8233 req/s x request_latency.avg 2.4135 s = 1.987 in flight.
     assert run["concurrency"] == pytest.approx(1.987, abs=1e-3)
     assert run["batch"] == 2
@@ -92,7 +95,8 @@ def test_a_genai_perf_export_counts_its_concurrency_by_littles_law(client: TestC
 def test_a_closed_loop_compares_its_throughput(client: TestClient) -> None:
     closed = {**VLLM_RUN, "max_concurrency": 8, "request_rate": "inf"}
     body = _post(client, closed).json()
-    assert body["run"]["batch"] == 8 and body["run"]["request_rate"] is None
+    assert body["run"]["batch"] == 8
+    assert body["run"]["request_rate"] is None
     tpot = _figure(body, "mean_tpot_ms")["estimated"]
     ttft = _figure(body, "mean_ttft_ms")["estimated"]
     throughput = _figure(body, "output_throughput")
@@ -114,9 +118,7 @@ def test_a_closed_loop_compares_its_throughput(client: TestClient) -> None:
         ({**AIPERF_RUN, "inter_token_latency": 35.2}, "result.inter_token_latency"),
     ],
 )
-def test_bad_files_are_refused_naming_the_field(
-    client: TestClient, result: Any, says: str
-) -> None:
+def test_bad_files_are_refused_naming_the_field(client: TestClient, result: Any, says: str) -> None:
     body = problem(_post(client, result), 422)
     assert body["field"] == "result" or body.get("errors"), body
     assert says in json.dumps(body)
