@@ -33,6 +33,7 @@ from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
 from .speed_results.router import router as speed_results_router
+from .speed_results.router import speed_calibrations_router
 from .web.router import router as web_router
 
 DESCRIPTION = """
@@ -202,5 +203,6 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(pictures_router)
     app.include_router(web_router)
     app.include_router(speed_results_router)
+    app.include_router(speed_calibrations_router)
     app.include_router(engine_logs_router)
     app.include_router(calibrations_router)

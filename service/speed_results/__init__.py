@@ -1,6 +1,3 @@
-"""Benchmark results (vllm bench serve, genai-perf) set against kvplan's speed estimate."""
-
-from .parser import BenchRun, parse_result
-from .service import BenchComparison, compare, explain_result
-
-__all__ = ["BenchComparison", "BenchRun", "compare", "explain_result", "parse_result"]
+"""Benchmark results (vllm bench serve, genai-perf) set against kvplan's speed estimate, and
+kept as speed calibrations. The catalog snapshot reads this package's table, so this module
+imports nothing: callers import `parser`, `service`, `calibrations` by name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,3 +85,51 @@ class SpeedResultAnswer(BaseModel):
     )
     estimate_unavailable: str | None = Field(description="Why there is no estimate, if none.")
     capacity: CapacityDetail = Field(description="The deployment's capacity answer.")
+
+
+class SpeedCalibrationCreate(SpeedResultRequest):
+    """POST /v1/speed-calibrations: the result file, its deployment, and a note for people."""
+
+    notes: str | None = Field(None, max_length=2000, description="For people; kvplan ignores it.")
+
+
+class SpeedCalibrationRead(BaseModel):
+    """A stored speed calibration: its key (the memory calibrations' key) and what it measured."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    model: str
+    gpu: str
+    engine: str
+    engine_version: str | None
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    kv_cache_dtype: str
+    max_num_batched_tokens: int | None
+    enforce_eager: bool
+    weight_format: str | None
+    tool: str
+    batch: int = Field(description="The run's batch: its concurrency, rounded.")
+    context_tokens: int
+    prompt_tokens: int
+    measured_tpot_ms: float
+    measured_ttft_ms: float | None
+    estimated_tpot_ms: float = Field(description="kvplan's decode step at the run's shape.")
+    step_time_scale: float = Field(
+        description="measured_tpot_ms / estimated_tpot_ms: the factor capacity answers with "
+        "this key put on kvplan's decode step (`speed_calibrated_from`)."
+    )
+    result_sha256: str
+    notes: str | None
+    revision: int
+    created_at: datetime
+
+
+class SpeedCalibrationPage(BaseModel):
+    """One page of speed calibrations, oldest first; follow `next` until it is null."""
+
+    items: list[SpeedCalibrationRead]
+    limit: int
+    next_cursor: str | None
+    next: str | None

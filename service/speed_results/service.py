@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..catalog.snapshot import CatalogSnapshot
+from ..catalog.snapshot import CalibrationKey, CatalogSnapshot
 from ..kit.errors import InvalidRequest
 from ..planning import service as planning
 from ..planning.schemas import CapacityDetail
@@ -72,6 +72,7 @@ class BenchComparison:
     estimate: PerformanceEstimate | None
     unavailable: str | None  # why there is no estimate
     figures: tuple[Compared, ...]
+    key: CalibrationKey | None  # the deployment's calibration key; None for an inline model
 
     @property
     def step_time_scale(self) -> float | None:
@@ -129,18 +130,18 @@ def compare(run: BenchRun, question: CapacityQuestion, catalog: CatalogSnapshot)
     """The run beside kvplan's estimate for the deployment `question` names."""
     shape = run_shape(run)
     question = dataclasses.replace(question, explain=False)
-    detail, speed = planning.speed_at(
+    estimated = planning.speed_at(
         question,
         catalog,
         batch=shape.batch,
         context_tokens=shape.context_tokens,
         prompt_tokens=shape.prompt_tokens,
     )
+    detail, speed = estimated.detail, estimated.speed
     estimate = speed if isinstance(speed, PerformanceEstimate) else None
     unavailable = speed.reason if isinstance(speed, NoEstimate) else None
-    return BenchComparison(
-        run, shape, detail, estimate, unavailable, _figures(run, shape, estimate)
-    )
+    figures = _figures(run, shape, estimate)
+    return BenchComparison(run, shape, detail, estimate, unavailable, figures, estimated.key)
 
 
 def answer(comparison: BenchComparison) -> SpeedResultAnswer:

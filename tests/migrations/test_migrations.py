@@ -44,9 +44,10 @@ CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
 # calibration by its weights' format too; 0007 pins the profiles' engine releases (no table);
 # 0008 gives a GPU its price's source, its FP4 peak and its link figure; 0009 records
-# whether a catalog GPU has bfloat16
-TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0009"
+# whether a catalog GPU has bfloat16; 0010 adds the speed calibrations
+# (service/speed_results/models.py)
+TABLES = CATALOG_TABLES | {"deployment", "calibration", "speed_calibration"}
+HEAD = "0010"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -148,7 +149,18 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009"):
+    for revision in (
+        "0001",
+        "0002",
+        "0003",
+        "0004",
+        "0005",
+        "0006",
+        "0007",
+        "0008",
+        "0009",
+        "0010",
+    ):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty
