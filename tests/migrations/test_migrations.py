@@ -108,6 +108,9 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0009")
+    assert current_revision(fresh_engine) == "0009"
+    assert "speed_calibration" not in tables(fresh_engine)
     downgrade(empty_database, "0007")
     assert current_revision(fresh_engine) == "0007"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("gpu")}
@@ -120,7 +123,7 @@ def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: En
     assert current_revision(fresh_engine) == "0004"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("deployment")}
     assert "calibration_id" not in columns
-    assert tables(fresh_engine) == TABLES | {"alembic_version"}
+    assert tables(fresh_engine) == (TABLES - {"speed_calibration"}) | {"alembic_version"}
     downgrade(empty_database, "0003")
     assert current_revision(fresh_engine) == "0003"
     assert tables(fresh_engine) == CATALOG_TABLES | {"deployment", "alembic_version"}

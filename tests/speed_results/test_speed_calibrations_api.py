@@ -50,8 +50,10 @@ def test_a_stored_run_scales_the_capacity_answers_decode_step(client: TestClient
     estimated_tpot = compared["figures"][0]["estimated"]
 
     stored = _store(client)
-    assert stored["model"] == "qwen3-8b" and stored["gpu"] == "h100-sxm-80gb"
-    assert stored["engine"] == "vllm" and stored["tensor_parallel_size"] == 1
+    assert stored["model"] == "qwen3-8b"
+    assert stored["gpu"] == "h100-sxm-80gb"
+    assert stored["engine"] == "vllm"
+    assert stored["tensor_parallel_size"] == 1
     assert stored["batch"] == 4  # 3.578 in flight (Little's law), rounded
     assert stored["measured_tpot_ms"] == pytest.approx(27.911832109121164)  # the file's
     assert stored["estimated_tpot_ms"] == pytest.approx(estimated_tpot)
@@ -60,7 +62,8 @@ def test_a_stored_run_scales_the_capacity_answers_decode_step(client: TestClient
 
     after = _capacity(client)
     used = after["speed_calibrated_from"]
-    assert used["calibration_id"] == stored["id"] and used["tool"] == "vllm bench serve"
+    assert used["calibration_id"] == stored["id"]
+    assert used["tool"] == "vllm bench serve"
     assert used["step_time_scale"] == pytest.approx(scale)
     # The decode step times the scale, the throughput over it (rounded to 3 and 1 decimals as
     # the answers show them); the prefill stays kvplan's.
