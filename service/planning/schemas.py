@@ -543,7 +543,9 @@ class SpeedCalibratedFrom(BaseModel):
     calibration_id: int
     created_at: datetime = Field(description="When the speed calibration was stored.")
     tool: str = Field(description="The benchmark that measured it: vllm bench serve, genai-perf.")
-    result_sha256: str = Field(description="sha256 of the result file as posted (its JSON).")
+    result_sha256: str = Field(
+        description="sha256 of the result's canonical JSON (keys sorted, no spaces)."
+    )
     batch: int = Field(description="The run's batch (its concurrency) the scale was measured at.")
     step_time_scale: float = Field(
         description="Measured TPOT over kvplan's decode step at that batch: decode_ms_per_token "

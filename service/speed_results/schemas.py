@@ -120,7 +120,9 @@ class SpeedCalibrationRead(BaseModel):
         description="measured_tpot_ms / estimated_tpot_ms: the factor capacity answers with "
         "this key put on kvplan's decode step (`speed_calibrated_from`)."
     )
-    result_sha256: str
+    result_sha256: str = Field(
+        description="sha256 of the result's canonical JSON (keys sorted, no spaces)."
+    )
     notes: str | None
     revision: int
     created_at: datetime

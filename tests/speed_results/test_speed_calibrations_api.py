@@ -9,6 +9,8 @@ is the uncalibrated one times it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -59,6 +61,8 @@ def test_a_stored_run_scales_the_capacity_answers_decode_step(client: TestClient
     assert stored["estimated_tpot_ms"] == pytest.approx(estimated_tpot)
     scale = 27.911832109121164 / estimated_tpot
     assert stored["step_time_scale"] == pytest.approx(scale)
+    canonical = json.dumps(VLLM_RUN, sort_keys=True, separators=(",", ":")).encode()
+    assert stored["result_sha256"] == hashlib.sha256(canonical).hexdigest()
 
     after = _capacity(client)
     used = after["speed_calibrated_from"]
