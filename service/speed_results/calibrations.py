@@ -53,7 +53,7 @@ def create(
     if comparison.estimate is None or scale is None:
         raise InvalidRequest(
             f"cannot calibrate: {comparison.unavailable or 'the run measured no TPOT'}",
-            field="deployment.gpu" if comparison.unavailable else "result",
+            field="deployment" if comparison.unavailable else "result",
         )
     key = comparison.key
     existing = repository.get_by_key(session, key.digest)
