@@ -9,7 +9,8 @@ from sqlmodel import SQLModel
 # imported to register their tables on SQLModel.metadata
 import service.catalog.models
 import service.deployments.models
-import service.engine_logs.models  # noqa: F401
+import service.engine_logs.models
+import service.speed_results.models  # noqa: F401
 from service.kit.db import normalize_url
 from service.kit.migrate import context_options
 

@@ -32,6 +32,8 @@ from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
+from .speed_results.router import router as speed_results_router
+from .speed_results.router import speed_calibrations_router
 from .web.router import router as web_router
 
 DESCRIPTION = """
@@ -200,5 +202,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(deployments_router)
     app.include_router(pictures_router)
     app.include_router(web_router)
+    app.include_router(speed_results_router)
+    app.include_router(speed_calibrations_router)
     app.include_router(engine_logs_router)
     app.include_router(calibrations_router)

@@ -68,6 +68,8 @@ from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
 from .planning.service import CapacityQuestion, PlanQuestion
 from .sizing import SizingError
+from .speed_results import service as speed_results
+from .speed_results.schemas import SpeedResultAnswer
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3
 # The largest catalog list, as GET /v1/gpus?format=csv answers it (catalog/router.py).
@@ -200,6 +202,44 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
         sys.stdout.write(capacity_output(detail, fmt))
     planning.require_fit(detail)
     return EXIT_FITS
+
+
+def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
+    """POST /v1/speed-results from the shell: a benchmark's result file against kvplan's
+    estimate of the same run, for the deployment the capacity options name."""
+    result = _read_json(args.file, "result")
+    fields = given(args, CAPACITY_OPTIONS)
+    memory_bytes = fields.pop("gpu_memory_bytes", None)
+    if memory_bytes is not None:
+        fields["gpu"] = {"memory_bytes": memory_bytes}
+    body = CapacityRequest.model_validate({"model": _model_ref(args), **fields})
+    question = CapacityQuestion.from_body(body)
+    answer = speed_results.explain_result(result, question, _snapshot(settings, args))
+    if _format(args) == "json":
+        print(answer.model_dump_json(indent=2))
+    else:
+        sys.stdout.write(_bench_table(answer))
+    return 0
+
+
+def _bench_table(answer: SpeedResultAnswer) -> str:
+    run = answer.run
+    lines = [
+        f"{run.tool}: {run.completed or '?'} requests, {run.mean_input_tokens:g} tokens in, "
+        f"{run.mean_output_tokens:g} out, {run.concurrency:.2f} in flight",
+        f"estimated at batch {run.batch}, {run.context_tokens} tokens of context each, "
+        f"a {run.prompt_tokens}-token prefill",
+        f"{'figure':<20}{'measured':>12}{'estimated':>12}{'ratio':>8}",
+    ]
+    for figure in answer.figures:
+        cells = [
+            "-" if value is None else f"{value:.3f}"
+            for value in (figure.measured, figure.estimated, figure.ratio)
+        ]
+        lines.append(f"{figure.name:<20}{cells[0]:>12}{cells[1]:>12}{cells[2]:>8}")
+    if answer.estimate_unavailable:
+        lines.append(f"no estimate: {answer.estimate_unavailable}")
+    return "\n".join(lines) + "\n"
 
 
 def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
@@ -380,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(capacity)
     add_options(capacity, CAPACITY_OPTIONS, CapacityRequest)
     capacity.set_defaults(run=cmd_capacity)
+    bench = sub.add_parser(
+        "explain-bench",
+        help="a benchmark's result file (vllm bench serve --save-result, genai-perf) against "
+        "kvplan's estimate of the same run",
+    )
+    bench.add_argument("file", help="the result file, as the tool wrote it")
+    _model_args(bench)
+    add_options(bench, CAPACITY_OPTIONS, CapacityRequest)
+    bench.set_defaults(run=cmd_explain_bench)
     plan = sub.add_parser("plan", help="the cheapest GPU plan for a peak of sequences")
     _model_args(plan)
     add_options(plan, PLAN_OPTIONS, PlanRequestBody)

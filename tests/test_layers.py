@@ -54,6 +54,8 @@ DOORS = {
     "service.engine_logs.models": "the calibrations' table",
     "service.engine_logs.repository": "the calibrations the catalog snapshot carries",
     "service.deployments.repository": "profiles that point at a calibration, before deleting it",
+    "service.speed_results.models": "the speed calibrations' table",
+    "service.speed_results.repository": "the speed calibrations the catalog snapshot carries",
 }
 
 

@@ -50,6 +50,11 @@ OPERATION_IDS = {
     ("delete", "/v1/calibrations/{calibration_id}"): "deleteCalibration",
     ("get", "/v1/pictures/speed-by-batch"): "getSpeedByBatchPicture",
     ("post", "/v1/pictures/speed-by-batch"): "drawSpeedByBatchPicture",
+    ("post", "/v1/speed-results"): "explainSpeedResult",
+    ("post", "/v1/speed-calibrations"): "createSpeedCalibration",
+    ("get", "/v1/speed-calibrations"): "listSpeedCalibrations",
+    ("get", "/v1/speed-calibrations/{calibration_id}"): "getSpeedCalibration",
+    ("delete", "/v1/speed-calibrations/{calibration_id}"): "deleteSpeedCalibration",
 }
 
 

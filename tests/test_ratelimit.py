@@ -61,6 +61,8 @@ WRITES = [
     ("POST", "/v1/deployments", {}),
     ("POST", "/v1/calibrations", {}),
     ("DELETE", "/v1/calibrations/1", None),
+    ("POST", "/v1/speed-calibrations", {}),
+    ("DELETE", "/v1/speed-calibrations/1", None),
 ]
 
 
@@ -146,4 +148,10 @@ def test_every_write_operation_documents_429_and_no_read_does(client: TestClient
             if is_write:
                 assert "Retry-After" in answer["headers"]
                 assert "application/problem+json" in answer["content"]
-    assert written == {"/v1/models", "/v1/gpus", "/v1/deployments", "/v1/calibrations"}
+    assert written == {
+        "/v1/models",
+        "/v1/gpus",
+        "/v1/deployments",
+        "/v1/calibrations",
+        "/v1/speed-calibrations",
+    }

@@ -51,6 +51,8 @@ from ..sizing import (
     SizingError,
     architecture_from_dict,
 )
+from ..speed_results import repository as speed_repository
+from ..speed_results.models import SpeedCalibrationRow
 from . import answers, names, repository
 from .models import GpuRow, ModelRow
 from .schemas import GpuRead, ModelRead
@@ -179,6 +181,20 @@ class CalibrationEntry:
         return self.kv_pool_bytes + round((fraction - self.fraction) * self.fraction_base_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class SpeedCalibrationEntry:
+    """A stored speed calibration (POST /v1/speed-calibrations): the factor a benchmark run
+    measured on kvplan's decode step, measured TPOT over the estimate at the run's batch."""
+
+    id: int
+    created_at: datetime
+    key: CalibrationKey
+    tool: str
+    result_sha256: str
+    batch: int
+    step_time_scale: float
+
+
 def closest(slug: str, candidates: list[str], limit: int = 5) -> list[str]:
     return difflib.get_close_matches(slug.lower(), candidates, n=limit, cutoff=0.4)
 
@@ -194,6 +210,7 @@ class CatalogSnapshot:
     model_reads: Mapping[str, ModelRead] = field(default_factory=dict)
     gpu_reads: Mapping[str, GpuRead] = field(default_factory=dict)
     calibrations: Mapping[CalibrationKey, CalibrationEntry] = field(default_factory=dict)
+    speed_calibrations: Mapping[CalibrationKey, SpeedCalibrationEntry] = field(default_factory=dict)
 
     @cached_property
     def token(self) -> str:
@@ -430,6 +447,30 @@ def calibration_entry(row: CalibrationRow) -> CalibrationEntry:
     )
 
 
+def speed_calibration_entry(row: SpeedCalibrationRow) -> SpeedCalibrationEntry:
+    assert row.id is not None  # a row read back from the database
+    return SpeedCalibrationEntry(
+        id=row.id,
+        created_at=row.created_at,
+        key=CalibrationKey(
+            model=row.model,
+            gpu=row.gpu,
+            engine=row.engine,
+            engine_version=row.engine_version,
+            tensor_parallel_size=row.tensor_parallel_size,
+            pipeline_parallel_size=row.pipeline_parallel_size,
+            kv_cache_dtype=row.kv_cache_dtype,
+            max_num_batched_tokens=row.max_num_batched_tokens,
+            enforce_eager=row.enforce_eager,
+            weight_format=row.weight_format,
+        ),
+        tool=row.tool,
+        result_sha256=row.result_sha256,
+        batch=row.batch,
+        step_time_scale=row.step_time_scale,
+    )
+
+
 class CatalogCache:
     """The replica's snapshot; `get()` is what the request dependency calls."""
 
@@ -632,4 +673,8 @@ class CatalogCache:
             model_reads={row.slug: answers.model_read(row) for row in model_rows},
             gpu_reads={row.slug: answers.gpu_read(row) for row in gpu_rows},
             calibrations=calibrations,
+            speed_calibrations={
+                entry.key: entry
+                for entry in map(speed_calibration_entry, speed_repository.all_rows(session))
+            },
         )

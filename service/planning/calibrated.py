@@ -26,10 +26,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..catalog.snapshot import CalibrationEntry, CalibrationKey, CatalogSnapshot, config_model_key
+from ..catalog.snapshot import (
+    CalibrationEntry,
+    CalibrationKey,
+    CatalogSnapshot,
+    SpeedCalibrationEntry,
+    config_model_key,
+)
 from ..kit.errors import InvalidRequest
-from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat, parse_weight_format
-from .schemas import CalibratedFrom, HfConfigModel, ModelRef
+from ..sizing import (
+    Capacity,
+    Gpu,
+    ModelArchitecture,
+    PerformanceEstimate,
+    WeightFormat,
+    parse_weight_format,
+)
+from .schemas import CalibratedFrom, HfConfigModel, ModelRef, SpeedCalibratedFrom
 
 
 def model_key(ref: ModelRef, label: str) -> str | None:
@@ -158,3 +171,48 @@ class CalibrationHook:
             reproduces=entry.reproduces,
             weight_format=entry.key.weight_format,
         )
+
+
+# ---- speed: a benchmark's measured decode step (POST /v1/speed-calibrations) ------------------
+
+
+def speed_calibration(
+    catalog: CatalogSnapshot,
+    *,
+    model: str | None,
+    arch: ModelArchitecture,
+    weight_format: str | None,
+    capacity: Capacity,
+    gpu: Gpu,
+) -> SpeedCalibrationEntry | None:
+    """The stored speed calibration with this answer's key (the memory calibrations' key)."""
+    if model is None or not catalog.speed_calibrations:
+        return None
+    weights = weight_format_of(weight_format, arch)
+    key = key_of(model, gpu_key(gpu, catalog), capacity, weights)
+    return catalog.speed_calibrations.get(key)
+
+
+def scaled_speed(estimate: PerformanceEstimate, scale: float) -> PerformanceEstimate:
+    """kvplan's estimate with the measured factor on its decode step: TPOT (and at peak) times
+    `scale`, output tokens/s over it. The prefill (and TTFT) stay kvplan's: a run's TPOT says
+    nothing of its prefill, whose measured TTFT includes the queue."""
+    peak = estimate.decode_ms_per_token_at_peak
+    return dataclasses.replace(
+        estimate,
+        decode_ms_per_token=estimate.decode_ms_per_token * scale,
+        decode_ms_per_token_at_peak=None if peak is None else peak * scale,
+        output_tokens_per_second=estimate.output_tokens_per_second / scale,
+        output_tokens_per_second_per_user=estimate.output_tokens_per_second_per_user / scale,
+    )
+
+
+def speed_calibrated_from(entry: SpeedCalibrationEntry) -> SpeedCalibratedFrom:
+    return SpeedCalibratedFrom(
+        calibration_id=entry.id,
+        created_at=entry.created_at,
+        tool=entry.tool,
+        result_sha256=entry.result_sha256,
+        batch=entry.batch,
+        step_time_scale=entry.step_time_scale,
+    )

@@ -714,6 +714,23 @@ class CalibratedFrom(BaseModel):
     )
 
 
+class SpeedCalibratedFrom(BaseModel):
+    """The stored speed calibration (POST /v1/speed-calibrations) an answer's speed uses."""
+
+    calibration_id: int
+    created_at: datetime = Field(description="When the speed calibration was stored.")
+    tool: str = Field(description="The benchmark that measured it: vllm bench serve, genai-perf.")
+    result_sha256: str = Field(
+        description="sha256 of the result's canonical JSON (keys sorted, no spaces)."
+    )
+    batch: int = Field(description="The run's batch (its concurrency) the scale was measured at.")
+    step_time_scale: float = Field(
+        description="Measured TPOT over kvplan's decode step at that batch: decode_ms_per_token "
+        "(and at peak) are kvplan's step times times this, output_tokens_per_second divided by "
+        "it; prefill_ms is kvplan's own."
+    )
+
+
 class CapacityAnswer(BaseModel):
     """One engine instance's capacity (per GPU unless the name says otherwise)."""
 
@@ -819,6 +836,12 @@ class CapacityAnswer(BaseModel):
         "engine and release, tensor and pipeline parallel sizes, KV dtype, "
         "max_num_batched_tokens, enforce_eager) measured the memory outside the KV cache: its "
         "pool replaces kvplan's estimate. In CSV and TSV tables, its `calibration_id` alone.",
+    )
+    speed_calibrated_from: SpeedCalibratedFrom | None = Field(
+        None,
+        description="Set when a stored speed calibration with this question's key (as "
+        "`calibrated_from`'s) measured the decode step: its scale is on the speed figures. In "
+        "CSV and TSV tables, its `speed_calibration_id` alone, where one was used.",
     )
     warnings: list[str] = Field(
         description="What the numbers assume or leave out: an engine_version newer than the "
@@ -1113,6 +1136,9 @@ def table_row(answer: Mapping[str, Any]) -> dict[str, Any]:
     if "calibrated_from" in row:
         used = row.pop("calibrated_from")
         row["calibration_id"] = None if used is None else used["calibration_id"]
+    speed = row.pop("speed_calibrated_from", None)
+    if speed is not None:
+        row["speed_calibration_id"] = speed["calibration_id"]
     return row
 
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ..catalog import names
-from ..catalog.snapshot import CALLERS_PRICE, CatalogSnapshot
+from ..catalog.snapshot import CALLERS_PRICE, CalibrationKey, CatalogSnapshot
 from ..kit.engine_flags import kvplan_name, with_kvplan_names
 from ..kit.errors import (
     InvalidRequest,
@@ -71,6 +71,7 @@ from ..sizing import (
     parse_kv_cache_dtype,
     parse_speculative_config,
     performance_steps,
+    replica_speed,
     served_model,
     sglang_speculative_config,
     target_steps,
@@ -101,6 +102,7 @@ from .schemas import (
     PlanQuery,
     PlanRequestBody,
     RejectedOut,
+    SpeedCalibratedFrom,
     plan_body_from_row,
 )
 
@@ -166,6 +168,7 @@ class _Sized:
     calibrated_from: CalibratedFrom | None
     # For a GPU given by bytes alone: the catalog slug it is (or None) and the note saying so.
     recognised: tuple[str | None, str] | None
+    speed_calibrated_from: SpeedCalibratedFrom | None = None
 
 
 def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
@@ -205,6 +208,19 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
         peak_concurrency=fields.peak_concurrency,
         prompt_tokens=fields.avg_prompt_tokens,
     )
+    speed_from = None
+    if question.calibrations and isinstance(speed, PerformanceEstimate):
+        measured = calibrated.speed_calibration(
+            catalog,
+            model=hook.model,
+            arch=arch,
+            weight_format=fields.weight_format,
+            capacity=result,
+            gpu=gpu,
+        )
+        if measured is not None:
+            speed = calibrated.scaled_speed(speed, measured.step_time_scale)
+            speed_from = calibrated.speed_calibrated_from(measured)
     return _Sized(
         result,
         label,
@@ -213,6 +229,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
         fields.peak_concurrency,
         hook.calibrated_from(result, gpu),
         recognised,
+        speed_from,
     )
 
 
@@ -335,6 +352,50 @@ def speed_by_batch(
         paced = pace(arch, gpu, speed, targets)
         within = paced.batch if isinstance(paced, Paced) else 0
     return SpeedCurve(detail, points, None, max_tpot_ms, within)
+
+
+@dataclass(frozen=True, slots=True)
+class RunEstimate:
+    """A capacity answer, kvplan's own estimate at a run's shape (no speed calibration on it),
+    and the calibration key of the deployment (None for an inline model)."""
+
+    detail: CapacityDetail
+    speed: Speed
+    key: CalibrationKey | None
+
+
+def speed_at(
+    question: CapacityQuestion,
+    catalog: CatalogSnapshot,
+    *,
+    batch: int,
+    context_tokens: int,
+    prompt_tokens: int,
+) -> RunEstimate:
+    """The capacity question's replica at `batch` sequences of `context_tokens` each, and the
+    prefill of one `prompt_tokens` prompt (a benchmark run's own shape: POST
+    /v1/speed-results). The weights are read at --dtype, as for a capacity answer."""
+    detail = capacity(question, catalog)
+    sized = _size(question, catalog)
+    _, arch = _resolve_model(question.model, catalog)
+    options = engine_options(question.fields)
+    served, _ = served_model(arch, sized.gpu, options)
+    speed = SpeedQuestion(
+        tensor_parallel_size=detail.tensor_parallel_size,
+        batch=batch,
+        context_tokens=context_tokens,
+        prompt_tokens=prompt_tokens,
+        kv_cache_dtype=parse_kv_cache_dtype(detail.kv_cache_dtype),
+        weight_format=options.weight_format,
+        pipeline_parallel_size=detail.pipeline_parallel_size,
+    )
+    model_key = calibrated.model_key(question.model, sized.model)
+    key = None
+    if model_key is not None:
+        weights = calibrated.weight_format_of(question.fields.weight_format, arch)
+        gpu_key = calibrated.gpu_key(sized.gpu, catalog)
+        key = calibrated.key_of(model_key, gpu_key, sized.result, weights)
+    return RunEstimate(detail, replica_speed(served, sized.gpu, speed), key)
 
 
 def weight_format(question: CapacityQuestion, catalog: CatalogSnapshot) -> str:
@@ -727,6 +788,7 @@ def _answer_fields(sized: _Sized, catalog_version: int) -> dict[str, Any]:
         "reason": capacity.reason,
         "catalog_version": catalog_version,
         "calibrated_from": sized.calibrated_from,
+        "speed_calibrated_from": sized.speed_calibrated_from,
     }
 
 

@@ -77,6 +77,7 @@ from .speed.replica import (
     batch_sizes,
     capacity_speed,
     pace,
+    replica_speed,
 )
 from .units import GiB, gib_to_bytes
 from .versions import parse_engine_version
@@ -155,6 +156,7 @@ __all__ = [
     "parse_weight_format",
     "performance_steps",
     "plan",
+    "replica_speed",
     "served_model",
     "sglang_speculative_config",
     "target_steps",

@@ -44,9 +44,10 @@ CATALOG_TABLES = {"catalog_state", "catalog_tombstone", "gpu", "model"}
 # (service/engine_logs/models.py); 0005 points a profile at a calibration; 0006 keys a
 # calibration by its weights' format too; 0007 pins the profiles' engine releases (no table);
 # 0008 gives a GPU its price's source, its FP4 peak and its link figure; 0009 records
-# whether a catalog GPU has bfloat16
-TABLES = CATALOG_TABLES | {"deployment", "calibration"}
-HEAD = "0009"
+# whether a catalog GPU has bfloat16; 0010 adds the speed calibrations
+# (service/speed_results/models.py)
+TABLES = CATALOG_TABLES | {"deployment", "calibration", "speed_calibration"}
+HEAD = "0010"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -107,6 +108,9 @@ def test_upgrade_downgrade_upgrade(empty_database: str, fresh_engine: Engine) ->
 
 def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: Engine) -> None:
     upgrade(empty_database)
+    downgrade(empty_database, "0009")
+    assert current_revision(fresh_engine) == "0009"
+    assert "speed_calibration" not in tables(fresh_engine)
     downgrade(empty_database, "0007")
     assert current_revision(fresh_engine) == "0007"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("gpu")}
@@ -119,7 +123,7 @@ def test_each_revision_downgrades_one_step(empty_database: str, fresh_engine: En
     assert current_revision(fresh_engine) == "0004"
     columns = {column["name"] for column in inspect(fresh_engine).get_columns("deployment")}
     assert "calibration_id" not in columns
-    assert tables(fresh_engine) == TABLES | {"alembic_version"}
+    assert tables(fresh_engine) == (TABLES - {"speed_calibration"}) | {"alembic_version"}
     downgrade(empty_database, "0003")
     assert current_revision(fresh_engine) == "0003"
     assert tables(fresh_engine) == CATALOG_TABLES | {"deployment", "alembic_version"}
@@ -148,7 +152,18 @@ def test_the_revisions_read_without_alembic_are_alembics_own(
         == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     )
     assert current_revision(fresh_engine) is None is alembic_revision(fresh_engine)
-    for revision in ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009"):
+    for revision in (
+        "0001",
+        "0002",
+        "0003",
+        "0004",
+        "0005",
+        "0006",
+        "0007",
+        "0008",
+        "0009",
+        "0010",
+    ):
         upgrade(empty_database, revision)
         assert current_revision(fresh_engine) == revision == alembic_revision(fresh_engine)
     downgrade(empty_database, "base")  # the version table stays, empty

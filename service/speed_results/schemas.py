@@ -1,0 +1,137 @@
+"""POST /v1/speed-results: a benchmark's result file and the deployment it ran, as asked."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..planning.schemas import CapacityDetail, CapacityRequest
+
+RESULT_EXAMPLE: dict[str, Any] = {
+    "backend": "vllm",
+    "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "num_prompts": 320,
+    "request_rate": "inf",
+    "max_concurrency": 32,
+    "duration": 60.0,
+    "completed": 320,
+    "total_input_tokens": 327680,
+    "total_output_tokens": 40960,
+    "request_throughput": 5.33,
+    "output_throughput": 682.7,
+    "mean_ttft_ms": 150.0,
+    "mean_tpot_ms": 40.0,
+    "mean_itl_ms": 40.0,
+}
+
+
+class SpeedResultRequest(BaseModel):
+    """The tool's result file as it wrote it, and the deployment the run was served by."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "result": RESULT_EXAMPLE,
+                    "deployment": {"model": "llama-3.1-8b-instruct", "gpu": "h100-sxm-80gb"},
+                }
+            ]
+        },
+    )
+
+    result: dict[str, Any] = Field(
+        description="`vllm bench serve --save-result` JSON, or genai-perf's "
+        "profile_export_genai_perf.json, as the tool wrote it."
+    )
+    deployment: CapacityRequest = Field(
+        description="The deployment that served the run, as POST /v1/capacity asks it (model, "
+        "GPU, layout, the engines' flag names)."
+    )
+
+
+class RunOut(BaseModel):
+    tool: str
+    model_id: str | None
+    completed: int | None
+    mean_input_tokens: float
+    mean_output_tokens: float
+    max_concurrency: int | None = Field(description="Clients of a closed loop; null otherwise.")
+    request_rate: float | None = Field(description="Requests/s offered; null for inf.")
+    concurrency: float = Field(
+        description="Requests in flight: max_concurrency, else request_throughput x mean "
+        "end-to-end latency (Little's law)."
+    )
+    batch: int = Field(description="The batch the estimate is asked at: concurrency, rounded.")
+    context_tokens: int = Field(description="Each sequence's context: prompt + output / 2.")
+    prompt_tokens: int = Field(description="The prefill's prompt: the mean prompt.")
+
+
+class ComparedOut(BaseModel):
+    name: str = Field(description="The result file's own name for the figure.")
+    measured: float | None
+    estimated: float | None
+    ratio: float | None = Field(description="measured / estimated.")
+
+
+class SpeedResultAnswer(BaseModel):
+    run: RunOut
+    figures: list[ComparedOut]
+    step_time_scale: float | None = Field(
+        description="Measured TPOT over kvplan's decode step at the run's batch: the factor on "
+        "the estimate's step time that this run measured."
+    )
+    estimate_unavailable: str | None = Field(description="Why there is no estimate, if none.")
+    capacity: CapacityDetail = Field(description="The deployment's capacity answer.")
+
+
+class SpeedCalibrationCreate(SpeedResultRequest):
+    """POST /v1/speed-calibrations: the result file, its deployment, and a note for people."""
+
+    notes: str | None = Field(None, max_length=2000, description="For people; kvplan ignores it.")
+
+
+class SpeedCalibrationRead(BaseModel):
+    """A stored speed calibration: its key (the memory calibrations' key) and what it measured."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    model: str
+    gpu: str
+    engine: str
+    engine_version: str | None
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    kv_cache_dtype: str
+    max_num_batched_tokens: int | None
+    enforce_eager: bool
+    weight_format: str | None
+    tool: str
+    batch: int = Field(description="The run's batch: its concurrency, rounded.")
+    context_tokens: int
+    prompt_tokens: int
+    measured_tpot_ms: float
+    measured_ttft_ms: float | None
+    estimated_tpot_ms: float = Field(description="kvplan's decode step at the run's shape.")
+    step_time_scale: float = Field(
+        description="measured_tpot_ms / estimated_tpot_ms: the factor capacity answers with "
+        "this key put on kvplan's decode step (`speed_calibrated_from`)."
+    )
+    result_sha256: str = Field(
+        description="sha256 of the result's canonical JSON (keys sorted, no spaces)."
+    )
+    notes: str | None
+    revision: int
+    created_at: datetime
+
+
+class SpeedCalibrationPage(BaseModel):
+    """One page of speed calibrations, oldest first; follow `next` until it is null."""
+
+    items: list[SpeedCalibrationRead]
+    limit: int
+    next_cursor: str | None
+    next: str | None
