@@ -1,0 +1,458 @@
+"""One deployment's engine, stepped as vLLM's V1 scheduler steps it.
+
+Read from vLLM vllm/v1/core/sched/scheduler.py `Scheduler.schedule` (release 0.33.0) and
+vllm/v1/core/kv_cache_manager.py `KVCacheManager.allocate_slots` / `get_computed_blocks`:
+
+1. Running requests first, with a budget of `max_num_batched_tokens` tokens: each decode
+   takes one token and, when its next token starts a block, one block from the pool. When the
+   pool has no free block, the scheduler preempts the request at the end of the running list
+   (the last admitted: `self.running.pop()` under the FCFS policy), frees its blocks, sets its
+   computed tokens to 0 and puts it at the front of the waiting queue (recompute, not swap).
+   Running requests still in a chunked prefill then take their next chunk from what is left of
+   the budget, preempting the same way.
+2. Only when nothing was preempted in this step, waiting requests in arrival order while the
+   budget lasts and fewer than `max_num_seqs` run: prefix-cache hits first (whole blocks whose
+   hashes are cached, at most (tokens - 1) // block_size of them, so the last token is always
+   computed), then a chunk of min(remaining, budget) tokens whose blocks must all be free, or
+   the queue stops there (head-of-line, first come first served).
+3. After the forward pass, a request whose prompt is all computed samples a token (its first
+   is the time to first token); each decode samples one; a request with all its output tokens
+   finishes and frees its blocks. A freed block that holds a prompt block's hash stays cached
+   (evictable, least recently freed first) until a new allocation needs it.
+
+One simplification, said here: vLLM walks the running list once in admission order, so an
+earlier request's prefill chunk can take budget before a later request's decode; here every
+decode is scheduled before any chunk (as the brief puts it: "decodes first"), which differs only
+when a chunk uses the whole budget.
+
+Cost: linear in requests and steps. Decodes are not visited one by one: a decoding request
+makes one token per step, so when it next needs a block and when it finishes are known the
+step it starts decoding, and sit in two heaps keyed by step number; a step pops only the
+requests whose block or end falls in it. The decode batch's context, which the step's time
+depends on, is kept as a running sum.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .errors import SimulationError
+from .workload import Request
+
+DECODE = 1
+PREFILL = 2
+WAITING = 0
+
+# The step's time in ms: (decodes, their context tokens summed, prefill tokens in the step,
+# prefill tokens already in the cache ahead of those chunks, summed).
+StepTimer = Callable[[int, int, int, int], float]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """The scheduler's limits and the KV pool kvplan sized for the deployment."""
+
+    num_gpu_blocks: int
+    block_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    enable_prefix_caching: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("num_gpu_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "max_model_len"):
+            if getattr(self, name) < 1:
+                raise SimulationError(name, "must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A request that ended: its times from arrival, in seconds."""
+
+    arrival_s: float
+    scheduled_s: float  # first scheduled (its queue time ends)
+    first_token_s: float
+    finished_s: float
+    input_tokens: int
+    output_tokens: int
+    preempted: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The engine at one moment: for the picture over time."""
+
+    time_s: float
+    running: int
+    waiting: int
+    kv_usage: float
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What one simulation produced, before statistics."""
+
+    finished: tuple[Finished, ...]
+    rejected: int  # longer than max_model_len, or than the whole pool
+    steps: int
+    preemptions: int
+    end_s: float
+    running_time_integral: float  # sum of running x step time (request-seconds)
+    waiting_time_integral: float
+    peak_kv_blocks: int
+    kv_time_integral: float  # used blocks x seconds
+    samples: tuple[Sample, ...]
+
+
+class _Live:
+    """A request inside the engine (mutable: the scheduler's own bookkeeping)."""
+
+    __slots__ = (
+        "arrival_s", "blocks", "c0", "computed", "first_token_s", "gen", "generated", "hashes",
+        "held", "output", "phase", "preempted", "prompt", "registered", "scheduled_s", "t0",
+    )  # fmt: skip
+
+    def __init__(self, request: Request, arrival_s: float) -> None:
+        self.arrival_s = arrival_s
+        self.prompt = request.input_tokens
+        self.output = request.output_tokens
+        self.hashes = request.block_hashes or ()
+        self.generated = 0
+        self.computed = 0
+        self.blocks = 0
+        self.held: list[int] = []  # cached block hashes this request references
+        self.registered = 0  # prompt blocks whose hash is settled (hit, cached or duplicate)
+        self.phase = WAITING
+        self.gen = 0  # bumped on preemption: heap entries of an older generation are stale
+        self.t0 = 0
+        self.c0 = 0
+        self.first_token_s = -1.0
+        self.scheduled_s = -1.0
+        self.preempted = 0
+
+    @property
+    def target(self) -> int:
+        """Tokens to compute before the next sample: the prompt and what was generated."""
+        return self.prompt + self.generated
+
+
+class _Pool:
+    """The KV blocks: a count of free ones (including cached blocks no request references,
+    evictable in the order they were freed) and the cached blocks' hashes with their
+    reference counts (vllm/v1/core/block_pool.py `BlockPool`)."""
+
+    __slots__ = ("cached", "evictable", "free", "total")
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.free = total
+        self.cached: dict[int, int] = {}
+        self.evictable: dict[int, None] = {}
+
+    def take(self, count: int) -> None:
+        uncached = self.free - len(self.evictable)
+        for _ in range(count - uncached):  # evict the least recently freed cached blocks
+            h = next(iter(self.evictable))
+            del self.evictable[h]
+            del self.cached[h]
+        self.free -= count
+
+    def hits(self, hashes: Sequence[int], limit: int) -> tuple[int, int]:
+        """Whole leading blocks cached, and how many of them are free (evictable) now."""
+        n = evictable = 0
+        cached = self.cached
+        for h in hashes[:limit]:
+            refs = cached.get(h)
+            if refs is None:
+                break
+            n += 1
+            evictable += refs == 0
+        return n, evictable
+
+    def reference(self, h: int) -> None:
+        refs = self.cached[h]
+        if refs == 0:
+            del self.evictable[h]
+            self.free -= 1
+        self.cached[h] = refs + 1
+
+    def release(self, blocks: int, held: list[int]) -> None:
+        """Free a request's blocks; its cached ones stay cached until evicted."""
+        freed = blocks - len(held)
+        cached = self.cached
+        for h in reversed(held):  # vLLM frees a request's blocks tail first
+            refs = cached[h] - 1
+            cached[h] = refs
+            if refs == 0:
+                self.evictable[h] = None
+                freed += 1
+        self.free += freed
+
+
+class Engine:
+    """The scheduler, the pool and the clock for one run (see the module docstring)."""
+
+    def __init__(self, config: EngineConfig, step_ms: StepTimer, *, max_samples: int = 400) -> None:
+        self.config = config
+        self.step_ms = step_ms
+        self.pool = _Pool(config.num_gpu_blocks)
+        self.running: dict[_Live, None] = {}  # admission order; the last is preempted first
+        self.prefilling: dict[_Live, None] = {}
+        self.waiting: deque[_Live] = deque()
+        self.need_heap: list[tuple[int, int, int, _Live]] = []  # (step, seq, gen, request)
+        self.end_heap: list[tuple[int, int, int, _Live]] = []
+        self.seq = 0
+        self.decodes = 0
+        self.context_offset = 0  # sum over decodes of c0 - t0: their context at step s is this + decodes x s
+        self.tick = 0
+        self.now = 0.0
+        self.preemptions = 0
+        self.finished: list[Finished] = []
+        self.max_samples = max_samples
+
+    # --- pool moves -----------------------------------------------------------------------
+
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.config.block_size)
+
+    def _preempt_last(self) -> _Live:
+        live, _ = self.running.popitem()
+        if live.phase == DECODE:
+            done = self.tick - live.t0
+            live.computed = live.c0 + done
+            live.generated += done
+            self.decodes -= 1
+            self.context_offset -= live.c0 - live.t0
+        else:
+            self.prefilling.pop(live, None)
+        self.pool.release(live.blocks, live.held)
+        live.blocks = live.computed = live.registered = 0
+        live.held = []
+        live.phase = WAITING
+        live.gen += 1
+        live.preempted += 1
+        self.preemptions += 1
+        self.waiting.appendleft(live)
+        return live
+
+    def _push(self, heap: list[tuple[int, int, int, _Live]], step: int, live: _Live) -> None:
+        self.seq += 1
+        heapq.heappush(heap, (step, self.seq, live.gen, live))
+
+    def _start_decode(self, live: _Live, step: int) -> None:
+        """A request that sampled a token after its prefill: from `step` on, one token a step."""
+        live.phase = DECODE
+        live.t0 = step
+        live.c0 = live.computed
+        self.decodes += 1
+        self.context_offset += live.c0 - step
+        bs = self.config.block_size
+        self._push(self.need_heap, step + live.blocks * bs - live.c0 + 1, live)
+        self._push(self.end_heap, step + live.output - live.generated, live)
+
+    # --- one step -------------------------------------------------------------------------
+
+    def _schedule_decodes(self, step: int) -> bool:
+        """Give each decode whose token starts a block that block, preempting when none is
+        free. True if anything was preempted."""
+        heap = self.need_heap
+        needers = []
+        while heap and heap[0][0] <= step:
+            _, _, gen, live = heapq.heappop(heap)
+            if gen == live.gen and live.phase == DECODE:
+                needers.append(live)
+        preempted = False
+        need = len(needers)
+        waiting_for_block = set(needers)
+        while self.pool.free < need:
+            victim = self._preempt_last()
+            preempted = True
+            if victim in waiting_for_block:
+                need -= 1
+        bs = self.config.block_size
+        for live in needers:
+            if live.phase == DECODE:
+                self.pool.take(1)
+                live.blocks += 1
+                self._push(heap, step + bs, live)
+        return preempted
+
+    def _chunk(self, live: _Live, budget: int) -> tuple[int, int]:
+        tokens = min(live.target - live.computed, budget)
+        return tokens, self._blocks_for(live.computed + tokens) - live.blocks
+
+    def _schedule_prefills(self, budget: int, chunks: list[tuple[_Live, int]]) -> tuple[int, bool]:
+        """Running requests' next prefill chunks, in admission order."""
+        preempted = False
+        for live in list(self.prefilling):
+            if budget <= 0:
+                break
+            if live.phase != PREFILL:  # preempted by an earlier chunk of this step
+                continue
+            tokens, blocks = self._chunk(live, budget)
+            while self.pool.free < blocks and live.phase == PREFILL:
+                self._preempt_last()
+                preempted = True
+            if live.phase != PREFILL:
+                break
+            self.pool.take(blocks)
+            live.blocks += blocks
+            chunks.append((live, tokens))
+            budget -= tokens
+        return budget, preempted
+
+    def _admit(self, budget: int, chunks: list[tuple[_Live, int]]) -> None:
+        """Waiting requests, first come first served, while the budget, max_num_seqs and the
+        pool allow."""
+        config = self.config
+        pool = self.pool
+        while self.waiting and budget > 0 and len(self.running) < config.max_num_seqs:
+            live = self.waiting[0]
+            hit = evictable = 0
+            if config.enable_prefix_caching and live.hashes:
+                limit = (live.target - 1) // config.block_size
+                hit, evictable = pool.hits(live.hashes, limit)
+            computed = hit * config.block_size
+            tokens = min(live.target - computed, budget)
+            blocks = self._blocks_for(computed + tokens) - hit
+            if pool.free - evictable < blocks:
+                break
+            self.waiting.popleft()
+            for h in live.hashes[:hit]:
+                pool.reference(h)
+            live.held = list(live.hashes[:hit])
+            live.registered = hit
+            live.computed = computed
+            pool.take(blocks)
+            live.blocks = hit + blocks
+            live.phase = PREFILL
+            if live.scheduled_s < 0:
+                live.scheduled_s = self.now
+            self.running[live] = None
+            self.prefilling[live] = None
+            chunks.append((live, tokens))
+            budget -= tokens
+
+    def _register(self, live: _Live) -> None:
+        """Cache the hashes of the prompt blocks this chunk filled (a hash already cached by
+        another request's block leaves this one a private block)."""
+        full = min(len(live.hashes), live.computed // self.config.block_size)
+        cached = self.pool.cached
+        for j in range(live.registered, full):
+            h = live.hashes[j]
+            if h not in cached:
+                cached[h] = 1
+                live.held.append(h)
+        live.registered = max(live.registered, full)
+
+    def _finish(self, live: _Live) -> None:
+        self.running.pop(live, None)
+        self.prefilling.pop(live, None)
+        self.pool.release(live.blocks, live.held)
+        live.gen += 1
+        self.finished.append(
+            Finished(live.arrival_s, live.scheduled_s, live.first_token_s, self.now,
+                     live.prompt, live.output, live.preempted)
+        )  # fmt: skip
+
+    def _after_pass(self, step: int, chunks: list[tuple[_Live, int]]) -> int:
+        """Sample, finish and free after the forward pass; the number of requests finished."""
+        ended = 0
+        for live, tokens in chunks:
+            live.computed += tokens
+            if live.hashes:
+                self._register(live)
+            if live.computed < live.target:
+                continue
+            del self.prefilling[live]
+            live.generated += 1
+            if live.first_token_s < 0:
+                live.first_token_s = self.now
+            if live.generated >= live.output:
+                self._finish(live)
+                ended += 1
+            else:
+                self._start_decode(live, step)
+        heap = self.end_heap
+        while heap and heap[0][0] <= step:
+            _, _, gen, live = heapq.heappop(heap)
+            if gen != live.gen or live.phase != DECODE:
+                continue
+            self.decodes -= 1
+            self.context_offset -= live.c0 - live.t0
+            live.generated = live.output
+            self._finish(live)
+            ended += 1
+        return ended
+
+    # --- the run --------------------------------------------------------------------------
+
+    def run(self, requests: Sequence[Request], *, max_concurrency: int | None = None) -> Run:
+        """Every request from arrival to its last token. Closed loop: `max_concurrency`
+        clients, each sending the next request (arrivals ignored) when its last one ends."""
+        config = self.config
+        accepted = [
+            r for r in requests
+            if r.input_tokens + r.output_tokens <= config.max_model_len
+            and self._blocks_for(r.input_tokens + r.output_tokens) <= config.num_gpu_blocks
+        ]  # fmt: skip
+        rejected = len(requests) - len(accepted)
+        queue = deque(accepted)
+        if max_concurrency is not None:
+            for _ in range(min(max_concurrency, len(queue))):
+                self.waiting.append(_Live(queue.popleft(), 0.0))
+        running_integral = waiting_integral = kv_integral = 0.0
+        peak = 0
+        samples: list[Sample] = []
+        interval = 0.05
+        next_sample = 0.0
+        pool = self.pool
+        budget_total = config.max_num_batched_tokens
+        while True:
+            if max_concurrency is None:
+                while queue and queue[0].arrival_s <= self.now:
+                    r = queue.popleft()
+                    self.waiting.append(_Live(r, r.arrival_s))
+            if not self.running and not self.waiting:
+                if not queue:
+                    break
+                self.now = max(self.now, queue[0].arrival_s)
+                continue
+            step = self.tick + 1
+            chunks: list[tuple[_Live, int]] = []
+            preempted = self._schedule_decodes(step)
+            budget = budget_total - self.decodes
+            budget, more = self._schedule_prefills(budget, chunks)
+            if not (preempted or more):
+                self._admit(budget, chunks)
+            if not self.decodes and not chunks:  # all preempted: the next step admits
+                continue
+            prefill_tokens = sum(t for _, t in chunks)
+            prefill_context = sum(live.computed for live, _ in chunks)
+            decode_context = self.context_offset + self.decodes * step
+            ms = self.step_ms(self.decodes, decode_context, prefill_tokens, prefill_context)
+            dt = ms / 1e3
+            used = pool.total - pool.free
+            peak = max(peak, used)
+            running_integral += len(self.running) * dt
+            waiting_integral += len(self.waiting) * dt
+            kv_integral += used * dt
+            if self.now >= next_sample:
+                samples.append(Sample(self.now, len(self.running), len(self.waiting), used / pool.total))
+                next_sample = self.now + interval
+                if len(samples) >= 2 * self.max_samples:
+                    samples = samples[::2]
+                    interval *= 2
+            self.now += dt
+            self.tick = step
+            ended = self._after_pass(step, chunks)
+            if max_concurrency is not None:
+                for _ in range(min(ended, len(queue))):
+                    self.waiting.append(_Live(queue.popleft(), self.now))
+        return Run(
+            tuple(self.finished), rejected, self.tick, self.preemptions, self.now,
+            running_integral, waiting_integral, peak, kv_integral, tuple(samples),
+        )  # fmt: skip
