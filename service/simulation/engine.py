@@ -26,16 +26,17 @@ decode is scheduled before any chunk (as the brief puts it: "decodes first"), wh
 when a chunk uses the whole budget.
 
 Cost: linear in requests and steps. Decodes are not visited one by one: a decoding request
-makes one token per step, so when it next needs a block and when it finishes are known the
-step it starts decoding, and sit in two heaps keyed by step number; a step pops only the
-requests whose block or end falls in it. The decode batch's context, which the step's time
+makes one token per step, so the steps at which it needs a block (every block_size steps, by
+a fixed residue) and the step it finishes are known the step it starts decoding: a step reads
+one count of the decodes needing a block, and pops from a heap only the requests that end in
+it. The decode batch's context, which the step's time
 depends on, is kept as a running sum.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -150,13 +151,13 @@ class _Pool:
         self.total = total
         self.free = total
         self.cached: dict[int, int] = {}
-        self.evictable: dict[int, None] = {}
+        # OrderedDict: popping the oldest is O(1) (a dict's first key after many deletions is not)
+        self.evictable: OrderedDict[int, None] = OrderedDict()
 
     def take(self, count: int) -> None:
         uncached = self.free - len(self.evictable)
         for _ in range(count - uncached):  # evict the least recently freed cached blocks
-            h = next(iter(self.evictable))
-            del self.evictable[h]
+            h, _ = self.evictable.popitem(last=False)
             del self.cached[h]
         self.free -= count
 
@@ -202,7 +203,8 @@ class Engine:
         self.running: dict[_Live, None] = {}  # admission order; the last is preempted first
         self.prefilling: dict[_Live, None] = {}
         self.waiting: deque[_Live] = deque()
-        self.need_heap: list[tuple[int, int, int, _Live]] = []  # (step, seq, gen, request)
+        self.needing = [0] * config.block_size  # decodes needing a block, by step residue
+        self.allocated_to = 0  # the last step whose decodes were given their blocks
         self.end_heap: list[tuple[int, int, int, _Live]] = []
         self.seq = 0
         self.decodes = 0
@@ -221,11 +223,15 @@ class Engine:
     def _preempt_last(self) -> _Live:
         live, _ = self.running.popitem()
         if live.phase == DECODE:
+            # Tokens computed: one a step after t0, up to the last step whose pass ran; its
+            # blocks: up to the step its decode was last given room for.
             done = self.tick - live.t0
-            live.computed = live.c0 + done
             live.generated += done
+            live.computed = live.c0 + done
+            live.blocks = self._blocks_for(live.c0 + self.allocated_to - live.t0)
             self.decodes -= 1
             self.context_offset -= live.c0 - live.t0
+            self.needing[(live.t0 - live.c0 + 1) % self.config.block_size] -= 1
         else:
             self.prefilling.pop(live, None)
         self.pool.release(live.blocks, live.held)
@@ -243,41 +249,30 @@ class Engine:
         heapq.heappush(heap, (step, self.seq, live.gen, live))
 
     def _start_decode(self, live: _Live, step: int) -> None:
-        """A request that sampled a token after its prefill: from `step` on, one token a step."""
+        """A request that sampled a token after its prefill: from `step` on, one token a
+        step. Its token of step s is the (c0 + s - t0)-th, which starts a block when
+        c0 + s - t0 - 1 is a multiple of block_size: when s = t0 - c0 + 1 (mod block_size).
+        So the decodes needing a block at a step are one count, by that residue."""
         live.phase = DECODE
         live.t0 = step
         live.c0 = live.computed
         self.decodes += 1
         self.context_offset += live.c0 - step
-        bs = self.config.block_size
-        self._push(self.need_heap, step + live.blocks * bs - live.c0 + 1, live)
+        self.needing[(step - live.c0 + 1) % self.config.block_size] += 1
         self._push(self.end_heap, step + live.output - live.generated, live)
 
     # --- one step -------------------------------------------------------------------------
 
     def _schedule_decodes(self, step: int) -> bool:
-        """Give each decode whose token starts a block that block, preempting when none is
-        free. True if anything was preempted."""
-        heap = self.need_heap
-        needers = []
-        while heap and heap[0][0] <= step:
-            _, _, gen, live = heapq.heappop(heap)
-            if gen == live.gen and live.phase == DECODE:
-                needers.append(live)
+        """Give each decode whose token starts a block that block, preempting from the end of
+        the running list while too few are free. True if anything was preempted."""
+        residue = step % self.config.block_size
         preempted = False
-        need = len(needers)
-        waiting_for_block = set(needers)
-        while self.pool.free < need:
-            victim = self._preempt_last()
+        while self.pool.free < self.needing[residue]:
+            self._preempt_last()  # a preempted needer leaves the count
             preempted = True
-            if victim in waiting_for_block:
-                need -= 1
-        bs = self.config.block_size
-        for live in needers:
-            if live.phase == DECODE:
-                self.pool.take(1)
-                live.blocks += 1
-                self._push(heap, step + bs, live)
+        self.pool.take(self.needing[residue])
+        self.allocated_to = step
         return preempted
 
     def _chunk(self, live: _Live, budget: int) -> tuple[int, int]:
@@ -313,7 +308,13 @@ class Engine:
             live = self.waiting[0]
             hit = evictable = 0
             if config.enable_prefix_caching and live.hashes:
-                limit = (live.target - 1) // config.block_size
+                limit = min(len(live.hashes), (live.target - 1) // config.block_size)
+                # Even if every hashed block hit, would the chunk's blocks be free? A head of
+                # the queue that waits for blocks is asked again each step: skip the lookup.
+                best = limit * config.block_size
+                fewest = self._blocks_for(best + min(live.target - best, budget)) - limit
+                if pool.free < fewest:
+                    break
                 hit, evictable = pool.hits(live.hashes, limit)
             computed = hit * config.block_size
             tokens = min(live.target - computed, budget)
@@ -383,6 +384,8 @@ class Engine:
                 continue
             self.decodes -= 1
             self.context_offset -= live.c0 - live.t0
+            self.needing[(live.t0 - live.c0 + 1) % self.config.block_size] -= 1
+            live.blocks = self._blocks_for(live.c0 + step - live.t0)
             live.generated = live.output
             self._finish(live)
             ended += 1

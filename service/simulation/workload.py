@@ -15,8 +15,9 @@ closed loop of `max_concurrency` clients, each sending its next request when its
 (as `vllm bench serve --max-concurrency` does). A trace gives each request's arrival.
 
 `prefix_cache_hit_rate` h gives every request a shared prefix of floor(h x input / block_size)
-whole blocks (a common system prompt, the same block hashes for every request) and unique
-blocks after it, so the engine's prefix cache, not this module, decides what is a hit.
+whole blocks (a common system prompt, the same block hashes for every request), so the
+engine's prefix cache, not this module, decides what is a hit (the first request computes the
+prefix; one that arrives after it was evicted computes it again).
 """
 
 from __future__ import annotations
@@ -173,7 +174,6 @@ def draw_requests(workload: Workload, block_size: int) -> list[Request]:
     rng = random.Random(workload.seed)
     requests: list[Request] = []
     now = 0.0
-    next_unique = 1 << 40  # unique block hashes, apart from the shared prefix's 0, 1, 2, ...
     while True:
         if workload.request_rate is not None:
             now += rng.expovariate(workload.request_rate)
@@ -185,9 +185,8 @@ def draw_requests(workload: Workload, block_size: int) -> list[Request]:
         output = workload.output_tokens.draw(rng)
         hashes = None
         if workload.prefix_cache_hit_rate > 0:
-            shared = math.floor(workload.prefix_cache_hit_rate * prompt / block_size)
-            whole = prompt // block_size
-            hashes = tuple(range(shared)) + tuple(range(next_unique, next_unique + whole - shared))
-            next_unique += whole - shared
+            # Only the shared blocks carry a hash: the rest are no other request's, so no
+            # request could hit them (vLLM caches them too, and evicts them unread).
+            hashes = tuple(range(math.floor(workload.prefix_cache_hit_rate * prompt / block_size)))
         requests.append(Request(now if workload.request_rate is not None else 0.0, prompt, output, hashes))
     return requests
