@@ -41,7 +41,8 @@ def bench_simulation(requests: int = 100_000) -> None:
         wall = time.perf_counter() - start
         print(
             f"  rate {rate:g}/s: {wall:.2f} s wall, {summary.completed_requests / wall:,.0f} "
-            f"simulated requests/s, {summary.steps:,} engine steps ({summary.steps / wall:,.0f}/s); "
+            f"simulated requests/s, {summary.steps:,} engine steps "
+            f"({summary.steps / wall:,.0f}/s); "
             f"served {summary.throughput.requests_per_second:.2f} req/s, TTFT p99 "
             f"{summary.ttft_ms.p99:,.0f} ms, TPOT p50 {summary.tpot_ms.p50:.1f} ms, "
             f"{summary.preemptions} preemptions"

@@ -224,7 +224,7 @@ def _length(text: str | None, option: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidRequest(
-            "a number of tokens, JSON percentiles such as {\"50\": 2000, \"99\": 6000}, or "
+            'a number of tokens, JSON percentiles such as {"50": 2000, "99": 6000}, or '
             "histogram bins [[low, high, weight], ...]",
             field=option,
         ) from exc
@@ -236,7 +236,9 @@ def _simulation_traffic(args: argparse.Namespace) -> tuple[dict[str, Any], Trace
         try:
             text = Path(args.trace).read_text(encoding="utf-8-sig")
         except OSError as exc:
-            raise InvalidRequest(f"cannot read {args.trace}: {exc.strerror}", field="trace") from exc
+            raise InvalidRequest(
+                f"cannot read {args.trace}: {exc.strerror}", field="trace"
+            ) from exc
         media = "application/jsonl" if args.trace.endswith((".jsonl", ".json")) else "text/csv"
         return {}, simulations.trace_of(text, media)
     workload = {

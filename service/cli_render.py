@@ -14,7 +14,6 @@ from typing import Any, Literal, TextIO
 
 from .kit.formats import GIB, render_table, single_value
 from .planning.router import capacity_table_row, plan_table_rows
-from .simulations.schemas import SimulationAnswer
 from .planning.schemas import (
     CAPACITY_HEADLINE,
     PLAN_HEADLINE,
@@ -24,6 +23,7 @@ from .planning.schemas import (
     no_plan_reason,
     plan_table_columns,
 )
+from .simulations.schemas import SimulationAnswer
 
 OutputFormat = Literal["table", "json", "csv", "text"]
 FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "text")
@@ -181,7 +181,10 @@ def simulation_table(answer: SimulationAnswer) -> str:
     ]
     if answer.goodput is not None:
         pairs.append(
-            ["goodput", f"{answer.goodput.requests_per_second:,.2f}/s ({answer.goodput.fraction:.1%})"]
+            [
+                "goodput",
+                f"{answer.goodput.requests_per_second:,.2f}/s ({answer.goodput.fraction:.1%})",
+            ]
         )
     return head + aligned(cells) + aligned(pairs) + _listed("warning", answer.warnings)
 
@@ -194,7 +197,11 @@ def simulation_output(answer: SimulationAnswer, fmt: OutputFormat) -> str:
     if fmt == "csv":
         row = {
             "completed_requests": answer.completed_requests,
-            **{f"{n}_{k}": getattr(getattr(answer, n), k) for n in ("ttft_ms", "tpot_ms", "e2e_latency_ms") for k in ("mean", "p50", "p90", "p99")},
+            **{
+                f"{n}_{k}": getattr(getattr(answer, n), k)
+                for n in ("ttft_ms", "tpot_ms", "e2e_latency_ms")
+                for k in ("mean", "p50", "p90", "p99")
+            },
             "requests_per_second": answer.throughput.requests_per_second,
             "output_tokens_per_second": answer.throughput.output_tokens_per_second,
             "preemptions": answer.preemptions,

@@ -39,7 +39,11 @@ def simulate(
 
 
 def run(
-    config: EngineConfig, step_ms: StepTimer, traffic: Workload | Trace, *, targets: Targets | None = None
+    config: EngineConfig,
+    step_ms: StepTimer,
+    traffic: Workload | Trace,
+    *,
+    targets: Targets | None = None,
 ) -> Summary:
     """The engine's run under a workload or a trace, summarised."""
     if isinstance(traffic, Trace):
@@ -51,7 +55,8 @@ def run(
     result = Engine(config, step_ms).run(requests, max_concurrency=concurrency)
     if not result.finished:
         raise SimulationError(
-            "workload", f"no request fits: each needs at most max_model_len ({config.max_model_len}) tokens"
+            "workload",
+            f"no request fits: each needs at most max_model_len ({config.max_model_len}) tokens",
         )
     return summarise(result, config.num_gpu_blocks, targets)
 

@@ -111,7 +111,9 @@ class StepTable:
     def prefill(self, tokens: int) -> float:
         return _interpolate(self.prompts, self.prefill_ms, tokens)
 
-    def __call__(self, decodes: int, decode_context: int, prefill_tokens: int, _ahead: int) -> float:
+    def __call__(
+        self, decodes: int, decode_context: int, prefill_tokens: int, _ahead: int
+    ) -> float:
         if not prefill_tokens:
             return self.decode(decodes, decode_context / decodes)
         prefill = self.prefill(prefill_tokens)
@@ -130,7 +132,9 @@ def step_table(
 ) -> StepTable:
     """Fill the table from the speed model, or refuse when it has no estimate."""
     batches = batch_sizes(config.max_num_seqs)
-    contexts = _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
+    contexts = (
+        _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
+    )
     rows = []
     for context in contexts:
         question = SpeedQuestion(
@@ -149,7 +153,9 @@ def step_table(
     prompts = _powers(min(config.max_num_batched_tokens, config.max_model_len))
     prefill = []
     for prompt in prompts:
-        speed = capacity_speed(arch, gpu, capacity, weight_format=weight_format, prompt_tokens=prompt)
+        speed = capacity_speed(
+            arch, gpu, capacity, weight_format=weight_format, prompt_tokens=prompt
+        )
         if isinstance(speed, NoEstimate):
             raise SimulationError("gpu", speed.warning)
         prefill.append(speed.prefill_ms)

@@ -64,7 +64,13 @@ class EngineConfig:
     enable_prefix_caching: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("num_gpu_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "max_model_len"):
+        for name in (
+            "num_gpu_blocks",
+            "block_size",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "max_model_len",
+        ):
             if getattr(self, name) < 1:
                 raise SimulationError(name, "must be at least 1")
 
@@ -208,12 +214,19 @@ class Engine:
         self.end_heap: list[tuple[int, int, int, _Live]] = []
         self.seq = 0
         self.decodes = 0
-        self.context_offset = 0  # sum over decodes of c0 - t0: their context at step s is this + decodes x s
+        self.context_offset = (
+            0  # sum over decodes of c0 - t0: their context at step s is this + decodes x s
+        )
         self.tick = 0
         self.now = 0.0
         self.preemptions = 0
         self.finished: list[Finished] = []
         self.max_samples = max_samples
+        self.samples: list[Sample] = []
+        self.interval = 0.05  # seconds between samples, doubled as they fill
+        self.next_sample = 0.0
+        self.running_integral = self.waiting_integral = self.kv_integral = 0.0
+        self.peak = 0
 
     # --- pool moves -----------------------------------------------------------------------
 
@@ -393,6 +406,46 @@ class Engine:
 
     # --- the run --------------------------------------------------------------------------
 
+    def _record(self, dt: float) -> None:
+        """The step's share of the averages, and a sample for the picture when one is due
+        (at most 2 x max_samples: when full, every other one is dropped and the gap doubled)."""
+        pool = self.pool
+        used = pool.total - pool.free
+        self.peak = max(self.peak, used)
+        self.running_integral += len(self.running) * dt
+        self.waiting_integral += len(self.waiting) * dt
+        self.kv_integral += used * dt
+        if self.now >= self.next_sample:
+            self.samples.append(
+                Sample(self.now, len(self.running), len(self.waiting), used / pool.total)
+            )
+            self.next_sample = self.now + self.interval
+            if len(self.samples) >= 2 * self.max_samples:
+                self.samples = self.samples[::2]
+                self.interval *= 2
+
+    def _step(self) -> int | None:
+        """One scheduler step and its forward pass; the requests it finished, or None when
+        nothing could be scheduled (every candidate preempted: the next step admits)."""
+        step = self.tick + 1
+        chunks: list[tuple[_Live, int]] = []
+        preempted = self._schedule_decodes(step)
+        budget, more = self._schedule_prefills(
+            self.config.max_num_batched_tokens - self.decodes, chunks
+        )
+        if not (preempted or more):
+            self._admit(budget, chunks)
+        if not self.decodes and not chunks:
+            return None
+        prefill_tokens = sum(t for _, t in chunks)
+        prefill_context = sum(live.computed for live, _ in chunks)
+        decode_context = self.context_offset + self.decodes * step
+        dt = self.step_ms(self.decodes, decode_context, prefill_tokens, prefill_context) / 1e3
+        self._record(dt)
+        self.now += dt
+        self.tick = step
+        return self._after_pass(step, chunks)
+
     def run(self, requests: Sequence[Request], *, max_concurrency: int | None = None) -> Run:
         """Every request from arrival to its last token. Closed loop: `max_concurrency`
         clients, each sending the next request (arrivals ignored) when its last one ends."""
@@ -402,18 +455,10 @@ class Engine:
             if r.input_tokens + r.output_tokens <= config.max_model_len
             and self._blocks_for(r.input_tokens + r.output_tokens) <= config.num_gpu_blocks
         ]  # fmt: skip
-        rejected = len(requests) - len(accepted)
         queue = deque(accepted)
         if max_concurrency is not None:
             for _ in range(min(max_concurrency, len(queue))):
                 self.waiting.append(_Live(queue.popleft(), 0.0))
-        running_integral = waiting_integral = kv_integral = 0.0
-        peak = 0
-        samples: list[Sample] = []
-        interval = 0.05
-        next_sample = 0.0
-        pool = self.pool
-        budget_total = config.max_num_batched_tokens
         while True:
             if max_concurrency is None:
                 while queue and queue[0].arrival_s <= self.now:
@@ -424,38 +469,12 @@ class Engine:
                     break
                 self.now = max(self.now, queue[0].arrival_s)
                 continue
-            step = self.tick + 1
-            chunks: list[tuple[_Live, int]] = []
-            preempted = self._schedule_decodes(step)
-            budget = budget_total - self.decodes
-            budget, more = self._schedule_prefills(budget, chunks)
-            if not (preempted or more):
-                self._admit(budget, chunks)
-            if not self.decodes and not chunks:  # all preempted: the next step admits
-                continue
-            prefill_tokens = sum(t for _, t in chunks)
-            prefill_context = sum(live.computed for live, _ in chunks)
-            decode_context = self.context_offset + self.decodes * step
-            ms = self.step_ms(self.decodes, decode_context, prefill_tokens, prefill_context)
-            dt = ms / 1e3
-            used = pool.total - pool.free
-            peak = max(peak, used)
-            running_integral += len(self.running) * dt
-            waiting_integral += len(self.waiting) * dt
-            kv_integral += used * dt
-            if self.now >= next_sample:
-                samples.append(Sample(self.now, len(self.running), len(self.waiting), used / pool.total))
-                next_sample = self.now + interval
-                if len(samples) >= 2 * self.max_samples:
-                    samples = samples[::2]
-                    interval *= 2
-            self.now += dt
-            self.tick = step
-            ended = self._after_pass(step, chunks)
-            if max_concurrency is not None:
+            ended = self._step()
+            if ended and max_concurrency is not None:
                 for _ in range(min(ended, len(queue))):
                     self.waiting.append(_Live(queue.popleft(), self.now))
         return Run(
-            tuple(self.finished), rejected, self.tick, self.preemptions, self.now,
-            running_integral, waiting_integral, peak, kv_integral, tuple(samples),
+            tuple(self.finished), len(requests) - len(accepted), self.tick, self.preemptions,
+            self.now, self.running_integral, self.waiting_integral, self.peak, self.kv_integral,
+            tuple(self.samples),
         )  # fmt: skip

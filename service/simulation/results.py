@@ -83,7 +83,9 @@ def percentile(ordered: Sequence[float], q: float) -> float:
 def distribution(values: Sequence[float]) -> Distribution:
     ordered = sorted(values)
     mean = math.fsum(ordered) / len(ordered) if ordered else math.nan
-    return Distribution(mean, percentile(ordered, 50), percentile(ordered, 90), percentile(ordered, 99))
+    return Distribution(
+        mean, percentile(ordered, 50), percentile(ordered, 90), percentile(ordered, 99)
+    )
 
 
 def summarise(run: Run, num_gpu_blocks: int, targets: Targets | None = None) -> Summary:

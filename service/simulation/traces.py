@@ -57,7 +57,12 @@ def _whole(field: str, value: object, *, minimum: int = 1) -> int:
         number = float(str(value).strip()) if not isinstance(value, int | float) else float(value)
     except ValueError:
         raise SimulationError(field, f"must be a whole number, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(number) or number != int(number) or number < minimum:
+    if (
+        isinstance(value, bool)
+        or not math.isfinite(number)
+        or number != int(number)
+        or number < minimum
+    ):
         raise SimulationError(field, f"must be a whole number of at least {minimum}, got {value!r}")
     return int(number)
 
@@ -80,7 +85,9 @@ def _azure_time(field: str, text: str) -> float:
         stamp = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S")
         return (stamp - EPOCH).total_seconds() + float(f"0.{fraction or 0}")
     except ValueError:
-        raise SimulationError(field, f"is not a time like 2023-11-16 18:15:46.6805900: {text!r}") from None
+        raise SimulationError(
+            field, f"is not a time like 2023-11-16 18:15:46.6805900: {text!r}"
+        ) from None
 
 
 def _relative(rows: list[TraceRow], skipped: int, fmt: str) -> Trace:
@@ -90,7 +97,13 @@ def _relative(rows: list[TraceRow], skipped: int, fmt: str) -> Trace:
     start = rows[0].arrival_s
     return Trace(
         tuple(
-            TraceRow(r.arrival_s - start, r.input_tokens, r.output_tokens, r.hash_ids, r.hash_block_tokens)
+            TraceRow(
+                r.arrival_s - start,
+                r.input_tokens,
+                r.output_tokens,
+                r.hash_ids,
+                r.hash_block_tokens,
+            )
             for r in rows
         ),
         skipped,
@@ -101,7 +114,9 @@ def _relative(rows: list[TraceRow], skipped: int, fmt: str) -> Trace:
 def _hash_ids(field: str, value: object) -> tuple[int, ...] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+    if not isinstance(value, list) or not all(
+        isinstance(h, int) and not isinstance(h, bool) for h in value
+    ):
         raise SimulationError(field, "must be a list of whole numbers")
     return tuple(value)
 
@@ -131,7 +146,11 @@ def csv_trace(text: str) -> Trace:
     reader = csv.DictReader(text.splitlines())
     header = tuple(name.strip() for name in reader.fieldnames or ())
     reader.fieldnames = list(header)
-    for fmt, (time, prompt, answer) in (("azure", AZURE), ("burstgpt", BURSTGPT), ("kvplan", KVPLAN)):
+    for fmt, (time, prompt, answer) in (
+        ("azure", AZURE),
+        ("burstgpt", BURSTGPT),
+        ("kvplan", KVPLAN),
+    ):
         if {time, prompt, answer} <= set(header):
             return _csv_rows(reader, fmt, time, prompt, answer)
     raise SimulationError(
@@ -142,7 +161,9 @@ def csv_trace(text: str) -> Trace:
     )
 
 
-def _csv_rows(reader: Iterable[dict[str, str]], fmt: str, time: str, prompt: str, answer: str) -> Trace:
+def _csv_rows(
+    reader: Iterable[dict[str, str]], fmt: str, time: str, prompt: str, answer: str
+) -> Trace:
     rows = []
     skipped = 0
     for line, row in enumerate(reader, start=2):
@@ -157,7 +178,11 @@ def _csv_rows(reader: Iterable[dict[str, str]], fmt: str, time: str, prompt: str
             skipped += 1
             continue
         rows.append(
-            TraceRow(arrival, _whole(f"{where} {prompt}", row[prompt]), _whole(f"{where} {answer}", output))
+            TraceRow(
+                arrival,
+                _whole(f"{where} {prompt}", row[prompt]),
+                _whole(f"{where} {answer}", output),
+            )
         )
     return _relative(rows, skipped, fmt)
 

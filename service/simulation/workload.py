@@ -23,6 +23,7 @@ prefix; one that arrives after it was evicted computes it again).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -51,7 +52,9 @@ class Lengths:
     bins: tuple[tuple[int, int, float], ...] = ()
 
     @classmethod
-    def of(cls, field: str, value: int | dict[str, int] | dict[float, int] | Sequence[Sequence[float]]) -> Lengths:
+    def of(
+        cls, field: str, value: int | dict[str, int] | dict[float, int] | Sequence[Sequence[float]]
+    ) -> Lengths:
         """Read a length as the API takes it: an int, {percentile: tokens}, or [[low, high,
         weight], ...]. `field` names it in the error."""
         if isinstance(value, bool):
@@ -86,14 +89,18 @@ def _positive(field: str, value: float) -> None:
         raise SimulationError(field, f"must be a positive number of tokens, got {value!r}")
 
 
-def _percentiles(field: str, value: dict[str, int] | dict[float, int]) -> tuple[tuple[float, int], ...]:
+def _percentiles(
+    field: str, value: dict[str, int] | dict[float, int]
+) -> tuple[tuple[float, int], ...]:
     points = []
     for key, tokens in value.items():
         text = str(key).lstrip("p")
         try:
             q = float(text)
         except ValueError:
-            raise SimulationError(f"{field}.{key}", "a percentile is a number such as 50 or p99") from None
+            raise SimulationError(
+                f"{field}.{key}", "a percentile is a number such as 50 or p99"
+            ) from None
         if not 0 <= q <= 100:
             raise SimulationError(f"{field}.{key}", "a percentile is between 0 and 100")
         if isinstance(tokens, bool) or not isinstance(tokens, int):
@@ -103,7 +110,7 @@ def _percentiles(field: str, value: dict[str, int] | dict[float, int]) -> tuple[
     if not points:
         raise SimulationError(field, "needs at least one percentile")
     points.sort()
-    for (_, a), (_, b) in zip(points, points[1:], strict=False):
+    for (_, a), (_, b) in itertools.pairwise(points):
         if b < a:
             raise SimulationError(field, "tokens must not decrease as the percentile grows")
     return tuple(points)
@@ -116,7 +123,9 @@ def _bins(field: str, value: Sequence[Sequence[float]]) -> tuple[tuple[int, int,
             raise SimulationError(f"{field}[{i}]", "a histogram bin is [low, high, weight]")
         low, high, weight = row
         if low != int(low) or high != int(high) or not 1 <= low <= high:
-            raise SimulationError(f"{field}[{i}]", "low and high are whole tokens, 1 <= low <= high")
+            raise SimulationError(
+                f"{field}[{i}]", "low and high are whole tokens, 1 <= low <= high"
+            )
         if not weight >= 0:
             raise SimulationError(f"{field}[{i}]", "a bin's weight is zero or positive")
         bins.append((int(low), int(high), float(weight)))
@@ -151,19 +160,29 @@ class Workload:
 
     def __post_init__(self) -> None:
         if (self.request_rate is None) == (self.max_concurrency is None):
-            raise SimulationError("workload.request_rate", "give request_rate or max_concurrency, one of them")
-        if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
-            raise SimulationError("workload.request_rate", "must be a positive number of requests per second")
+            raise SimulationError(
+                "workload.request_rate", "give request_rate or max_concurrency, one of them"
+            )
+        if self.request_rate is not None and not (
+            self.request_rate > 0 and math.isfinite(self.request_rate)
+        ):
+            raise SimulationError(
+                "workload.request_rate", "must be a positive number of requests per second"
+            )
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise SimulationError("workload.max_concurrency", "must be at least 1")
         if (self.num_requests is None) == (self.duration_s is None):
-            raise SimulationError("workload.num_requests", "give num_requests or duration_s, one of them")
+            raise SimulationError(
+                "workload.num_requests", "give num_requests or duration_s, one of them"
+            )
         if self.num_requests is not None and self.num_requests < 1:
             raise SimulationError("workload.num_requests", "must be at least 1")
         if self.duration_s is not None and not self.duration_s > 0:
             raise SimulationError("workload.duration_s", "must be a positive number of seconds")
         if self.duration_s is not None and self.request_rate is None:
-            raise SimulationError("workload.duration_s", "a closed loop (max_concurrency) takes num_requests")
+            raise SimulationError(
+                "workload.duration_s", "a closed loop (max_concurrency) takes num_requests"
+            )
         if not 0 <= self.prefix_cache_hit_rate <= 1:
             raise SimulationError("workload.prefix_cache_hit_rate", "must be between 0 and 1")
 
@@ -171,7 +190,7 @@ class Workload:
 def draw_requests(workload: Workload, block_size: int) -> list[Request]:
     """The workload's requests in arrival order. A closed loop's arrivals are all 0 here: the
     engine releases each when a client is free (`Engine`'s closed loop)."""
-    rng = random.Random(workload.seed)
+    rng = random.Random(workload.seed)  # noqa: S311 (a simulation's draws, not secrets)
     requests: list[Request] = []
     now = 0.0
     while True:
@@ -188,5 +207,7 @@ def draw_requests(workload: Workload, block_size: int) -> list[Request]:
             # Only the shared blocks carry a hash: the rest are no other request's, so no
             # request could hit them (vLLM caches them too, and evicts them unread).
             hashes = tuple(range(math.floor(workload.prefix_cache_hit_rate * prompt / block_size)))
-        requests.append(Request(now if workload.request_rate is not None else 0.0, prompt, output, hashes))
+        requests.append(
+            Request(now if workload.request_rate is not None else 0.0, prompt, output, hashes)
+        )
     return requests

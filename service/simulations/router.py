@@ -45,7 +45,9 @@ MOONCAKE_EXAMPLE = (
 
 def _json(answer: SimulationAnswer) -> Response:
     return Response(
-        answer.model_dump_json(), media_type="application/json", headers={"Cache-Control": "no-store"}
+        answer.model_dump_json(),
+        media_type="application/json",
+        headers={"Cache-Control": "no-store"},
     )
 
 
@@ -53,7 +55,9 @@ async def _post_trace(request: Request, media: str) -> Response:
     check_read_key(request)
     raw = await request.body()
     if len(raw) > MAX_TRACE_BYTES:
-        raise InvalidRequest(f"the trace is {len(raw)} bytes; at most {MAX_TRACE_BYTES}", field="body")
+        raise InvalidRequest(
+            f"the trace is {len(raw)} bytes; at most {MAX_TRACE_BYTES}", field="body"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,7 @@ MAX_TRACE_BYTES = 16 * 2**20
 
 Length = int | dict[str, int] | list[list[float]]
 LENGTH_DOC = (
-    "Tokens per request: a number; percentiles such as `{\"50\": 2000, \"90\": 5000, \"99\": "
+    'Tokens per request: a number; percentiles such as `{"50": 2000, "90": 5000, "99": '
     "12000}` (drawn through those points, never beyond the highest); or a histogram "
     "`[[low, high, weight], ...]` (a bin by weight, then uniform in it)."
 )

@@ -18,6 +18,7 @@ from ..simulation import (
     Trace,
     Workload,
     csv_trace,
+    engine_config,
     mooncake_trace,
     rows_trace,
     simulate,
@@ -114,15 +115,15 @@ def simulation(
 
 def _distribution(value: Distribution) -> DistributionOut:
     """NaN (no request to measure: TPOT when every answer is one token) is null."""
-    return DistributionOut(
-        **{k: None if math.isnan(v) else v for k, v in asdict(value).items()}
-    )
+    return DistributionOut(**{k: None if math.isnan(v) else v for k, v in asdict(value).items()})
 
 
-def _answer(deployment: SizedDeployment, traffic: Workload | Trace, summary: Summary) -> SimulationAnswer:
+def _answer(
+    deployment: SizedDeployment, traffic: Workload | Trace, summary: Summary
+) -> SimulationAnswer:
     capacity = deployment.capacity
     settings = capacity.engine_settings
-    block_size = int(settings["block_size"] or 0)
+    config = engine_config(capacity)  # the limits the run used, read as it read them
     warnings = [STEP_TIME_NOTE]
     if summary.rejected_requests:
         warnings.append(
@@ -136,12 +137,12 @@ def _answer(deployment: SizedDeployment, traffic: Workload | Trace, summary: Sum
         gpu=deployment.detail.gpu,
         engine=EngineOut(
             engine_version=engine_version if isinstance(engine_version, str) else None,
-            num_gpu_blocks=capacity.kv_cache_tokens // block_size,
-            block_size=block_size,
-            max_num_seqs=int(settings["max_num_seqs"] or 0),
-            max_num_batched_tokens=int(settings["max_num_batched_tokens"] or 0),
-            max_model_len=capacity.max_model_len,
-            enable_prefix_caching=settings.get("enable_prefix_caching") is not False,
+            num_gpu_blocks=config.num_gpu_blocks,
+            block_size=config.block_size,
+            max_num_seqs=config.max_num_seqs,
+            max_num_batched_tokens=config.max_num_batched_tokens,
+            max_model_len=config.max_model_len,
+            enable_prefix_caching=config.enable_prefix_caching,
         ),
         traffic="trace" if trace else "workload",
         trace_format=trace.format if trace else None,

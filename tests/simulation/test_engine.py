@@ -5,6 +5,7 @@ from vLLM vllm/v1/core/sched/scheduler.py Scheduler.schedule, release 0.33.0).""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -155,12 +156,16 @@ def test_goodput_counts_requests_within_every_target() -> None:
     result = Engine(config(), timer).run([Request(0.0, 1000, 5)])
     good = summarise(result, 10_000, Targets(ttft_ms=25, tpot_ms=11)).goodput
     bad = summarise(result, 10_000, Targets(ttft_ms=15)).goodput
-    assert good is not None and good.fraction == 1.0
-    assert bad is not None and bad.fraction == 0.0
+    assert good is not None
+    assert good.fraction == 1.0
+    assert bad is not None
+    assert bad.fraction == 0.0
 
 
 def test_requests_longer_than_max_model_len_are_rejected_not_run() -> None:
-    result = Engine(config(max_model_len=1000), timer).run([Request(0.0, 900, 200), Request(0.0, 10, 10)])
+    result = Engine(config(max_model_len=1000), timer).run(
+        [Request(0.0, 900, 200), Request(0.0, 10, 10)]
+    )
     assert (result.rejected, len(result.finished)) == (1, 1)
 
 
@@ -175,8 +180,6 @@ def test_a_workload_names_its_bad_field() -> None:
 
 def test_percentile_lengths_are_drawn_through_their_points() -> None:
     # {50: 1000, 90: 3000}: half the draws at most 1,000 tokens, 90% at most 3,000.
-    import random
-
     lengths = Lengths.of("input_tokens", {"50": 1000, "90": 3000})
     rng = random.Random(1)
     draws = sorted(lengths.draw(rng) for _ in range(20_000))

@@ -33,7 +33,8 @@ def test_mooncake_hashes_become_the_engines_block_hashes() -> None:
     # 6,144 tokens = 384 blocks of 16); block 384 lies in the 13th 512-token block, 2353 in
     # one and 2366 in the other.
     assert (a.arrival_s, b.arrival_s) == (0.0, pytest.approx(3.053))
-    assert a.block_hashes is not None and b.block_hashes is not None
+    assert a.block_hashes is not None
+    assert b.block_hashes is not None
     assert (len(a.block_hashes), len(b.block_hashes)) == (434, 404)
     assert a.block_hashes[:384] == b.block_hashes[:384]
     assert a.block_hashes[384] != b.block_hashes[384]
@@ -61,7 +62,12 @@ def test_burstgpt_columns_and_its_failed_rows() -> None:
 
 def test_a_bad_row_is_named() -> None:
     with pytest.raises(SimulationError) as caught:
-        rows_trace([{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}, {"arrival_s": 1, "input_tokens": -3, "output_tokens": 5}])
+        rows_trace(
+            [
+                {"arrival_s": 0, "input_tokens": 10, "output_tokens": 5},
+                {"arrival_s": 1, "input_tokens": -3, "output_tokens": 5},
+            ]
+        )
     assert caught.value.field == "trace[1].input_tokens"
     with pytest.raises(SimulationError) as caught:
         csv_trace("when,prompt,answer\n1,2,3\n")

@@ -50,7 +50,9 @@ def test_a_mooncake_trace_from_the_shell_hits_its_shared_prefix(
     # with the first (test_traces.py), so it prefills 6,472 - 6,144 = 328 tokens instead of
     # 6,472. The same rows without hash_ids prefill both prompts whole: a larger mean TTFT.
     def mean_ttft(path: Path) -> float:
-        code = main(["simulate", "--offline", *DEPLOYMENT, "--format", "json", "--trace", str(path)])
+        code = main(
+            ["simulate", "--offline", *DEPLOYMENT, "--format", "json", "--trace", str(path)]
+        )
         assert code == 0
         answer = json.loads(capsys.readouterr().out)
         assert answer["trace_format"] == "mooncake"
@@ -67,6 +69,18 @@ def test_a_mooncake_trace_from_the_shell_hits_its_shared_prefix(
 
 
 def test_bad_traffic_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["simulate", "--offline", *DEPLOYMENT, "--input-tokens", "10", "--output-tokens", "10", "--num-requests", "3"])
+    code = main(
+        [
+            "simulate",
+            "--offline",
+            *DEPLOYMENT,
+            "--input-tokens",
+            "10",
+            "--output-tokens",
+            "10",
+            "--num-requests",
+            "3",
+        ]
+    )
     assert code == 2
     assert json.loads(capsys.readouterr().err)["field"] == "workload.request_rate"

@@ -15,7 +15,12 @@ def test_a_light_workload_waits_about_one_prefill(client: TestClient) -> None:
     # prefill of one 1,000-token prompt alone, and TPOT the decode step of one sequence.
     body = {
         **DEPLOYMENT,
-        "workload": {"request_rate": 0.01, "input_tokens": 1000, "output_tokens": 50, "num_requests": 20},
+        "workload": {
+            "request_rate": 0.01,
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "num_requests": 20,
+        },
         "targets": {"max_ttft_ms": 10_000},
     }
     response = client.post("/v1/simulations", json=body)
@@ -68,7 +73,10 @@ def test_bad_traffic_is_a_problem_naming_the_field(client: TestClient) -> None:
     assert no_traffic.json()["field"] == "workload"
     both_or_none = client.post(
         "/v1/simulations",
-        json={**DEPLOYMENT, "workload": {"input_tokens": 10, "output_tokens": 10, "num_requests": 5}},
+        json={
+            **DEPLOYMENT,
+            "workload": {"input_tokens": 10, "output_tokens": 10, "num_requests": 5},
+        },
     )
     assert both_or_none.status_code == 422
     assert both_or_none.json()["field"] == "workload.request_rate"
