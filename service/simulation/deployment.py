@@ -7,19 +7,20 @@ The pool: `kv_cache_tokens // block_size` blocks of `block_size` tokens (vLLM lo
 the capacity answer carries (the values `vllm serve` runs with, defaults included).
 
 A step's time. The speed model (`service.sizing`) times a decode step of B sequences at one
-context (`batch_curve`) and a prefill of one prompt (`capacity_speed`'s `prefill_ms`); it has
-no mixed pass. The time of vLLM's mixed step is composed from them, said here:
+context (`batch_curve`) and a prefill of one prompt alone (`capacity_speed`'s `prefill_ms`); it
+has no mixed pass. vLLM's mixed step is composed from them, said here:
 
-    step(D decodes at mean context c, P prefill tokens)
-        = decode(D, c) + prefill(P) - prefill(1)
+    step(D decodes at mean context c; chunks (o_i computed ahead, n_i tokens))
+        = decode(D, c) + sum_i [prefill(o_i + n_i) - prefill(o_i)]
 
-decode and prefill are each read from a table the speed model fills once per simulation
-(decode at B = 1, 2, 4, ... max_num_seqs and c = 16, 32, ... max_model_len, bilinear between;
-prefill at P = 1, 2, 4, ... max_num_batched_tokens, linear between, each chunk timed as one
-prompt of that many tokens), and a one-token prefill pass (the weights read once and the
-step's overhead) is taken away so that a mixed pass reads the weights once. What this leaves
-out: a chunk's attention over the prompt before it (a later chunk of a long prompt attends to
-more tokens than a first chunk of that size), and the pipeline stages' sends.
+with prefill(0) the one-token pass (the weights read once and the step's overhead) and no
+decode(0, c) term when nothing decodes. A chunk's part is what it adds to its prompt's prefill:
+its tokens' weights FLOPs and their attention over the o_i tokens before them as well as among
+themselves; each prompt's quadratic attention is its own (two prompts in one pass do not
+attend to each other). decode and prefill are read from tables the speed model fills once per
+simulation: decode at B = 1, 2, 4, ... max_num_seqs and c = 16, 32, ... max_model_len
+(bilinear between), prefill at P = 1, 2, 4, ... max_model_len (linear between). Not counted:
+the pipeline stages' sends.
 """
 
 from __future__ import annotations
@@ -112,14 +113,13 @@ class StepTable:
         return _interpolate(self.prompts, self.prefill_ms, tokens)
 
     def __call__(
-        self, decodes: int, decode_context: int, prefill_tokens: int, _ahead: int
+        self, decodes: int, decode_context: int, chunks: Sequence[tuple[int, int]]
     ) -> float:
-        if not prefill_tokens:
-            return self.decode(decodes, decode_context / decodes)
-        prefill = self.prefill(prefill_tokens)
-        if not decodes:
-            return prefill
-        return self.decode(decodes, decode_context / decodes) + prefill - self.prefill_ms[0]
+        fixed = self.prefill_ms[0]
+        ms = self.decode(decodes, decode_context / decodes) if decodes else fixed
+        for ahead, tokens in chunks:
+            ms += self.prefill(ahead + tokens) - (self.prefill(ahead) if ahead else fixed)
+        return ms
 
 
 def step_table(
@@ -150,7 +150,7 @@ def step_table(
         if isinstance(curve, NoEstimate):
             raise SimulationError("gpu", curve.warning)
         rows.append(tuple(point.decode_ms_per_token for point in curve))
-    prompts = _powers(min(config.max_num_batched_tokens, config.max_model_len))
+    prompts = _powers(config.max_model_len)
     prefill = []
     for prompt in prompts:
         speed = capacity_speed(

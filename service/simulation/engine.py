@@ -47,9 +47,9 @@ DECODE = 1
 PREFILL = 2
 WAITING = 0
 
-# The step's time in ms: (decodes, their context tokens summed, prefill tokens in the step,
-# prefill tokens already in the cache ahead of those chunks, summed).
-StepTimer = Callable[[int, int, int, int], float]
+# The step's time in ms: (decodes, their context tokens summed, the prefill chunks as
+# (tokens already computed ahead of the chunk, the chunk's tokens)).
+StepTimer = Callable[[int, int, Sequence[tuple[int, int]]], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,10 +437,9 @@ class Engine:
             self._admit(budget, chunks)
         if not self.decodes and not chunks:
             return None
-        prefill_tokens = sum(t for _, t in chunks)
-        prefill_context = sum(live.computed for live, _ in chunks)
+        spans = [(live.computed, tokens) for live, tokens in chunks]
         decode_context = self.context_offset + self.decodes * step
-        dt = self.step_ms(self.decodes, decode_context, prefill_tokens, prefill_context) / 1e3
+        dt = self.step_ms(self.decodes, decode_context, spans) / 1e3
         self._record(dt)
         self.now += dt
         self.tick = step

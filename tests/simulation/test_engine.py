@@ -5,6 +5,7 @@ from vLLM vllm/v1/core/sched/scheduler.py Scheduler.schedule, release 0.33.0).""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 import random
 
 import pytest
@@ -26,7 +27,8 @@ PREFILL_MS_PER_TOKEN = 0.01  # plus 0.01 ms a prompt token
 DECODE_MS_PER_SEQUENCE = 0.05  # plus 0.05 ms a decoding sequence
 
 
-def timer(decodes: int, decode_context: int, prefill_tokens: int, ahead: int) -> float:
+def timer(decodes: int, decode_context: int, chunks: Sequence[tuple[int, int]]) -> float:
+    prefill_tokens = sum(tokens for _, tokens in chunks)
     return STEP_MS + DECODE_MS_PER_SEQUENCE * decodes + PREFILL_MS_PER_TOKEN * prefill_tokens
 
 
