@@ -37,8 +37,8 @@ from service.sizing.speed import replica as speed
 from service.sizing.speed.performance import ERROR_BAND, FITTED
 
 from . import http as bench_http
-from .simulation import bench_simulation
 from .http import cli as http_cli
+from .simulation import bench_simulation
 
 CAPACITY_TARGET_US = 50.0
 # The config.json fixtures the calibration cases name (tests/fixtures/hf_configs/SOURCES.md).

@@ -37,7 +37,8 @@ from .schemas import Targets as TargetsIn
 
 STEP_TIME_NOTE = (
     "each step's time is composed from kvplan's speed model: decode(batch, mean context) + "
-    "prefill(chunk tokens) - prefill(1 token) (service/simulation/deployment.py)"
+    "for each prefill chunk, prefill(tokens before it + its tokens) - prefill(tokens before it) "
+    "(service/simulation/deployment.py)"
 )
 
 

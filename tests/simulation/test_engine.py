@@ -5,8 +5,8 @@ from vLLM vllm/v1/core/sched/scheduler.py Scheduler.schedule, release 0.33.0).""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 import random
+from collections.abc import Sequence
 
 import pytest
 
