@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..sizing import (
     Capacity,
@@ -89,7 +89,7 @@ def _interpolate(xs: Sequence[int], ys: Sequence[float], x: float) -> float:
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepTable:
     """The speed model's decode and prefill times, tabulated (see the module docstring)."""
 
@@ -98,16 +98,19 @@ class StepTable:
     decode_ms: tuple[tuple[float, ...], ...]  # [context][batch]
     prompts: tuple[int, ...]
     prefill_ms: tuple[float, ...]
+    _by_batch: dict[int, tuple[float, ...]] = field(default_factory=dict, repr=False)
+
+    def at_batch(self, batch: int) -> tuple[float, ...]:
+        """Decode ms at `batch` for each tabulated context (interpolated along the batch),
+        remembered: the batch changes far less often than the context, every step."""
+        column = self._by_batch.get(batch)
+        if column is None:
+            column = tuple(_interpolate(self.batches, row, batch) for row in self.decode_ms)
+            self._by_batch[batch] = column
+        return column
 
     def decode(self, batch: int, context: float) -> float:
-        contexts = self.contexts
-        j = min(max(bisect.bisect_right(contexts, context), 1), len(contexts) - 1)
-        if len(contexts) == 1:
-            return _interpolate(self.batches, self.decode_ms[0], batch)
-        c0, c1 = contexts[j - 1], contexts[j]
-        low = _interpolate(self.batches, self.decode_ms[j - 1], batch)
-        high = _interpolate(self.batches, self.decode_ms[j], batch)
-        return low + (high - low) * (min(context, c1) - c0) / (c1 - c0)
+        return _interpolate(self.contexts, self.at_batch(batch), min(context, self.contexts[-1]))
 
     def prefill(self, tokens: int) -> float:
         return _interpolate(self.prompts, self.prefill_ms, tokens)

@@ -430,11 +430,12 @@ class Engine:
         step = self.tick + 1
         chunks: list[tuple[_Live, int]] = []
         preempted = self._schedule_decodes(step)
-        budget, more = self._schedule_prefills(
-            self.config.max_num_batched_tokens - self.decodes, chunks
-        )
-        if not (preempted or more):
-            self._admit(budget, chunks)
+        if self.prefilling or self.waiting:  # else a step of decodes alone: nothing to admit
+            budget, more = self._schedule_prefills(
+                self.config.max_num_batched_tokens - self.decodes, chunks
+            )
+            if not (preempted or more):
+                self._admit(budget, chunks)
         if not self.decodes and not chunks:
             return None
         spans = [(live.computed, tokens) for live, tokens in chunks]
