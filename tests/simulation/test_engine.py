@@ -188,3 +188,20 @@ def test_percentile_lengths_are_drawn_through_their_points() -> None:
     assert draws[10_000] == pytest.approx(1000, rel=0.02)
     assert draws[18_000] == pytest.approx(3000, rel=0.02)
     assert math.isclose(max(draws), 3000)
+
+
+def test_a_closed_loop_sends_the_next_request_when_one_ends() -> None:
+    # One client, three requests of prompt 1,000 and answer 5: each takes 60.2 ms alone (the
+    # first test), and the next is sent when it ends, so the run lasts 3 x 60.2 = 180.6 ms,
+    # nobody queues, and 3 / 0.1806 s = 16.6 requests/s are served.
+    workload = Workload(
+        Lengths.of("input_tokens", 1000),
+        Lengths.of("output_tokens", 5),
+        max_concurrency=1,
+        num_requests=3,
+    )
+    summary = run(config(), timer, workload)
+    assert summary.duration_s * 1e3 == pytest.approx(180.6)
+    assert summary.e2e_latency_ms.p99 == pytest.approx(60.2)
+    assert summary.queue_time_ms.mean == 0.0
+    assert summary.throughput.requests_per_second == pytest.approx(3 / 0.1806)

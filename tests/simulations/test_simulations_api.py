@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -89,3 +90,24 @@ def test_bad_traffic_is_a_problem_naming_the_field(client: TestClient) -> None:
     assert bad_csv.status_code == 422
     assert bad_csv.json()["field"] == "trace"
     assert bad_csv.headers["content-type"].startswith("application/problem+json")
+
+
+def test_over_capacity_the_served_rate_falls_short_and_the_wait_grows(client: TestClient) -> None:
+    # 20 requests/s of 2,000 + 300 tokens on one H100: the README's table shows one replica of
+    # these lengths full near 6/s, so the served rate stays well under 20 and the p99 TTFT of
+    # twice the requests (twice as long a queue) about doubles.
+    def answer(num_requests: int) -> dict[str, Any]:
+        workload = {
+            "request_rate": 20,
+            "input_tokens": 2000,
+            "output_tokens": 300,
+            "num_requests": num_requests,
+        }
+        response = client.post("/v1/simulations", json={**DEPLOYMENT, "workload": workload})
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    short, long = answer(500), answer(1000)
+    assert long["throughput"]["requests_per_second"] < 10
+    assert long["ttft_ms"]["p99"] > 1.5 * short["ttft_ms"]["p99"]
+    assert long["peak_kv_usage"] > 0.95
