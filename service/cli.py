@@ -431,17 +431,25 @@ def _simulate_args(parser: argparse.ArgumentParser) -> None:
     traffic.add_argument("--max-concurrency", type=int, help="a closed loop of this many clients")
     traffic.add_argument("--input-tokens", help="a number, or JSON percentiles / histogram")
     traffic.add_argument("--output-tokens", help="a number, or JSON percentiles / histogram")
-    traffic.add_argument("--num-requests", type=int)
-    traffic.add_argument("--duration-s", type=float)
-    traffic.add_argument("--prefix-cache-hit-rate", type=float)
-    traffic.add_argument("--seed", type=int)
+    traffic.add_argument("--num-requests", type=int, help="how many requests (or --duration-s)")
+    traffic.add_argument("--duration-s", type=float, help="Poisson arrivals for this long")
+    traffic.add_argument(
+        "--prefix-cache-hit-rate", type=float, help="the share of each prompt all requests share"
+    )
+    traffic.add_argument("--seed", type=int, help="the random generator's seed (0)")
     traffic.add_argument(
         "--trace",
         help="a trace file: CSV in Azure's, BurstGPT's or kvplan's columns, or Mooncake's "
         "JSON lines (.jsonl)",
     )
-    for name in ("max_ttft_ms", "max_tpot_ms", "max_e2e_latency_ms"):
-        traffic.add_argument("--" + name.replace("_", "-"), dest=name, type=float)
+    for name, what in (
+        ("max_ttft_ms", "time to first token"),
+        ("max_tpot_ms", "time per output token"),
+        ("max_e2e_latency_ms", "end-to-end latency"),
+    ):
+        traffic.add_argument(
+            "--" + name.replace("_", "-"), dest=name, type=float, help=f"goodput's {what} target"
+        )
 
 
 def _server_commands(sub: Any) -> None:
