@@ -39,6 +39,7 @@ from service.sizing.speed.performance import ERROR_BAND, FITTED
 from . import http as bench_http
 from . import speed_holdout
 from .http import cli as http_cli
+from .simulation import bench_simulation
 
 CAPACITY_TARGET_US = 50.0
 # The config.json fixtures the calibration cases name (tests/fixtures/hf_configs/SOURCES.md).
@@ -339,6 +340,9 @@ def bench_performance() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument(
+        "--simulated-requests", type=int, default=100_000, help="the traffic simulator's run"
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--http-only", action="store_true", help="the HTTP benchmark alone")
     which.add_argument("--no-http", action="store_true", help="everything but the HTTP one")
@@ -357,6 +361,7 @@ def main() -> None:
         bench_calibration()
         bench_performance()
         speed_holdout.run()
+        bench_simulation(args.simulated_requests)
     if not args.no_http:
         bench_http.run(http_cli.from_arguments(args))
 

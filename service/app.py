@@ -32,6 +32,7 @@ from .pictures.router import router as pictures_router
 from .planning.cache import AnswerCache, EncodedAnswers
 from .planning.hot_path import CapacityHotPath
 from .planning.router import router as planning_router
+from .simulations.router import router as simulations_router
 from .speed_results.router import router as speed_results_router
 from .speed_results.router import speed_calibrations_router
 from .web.router import router as web_router
@@ -206,3 +207,4 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(speed_calibrations_router)
     app.include_router(engine_logs_router)
     app.include_router(calibrations_router)
+    app.include_router(simulations_router)

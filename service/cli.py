@@ -47,6 +47,7 @@ from .cli_render import (
     catalog_output,
     default_format,
     plan_output,
+    simulation_output,
 )
 from .engine_logs import service as engine_logs
 from .engine_logs import text as engine_log_text
@@ -67,6 +68,9 @@ from .kit.settings import Settings
 from .planning import service as planning
 from .planning.schemas import CapacityRequest, PlanRequestBody
 from .planning.service import CapacityQuestion, PlanQuestion
+from .simulation import Trace
+from .simulations import service as simulations
+from .simulations.schemas import SimulationRequest
 from .sizing import SizingError
 from .speed_results import service as speed_results
 from .speed_results.schemas import SpeedResultAnswer
@@ -252,6 +256,74 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_FITS if answer.recommendation is not None else EXIT_DOES_NOT_FIT
 
 
+def _length(text: str | None, option: str) -> Any:
+    """A length as the API takes it: a number, or JSON percentiles / histogram bins."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            'a number of tokens, JSON percentiles such as {"50": 2000, "99": 6000}, or '
+            "histogram bins [[low, high, weight], ...]",
+            field=option,
+        ) from exc
+
+
+def _simulation_traffic(args: argparse.Namespace) -> tuple[dict[str, Any], Trace | None]:
+    """The workload's fields for the JSON body, or a trace file read in its own columns."""
+    if args.trace:
+        try:
+            text = Path(args.trace).read_text(encoding="utf-8-sig")
+        except OSError as exc:
+            raise InvalidRequest(
+                f"cannot read {args.trace}: {exc.strerror}", field="trace"
+            ) from exc
+        media = "application/jsonl" if args.trace.endswith((".jsonl", ".json")) else "text/csv"
+        return {}, simulations.trace_of(text, media)
+    workload = {
+        "request_rate": args.request_rate,
+        "max_concurrency": args.max_concurrency,
+        "input_tokens": _length(args.input_tokens, "input_tokens"),
+        "output_tokens": _length(args.output_tokens, "output_tokens"),
+        "num_requests": args.num_requests,
+        "duration_s": args.duration_s,
+        "prefix_cache_hit_rate": args.prefix_cache_hit_rate,
+        "seed": args.seed,
+    }
+    return {"workload": {k: v for k, v in workload.items() if v is not None}}, None
+
+
+def cmd_simulate(settings: Settings, args: argparse.Namespace) -> int:
+    fields = given(args, CAPACITY_OPTIONS)
+    memory_bytes = fields.pop("gpu_memory_bytes", None)
+    if memory_bytes is not None:
+        fields["gpu"] = {"memory_bytes": memory_bytes}
+    traffic_fields, trace = _simulation_traffic(args)
+    targets = {
+        name: getattr(args, name)
+        for name in ("max_ttft_ms", "max_tpot_ms", "max_e2e_latency_ms")
+        if getattr(args, name) is not None
+    }
+    body = SimulationRequest.model_validate(
+        {
+            "model": _model_ref(args),
+            **fields,
+            **traffic_fields,
+            **({"targets": targets} if targets else {}),
+        }
+    )
+    traffic = trace if trace is not None else simulations.traffic_of(body)
+    answer = simulations.simulation(
+        CapacityQuestion.from_body(body),
+        traffic,
+        simulations.targets_of(body.targets),
+        _snapshot(settings, args),
+    )
+    sys.stdout.write(simulation_output(answer, _format(args)))
+    return EXIT_FITS
+
+
 @dataclass(frozen=True, slots=True)
 class _Listing:
     """One catalog list as `kvplan models` / `kvplan gpus` print it: where its rows come from
@@ -393,6 +465,33 @@ def _explain_log_args(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=cmd_explain_log)
 
 
+def _simulate_args(parser: argparse.ArgumentParser) -> None:
+    traffic = parser.add_argument_group("traffic (POST /v1/simulations' workload, or --trace)")
+    traffic.add_argument("--request-rate", type=float, help="Poisson arrivals per second")
+    traffic.add_argument("--max-concurrency", type=int, help="a closed loop of this many clients")
+    traffic.add_argument("--input-tokens", help="a number, or JSON percentiles / histogram")
+    traffic.add_argument("--output-tokens", help="a number, or JSON percentiles / histogram")
+    traffic.add_argument("--num-requests", type=int, help="how many requests (or --duration-s)")
+    traffic.add_argument("--duration-s", type=float, help="Poisson arrivals for this long")
+    traffic.add_argument(
+        "--prefix-cache-hit-rate", type=float, help="the share of each prompt all requests share"
+    )
+    traffic.add_argument("--seed", type=int, help="the random generator's seed (0)")
+    traffic.add_argument(
+        "--trace",
+        help="a trace file: CSV in Azure's, BurstGPT's or kvplan's columns, or Mooncake's "
+        "JSON lines (.jsonl)",
+    )
+    for name, what in (
+        ("max_ttft_ms", "time to first token"),
+        ("max_tpot_ms", "time per output token"),
+        ("max_e2e_latency_ms", "end-to-end latency"),
+    ):
+        traffic.add_argument(
+            "--" + name.replace("_", "-"), dest=name, type=float, help=f"goodput's {what} target"
+        )
+
+
 def _server_commands(sub: Any) -> None:
     migrate = sub.add_parser("migrate", help="apply the database migrations (DATABASE_URL)")
     migrate.add_argument("--revision", default="head", help="Alembic revision to reach (head)")
@@ -433,6 +532,13 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(plan)
     add_options(plan, PLAN_OPTIONS, PlanRequestBody)
     plan.set_defaults(run=cmd_plan)
+    simulate = sub.add_parser(
+        "simulate", help="one replica under traffic: TTFT, TPOT and latency percentiles"
+    )
+    _model_args(simulate)
+    add_options(simulate, CAPACITY_OPTIONS, SimulationRequest)
+    _simulate_args(simulate)
+    simulate.set_defaults(run=cmd_simulate)
     for name, run, what in (("models", cmd_models, "models"), ("gpus", cmd_gpus, "GPUs")):
         listing = sub.add_parser(name, help=f"the catalog's {what}")
         _reading_args(listing)

@@ -23,6 +23,7 @@ from .planning.schemas import (
     no_plan_reason,
     plan_table_columns,
 )
+from .simulations.schemas import SimulationAnswer
 
 OutputFormat = Literal["table", "json", "csv", "text"]
 FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "text")
@@ -153,3 +154,57 @@ def catalog_output(
     cells = [list(table_columns)]
     cells += [[_cell(name, row.get(name)) for name in table_columns] for row in csv_rows]
     return aligned(cells)
+
+
+def simulation_table(answer: SimulationAnswer) -> str:
+    """The replica, the latency percentiles side by side, throughput and the engine's load."""
+    e = answer.engine
+    head = (
+        f"{answer.model} on {answer.gpu}: {e.num_gpu_blocks:,} blocks of {e.block_size} tokens, "
+        f"max_num_seqs {e.max_num_seqs:,}, max_num_batched_tokens {e.max_num_batched_tokens:,}\n"
+    )
+    cells = [["", "mean", "p50", "p90", "p99"]]
+    for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "queue_time_ms"):
+        d = getattr(answer, name)
+        cells.append(
+            [name, *("-" if v is None else f"{v:,.1f}" for v in (d.mean, d.p50, d.p90, d.p99))]
+        )
+    t = answer.throughput
+    pairs = [
+        ["completed_requests", f"{answer.completed_requests:,}"],
+        ["requests_per_second", f"{t.requests_per_second:,.2f}"],
+        ["output_tokens_per_second", f"{t.output_tokens_per_second:,.1f}"],
+        ["mean_running", f"{answer.mean_running:,.1f}"],
+        ["mean_waiting", f"{answer.mean_waiting:,.1f}"],
+        ["peak_kv_usage", f"{answer.peak_kv_usage:.1%}"],
+        ["preemptions", f"{answer.preemptions:,}"],
+    ]
+    if answer.goodput is not None:
+        pairs.append(
+            [
+                "goodput",
+                f"{answer.goodput.requests_per_second:,.2f}/s ({answer.goodput.fraction:.1%})",
+            ]
+        )
+    return head + aligned(cells) + aligned(pairs) + _listed("warning", answer.warnings)
+
+
+def simulation_output(answer: SimulationAnswer, fmt: OutputFormat) -> str:
+    if fmt == "json":
+        return answer.model_dump_json(indent=2) + "\n"
+    if fmt == "text":
+        return single_value(answer.ttft_ms.p99) + "\n"
+    if fmt == "csv":
+        row = {
+            "completed_requests": answer.completed_requests,
+            **{
+                f"{n}_{k}": getattr(getattr(answer, n), k)
+                for n in ("ttft_ms", "tpot_ms", "e2e_latency_ms")
+                for k in ("mean", "p50", "p90", "p99")
+            },
+            "requests_per_second": answer.throughput.requests_per_second,
+            "output_tokens_per_second": answer.throughput.output_tokens_per_second,
+            "preemptions": answer.preemptions,
+        }
+        return render_table([row], "csv")
+    return simulation_table(answer)

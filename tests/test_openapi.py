@@ -19,6 +19,7 @@ OPERATION_IDS = {
     ("post", "/v1/capacity"): "computeCapacity",
     ("get", "/v1/plans"): "getPlan",
     ("post", "/v1/plans"): "createPlan",
+    ("post", "/v1/simulations"): "createSimulation",
     ("get", "/v1/models"): "listModels",
     ("post", "/v1/models"): "createModel",
     ("post", "/v1/models/import"): "importModel",

@@ -54,6 +54,7 @@ from ..sizing import (
     SpeculativeConfig,
     Speed,
     SpeedQuestion,
+    WeightFormat,
     Workload,
     architecture_from_dict,
     architecture_from_hf_config,
@@ -231,6 +232,30 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
         recognised,
         speed_from,
     )
+
+
+@frozen
+class SizedDeployment:
+    """A capacity question worked out for what runs it: the model as served (weights at
+    --dtype), the GPU, the capacity and the weights' format (the traffic simulator's input)."""
+
+    arch: ModelArchitecture
+    gpu: Gpu
+    capacity: Capacity
+    weight_format: WeightFormat | None
+    detail: CapacityDetail
+
+
+def sized_deployment(question: CapacityQuestion, catalog: CatalogSnapshot) -> SizedDeployment:
+    """One deployment sized as `capacity` sizes it, with what the simulator needs beside the
+    answer (POST /v1/simulations, `kvplan simulate`)."""
+    sized = _size(question, catalog)
+    options = engine_options(question.fields)
+    served, _ = served_model(_resolve_model(question.model, catalog)[1], sized.gpu, options)
+    detail = _capacity_detail(
+        sized, catalog.version, with_explanation=False, notes=_notes(question.model)
+    )
+    return SizedDeployment(served, sized.gpu, sized.result, options.weight_format, detail)
 
 
 def capacity(question: CapacityQuestion, catalog: CatalogSnapshot) -> CapacityDetail:

@@ -1,8 +1,93 @@
-"""The traffic simulator's place: pure like `service.sizing`, beside it.
+"""The traffic simulator: pure like `service.sizing`, beside it.
 
-A simulation replays requests (arrivals, prompt and output lengths) against the capacity and
-speed that `service.sizing` answers, and reports queues and latencies over time. Like sizing it
-imports no web, database or I/O, and reads sizing only through its facade; the slices reach it
-through a use case of their own (tests/test_layers.py holds both rules). Empty until the issue
-that builds the simulator.
+A simulation replays requests (arrivals, prompt and output lengths, prefix blocks) against one
+replica of a deployment as vLLM's V1 scheduler runs it (`engine.py`), with the KV pool the
+capacity answer sized and each step timed by kvplan's speed model (`deployment.py`), and
+reports latency percentiles, throughput and the engine's load (`results.py`). Like sizing it
+imports no web, database or I/O and reads sizing only through its facade; the slices reach it
+through a use case of their own (tests/test_layers.py holds both rules).
 """
+
+from __future__ import annotations
+
+from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat
+from .deployment import StepTable, engine_config, step_table
+from .engine import Engine, EngineConfig, Finished, Run, Sample, StepTimer
+from .errors import SimulationError
+from .results import Distribution, Goodput, Summary, Targets, Throughput, summarise
+from .traces import Trace, TraceRow, csv_trace, mooncake_trace, requests_of, rows_trace
+from .workload import Lengths, Request, Workload, draw_requests
+
+
+def simulate(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    traffic: Workload | Trace,
+    *,
+    targets: Targets | None = None,
+    weight_format: WeightFormat | None = None,
+) -> Summary:
+    """One replica of a sized deployment under a workload or a trace."""
+    if capacity.parallel.data_parallel_size > 1:
+        raise SimulationError(
+            "data_parallel_size", "one replica (one data-parallel rank) is simulated; ask with 1"
+        )
+    config = engine_config(capacity)
+    table = step_table(arch, gpu, capacity, config, weight_format=weight_format)
+    return run(config, table, traffic, targets=targets)
+
+
+def run(
+    config: EngineConfig,
+    step_ms: StepTimer,
+    traffic: Workload | Trace,
+    *,
+    targets: Targets | None = None,
+) -> Summary:
+    """The engine's run under a workload or a trace, summarised."""
+    if isinstance(traffic, Trace):
+        requests = requests_of(traffic, config.block_size)
+        concurrency = None
+    else:
+        requests = draw_requests(traffic, config.block_size)
+        concurrency = traffic.max_concurrency
+    result = Engine(config, step_ms).run(requests, max_concurrency=concurrency)
+    if not result.finished:
+        raise SimulationError(
+            "workload",
+            f"no request fits: each needs at most max_model_len ({config.max_model_len}) tokens",
+        )
+    return summarise(result, config.num_gpu_blocks, targets)
+
+
+__all__ = [
+    "Distribution",
+    "Engine",
+    "EngineConfig",
+    "Finished",
+    "Goodput",
+    "Lengths",
+    "Request",
+    "Run",
+    "Sample",
+    "SimulationError",
+    "StepTable",
+    "StepTimer",
+    "Summary",
+    "Targets",
+    "Throughput",
+    "Trace",
+    "TraceRow",
+    "Workload",
+    "csv_trace",
+    "draw_requests",
+    "engine_config",
+    "mooncake_trace",
+    "requests_of",
+    "rows_trace",
+    "run",
+    "simulate",
+    "step_table",
+    "summarise",
+]

@@ -1,0 +1,167 @@
+"""A sized deployment as the simulator takes it: the scheduler's limits and pool from a
+capacity answer, and a step's time from kvplan's speed model.
+
+The pool: `kv_cache_tokens // block_size` blocks of `block_size` tokens (vLLM logs
+"GPU KV cache size: N tokens"; for one cache group that is num_gpu_blocks x block_size), and
+`max_num_seqs`, `max_num_batched_tokens` and `enable_prefix_caching` from the engine settings
+the capacity answer carries (the values `vllm serve` runs with, defaults included).
+
+A step's time. The speed model (`service.sizing`) times a decode step of B sequences at one
+context (`batch_curve`) and a prefill of one prompt alone (`capacity_speed`'s `prefill_ms`); it
+has no mixed pass. vLLM's mixed step is composed from them, said here:
+
+    step(D decodes at mean context c; chunks (o_i computed ahead, n_i tokens))
+        = decode(D, c) + sum_i [prefill(o_i + n_i) - prefill(o_i)]
+
+with prefill(0) the one-token pass (the weights read once and the step's overhead) and no
+decode(0, c) term when nothing decodes. A chunk's part is what it adds to its prompt's prefill:
+its tokens' weights FLOPs and their attention over the o_i tokens before them as well as among
+themselves; each prompt's quadratic attention is its own (two prompts in one pass do not
+attend to each other). decode and prefill are read from tables the speed model fills once per
+simulation: decode at B = 1, 2, 4, ... max_num_seqs and c = 16, 32, ... max_model_len
+(bilinear between), prefill at P = 1, 2, 4, ... max_model_len (linear between). Not counted:
+the pipeline stages' sends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..sizing import (
+    Capacity,
+    Engine,
+    Gpu,
+    ModelArchitecture,
+    NoEstimate,
+    SpeedQuestion,
+    WeightFormat,
+    batch_curve,
+    batch_sizes,
+    capacity_speed,
+)
+from .engine import EngineConfig
+from .errors import SimulationError
+
+
+def engine_config(capacity: Capacity) -> EngineConfig:
+    """The scheduler's limits and pool of one replica (one data-parallel rank)."""
+    if capacity.engine is not Engine.VLLM:
+        raise SimulationError("engine", "only vLLM's scheduler is simulated so far")
+    if not capacity.fits:
+        raise SimulationError("model", capacity.reason or "the deployment holds no sequence")
+    settings = capacity.engine_settings
+
+    def whole(name: str) -> int:
+        value = settings.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SimulationError(name, "the capacity answer has no value for it")
+        return value
+
+    block_size = whole("block_size")
+    return EngineConfig(
+        num_gpu_blocks=capacity.kv_cache_tokens // block_size,
+        block_size=block_size,
+        max_num_seqs=whole("max_num_seqs"),
+        max_num_batched_tokens=whole("max_num_batched_tokens"),
+        max_model_len=capacity.max_model_len,
+        enable_prefix_caching=settings.get("enable_prefix_caching") is not False,
+    )
+
+
+def _powers(limit: int, start: int = 1) -> tuple[int, ...]:
+    values = []
+    value = start
+    while value < limit:
+        values.append(value)
+        value *= 2
+    return (*values, limit)
+
+
+def _interpolate(xs: Sequence[int], ys: Sequence[float], x: float) -> float:
+    """Linear between the points, the end segment's line beyond them."""
+    if len(xs) == 1:
+        return ys[0]
+    i = min(max(bisect.bisect_right(xs, x), 1), len(xs) - 1)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+@dataclass(slots=True)
+class StepTable:
+    """The speed model's decode and prefill times, tabulated (see the module docstring)."""
+
+    batches: tuple[int, ...]
+    contexts: tuple[int, ...]
+    decode_ms: tuple[tuple[float, ...], ...]  # [context][batch]
+    prompts: tuple[int, ...]
+    prefill_ms: tuple[float, ...]
+    _by_batch: dict[int, tuple[float, ...]] = field(default_factory=dict, repr=False)
+
+    def at_batch(self, batch: int) -> tuple[float, ...]:
+        """Decode ms at `batch` for each tabulated context (interpolated along the batch),
+        remembered: the batch changes far less often than the context, every step."""
+        column = self._by_batch.get(batch)
+        if column is None:
+            column = tuple(_interpolate(self.batches, row, batch) for row in self.decode_ms)
+            self._by_batch[batch] = column
+        return column
+
+    def decode(self, batch: int, context: float) -> float:
+        return _interpolate(self.contexts, self.at_batch(batch), min(context, self.contexts[-1]))
+
+    def prefill(self, tokens: int) -> float:
+        return _interpolate(self.prompts, self.prefill_ms, tokens)
+
+    def __call__(
+        self, decodes: int, decode_context: int, chunks: Sequence[tuple[int, int]]
+    ) -> float:
+        fixed = self.prefill_ms[0]
+        ms = self.decode(decodes, decode_context / decodes) if decodes else fixed
+        for ahead, tokens in chunks:
+            ms += self.prefill(ahead + tokens) - (self.prefill(ahead) if ahead else fixed)
+        return ms
+
+
+def step_table(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    config: EngineConfig,
+    *,
+    weight_format: WeightFormat | None = None,
+) -> StepTable:
+    """Fill the table from the speed model, or refuse when it has no estimate."""
+    batches = batch_sizes(config.max_num_seqs)
+    contexts = (
+        _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
+    )
+    rows = []
+    for context in contexts:
+        question = SpeedQuestion(
+            tensor_parallel_size=capacity.parallel.tensor_parallel_size,
+            batch=config.max_num_seqs,
+            context_tokens=context,
+            prompt_tokens=min(context, config.max_model_len),
+            kv_cache_dtype=capacity.kv_cache_dtype,
+            weight_format=weight_format,
+            pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
+        )
+        curve = batch_curve(arch, gpu, question, batches)
+        if isinstance(curve, NoEstimate):
+            raise SimulationError("gpu", curve.warning)
+        rows.append(tuple(point.decode_ms_per_token for point in curve))
+    prompts = _powers(config.max_model_len)
+    prefill = []
+    for prompt in prompts:
+        speed = capacity_speed(
+            arch, gpu, capacity, weight_format=weight_format, prompt_tokens=prompt
+        )
+        if isinstance(speed, NoEstimate):
+            raise SimulationError("gpu", speed.warning)
+        prefill.append(speed.prefill_ms)
+    if not all(math.isfinite(v) and v > 0 for row in rows for v in row):
+        raise SimulationError("gpu", "the speed model gave a step time that is not positive")
+    return StepTable(batches, contexts, tuple(rows), prompts, tuple(prefill))

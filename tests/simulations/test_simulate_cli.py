@@ -1,0 +1,86 @@
+"""`kvplan simulate`: the same use case as POST /v1/simulations, from the shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.cli import main
+
+TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+DEPLOYMENT = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb", "--max-model-len", "8192"]
+
+
+def test_the_shell_and_http_give_the_same_simulation(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "simulate", "--offline", *DEPLOYMENT, "--format", "json",
+            "--request-rate", "3", "--input-tokens", '{"50": 1000, "99": 4000}',
+            "--output-tokens", "200", "--num-requests", "300", "--seed", "5",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    shell = json.loads(capsys.readouterr().out)
+    body = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm-80gb",
+        "max_model_len": 8192,
+        "workload": {
+            "request_rate": 3,
+            "input_tokens": {"50": 1000, "99": 4000},
+            "output_tokens": 200,
+            "num_requests": 300,
+            "seed": 5,
+        },
+    }
+    http = client.post("/v1/simulations", json=body).json()
+    for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "throughput", "completed_requests"):
+        assert shell[name] == http[name]
+
+
+def test_a_mooncake_trace_from_the_shell_hits_its_shared_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mooncake_readme.jsonl: the second request shares 384 of its 404 blocks of 16 tokens
+    # with the first (test_traces.py), so it prefills 6,472 - 6,144 = 328 tokens instead of
+    # 6,472. The same rows without hash_ids prefill both prompts whole: a larger mean TTFT.
+    def mean_ttft(path: Path) -> float:
+        code = main(
+            ["simulate", "--offline", *DEPLOYMENT, "--format", "json", "--trace", str(path)]
+        )
+        assert code == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["trace_format"] == "mooncake"
+        return float(answer["ttft_ms"]["mean"])
+
+    source = TRACES / "mooncake_readme.jsonl"
+    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    bare = tmp_path / "no_hashes.jsonl"
+    bare.write_text("".join(json.dumps({**r, "hash_ids": None}) + "\n" for r in rows))
+    shared, unshared = mean_ttft(source), mean_ttft(bare)
+    # The first request is the same in both; the second's prefill drops by about 95%
+    # (328 of 6,472 tokens), so the mean drops by over a third.
+    assert shared < 0.7 * unshared
+
+
+def test_bad_traffic_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "simulate",
+            "--offline",
+            *DEPLOYMENT,
+            "--input-tokens",
+            "10",
+            "--output-tokens",
+            "10",
+            "--num-requests",
+            "3",
+        ]
+    )
+    assert code == 2
+    assert json.loads(capsys.readouterr().err)["field"] == "workload.request_rate"

@@ -1,0 +1,113 @@
+"""POST /v1/simulations: the same simulation through JSON, a CSV trace and the problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+DEPLOYMENT = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
+
+
+def test_a_light_workload_waits_about_one_prefill(client: TestClient) -> None:
+    # One request every 100 s on average: almost never two at once, so TTFT is the
+    # prefill of one 1,000-token prompt alone, and TPOT the decode step of one sequence.
+    body = {
+        **DEPLOYMENT,
+        "workload": {
+            "request_rate": 0.01,
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "num_requests": 20,
+        },
+        "targets": {"max_ttft_ms": 10_000},
+    }
+    response = client.post("/v1/simulations", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["completed_requests"] == 20
+    assert answer["engine"]["block_size"] == 16
+    assert answer["engine"]["max_num_batched_tokens"] == 8192
+    capacity = client.post("/v1/capacity", json={**DEPLOYMENT, "avg_prompt_tokens": 1000}).json()
+    # The capacity answer's prefill_ms is the same speed model's prefill of one 1,000-token
+    # prompt alone: the median TTFT of a request that finds the engine idle.
+    assert abs(answer["ttft_ms"]["p50"] - capacity["prefill_ms"]) < 0.01 * capacity["prefill_ms"]
+    assert answer["preemptions"] == 0
+    assert answer["goodput"]["fraction"] == 1.0
+    assert answer["time_series"]
+
+
+def test_an_azure_trace_posted_as_csv_in_its_own_columns(client: TestClient) -> None:
+    text = (TRACES / "azure_conv_2023_head.csv").read_text(encoding="utf-8")
+    response = client.post(
+        "/v1/simulations",
+        params=DEPLOYMENT,
+        content=text,
+        headers={"Content-Type": "text/csv"},
+    )
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert (answer["trace_format"], answer["completed_requests"]) == ("azure", 40)
+    # The trace spans 24.1 s of arrivals (azure_conv_2023_head.csv, first to last row).
+    assert answer["duration_s"] > 24.1
+
+
+def test_the_same_trace_as_json_rows_gives_the_same_answer(client: TestClient) -> None:
+    rows = [
+        {"arrival_s": 0.0, "input_tokens": 374, "output_tokens": 44},
+        {"arrival_s": 4.314579, "input_tokens": 396, "output_tokens": 109},
+    ]
+    csv = "arrival_s,input_tokens,output_tokens\n0,374,44\n4.314579,396,109\n"
+    as_json = client.post("/v1/simulations", json={**DEPLOYMENT, "trace": rows}).json()
+    as_csv = client.post(
+        "/v1/simulations", params=DEPLOYMENT, content=csv, headers={"Content-Type": "text/csv"}
+    ).json()
+    assert as_json["ttft_ms"] == as_csv["ttft_ms"]
+    assert as_json["e2e_latency_ms"] == as_csv["e2e_latency_ms"]
+
+
+def test_bad_traffic_is_a_problem_naming_the_field(client: TestClient) -> None:
+    no_traffic = client.post("/v1/simulations", json=DEPLOYMENT)
+    assert no_traffic.status_code == 422
+    assert no_traffic.json()["field"] == "workload"
+    both_or_none = client.post(
+        "/v1/simulations",
+        json={
+            **DEPLOYMENT,
+            "workload": {"input_tokens": 10, "output_tokens": 10, "num_requests": 5},
+        },
+    )
+    assert both_or_none.status_code == 422
+    assert both_or_none.json()["field"] == "workload.request_rate"
+    bad_csv = client.post(
+        "/v1/simulations",
+        params=DEPLOYMENT,
+        content="when,prompt\n1,2\n",
+        headers={"Content-Type": "text/csv"},
+    )
+    assert bad_csv.status_code == 422
+    assert bad_csv.json()["field"] == "trace"
+    assert bad_csv.headers["content-type"].startswith("application/problem+json")
+
+
+def test_over_capacity_the_served_rate_falls_short_and_the_wait_grows(client: TestClient) -> None:
+    # 20 requests/s of 2,000 + 300 tokens on one H100: the README's table shows one replica of
+    # these lengths full near 6/s, so the served rate stays well under 20 and the p99 TTFT of
+    # twice the requests (twice as long a queue) about doubles.
+    def answer(num_requests: int) -> dict[str, Any]:
+        workload = {
+            "request_rate": 20,
+            "input_tokens": 2000,
+            "output_tokens": 300,
+            "num_requests": num_requests,
+        }
+        response = client.post("/v1/simulations", json={**DEPLOYMENT, "workload": workload})
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    short, long = answer(500), answer(1000)
+    assert long["throughput"]["requests_per_second"] < 10
+    assert long["ttft_ms"]["p99"] > 1.5 * short["ttft_ms"]["p99"]
+    assert long["peak_kv_usage"] > 0.95
