@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-import service.app  # noqa: F401  (imports every module, so every problem class is defined)
+import service.app  # the slices' problem classes
+import service.engine_logs.parser  # noqa: F401  (imported lazily by the app: its LogNotRecognised)
 from service.kit.errors import PROBLEM_TYPES, Problem
 from service.sizing.errors import SizingError
 from tests.helpers import problem
