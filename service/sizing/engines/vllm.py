@@ -1446,19 +1446,42 @@ def _check_deepseek_v4_question(
 ) -> None:
     """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
     options = inputs.engine
+    spec = options.speculative_config
+    if spec is not None and spec.method != "mtp":
+        raise SizingError(
+            "speculative_config.method",
+            f"{spec.method}: kvplan sizes DeepSeek-V4's own MTP drafter (method mtp / "
+            "deepseek_mtp, models/deepseek_v4/nvidia/mtp.py) in its pool; other drafters "
+            "(EAGLE heads, DSpark, draft models, ngram, which turns async scheduling off) "
+            "are not modelled for it",
+        )
     unsized = (
-        ("speculative_config", options.speculative_config is not None),
-        ("enable_lora", options.enable_lora),
-        ("kv_offloading_size", options.kv_offloading_size is not None),
-        ("cpu_offload_gb", bool(options.cpu_offload_gb)),
+        (
+            "enable_lora",
+            options.enable_lora,
+            "vLLM's LoRA manager wraps DeepSeek-V4's layers in ways kvplan has not read "
+            "(its compressed attention and hash-routed experts)",
+        ),
+        (
+            "kv_offloading_size",
+            options.kv_offloading_size is not None,
+            "the host tier mirrors the GPU's blocks, and DeepSeek-V4's packed block (every "
+            "group's page in one block, engines/vllm_deepseek_v4.py) has not been read in "
+            "vLLM's offloading connector",
+        ),
+        (
+            "cpu_offload_gb",
+            bool(options.cpu_offload_gb),
+            "which of DeepSeek-V4's weights vLLM's UVA offloader moves (its fp8 and MXFP4 "
+            "expert tensors) has not been read",
+        ),
     )
-    for field, asked in unsized:
+    for field, asked, why in unsized:
         if asked:
             raise SizingError(
                 field,
-                "kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this role "
-                "yet: its MTP drafter, LoRA buffers and offload tiers are modelled for the "
-                "other layouts only",
+                f"kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this "
+                f"role yet: {why}",
             )
     if inputs.parallel.pipeline_parallel_size > 1:
         raise SizingError(
@@ -1539,6 +1562,9 @@ def _deepseek_v4_capacity(
         options=inputs.engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
+        # the MTP drafter's weights (engines/speculative.py); its layer is already in
+        # inputs.arch.compressed_layers (capacity.py with_draft_layers)
+        loaded_with_model=_loaded_with_model(inputs, flags),
     )
     pool_bytes = max(0, budget.pool_bytes)
     override = inputs.engine.num_gpu_blocks_override

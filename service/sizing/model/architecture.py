@@ -331,6 +331,10 @@ class ModelArchitecture:
     # keeps (its embeddings and head are the target's: engines/speculative.py).
     num_nextn_predict_layers: int = 0
     mtp_weight_bytes: int | None = None
+    # The MTP layers' own cache layers where the model says them (DeepSeek-V4: the ratio
+    # compress_ratios gives after num_hidden_layers, hf_deepseek_v4.draft_layers); empty = each
+    # is a copy of the last cache layer (engines/speculative.py _mtp_draft).
+    mtp_layers: tuple[Layer, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.layers:

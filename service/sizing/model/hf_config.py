@@ -51,6 +51,7 @@ from .hf_deepseek_v4 import (
     V41_TYPES,
     deepseek_v4_layers,
     deepseek_v41_refusal,
+    draft_layers,
 )
 from .hf_hybrids import LFM2_TYPES, lfm2_layers
 from .hf_kimi_minimax import (
@@ -266,6 +267,9 @@ def _architecture(
         routed_experts_known=routed,
         num_nextn_predict_layers=_mtp_layers(cfg) if mtp_weight_bytes else 0,
         mtp_weight_bytes=mtp_weight_bytes,
+        mtp_layers=draft_layers(cfg)
+        if mtp_weight_bytes and cfg.model_type in DEEPSEEK_V4_TYPES
+        else (),
     )
 
 
