@@ -27,6 +27,7 @@ import pytest
 
 from service.sizing.capacity import Gpu, Parallelism, Workload, compute_capacity
 from service.sizing.engines.common import EngineOptions
+from service.sizing.engines.speculative import parse_speculative_config
 from service.sizing.engines.vllm_deepseek_v4 import tuple_pool
 from service.sizing.errors import InvalidDtype, SizingError
 from service.sizing.model.config_view import HFConfig
@@ -232,8 +233,6 @@ MTP_1 = {"method": "deepseek_mtp", "num_speculative_tokens": 1}
 
 
 def _mtp_capacity(max_num_batched_tokens: int, tokens: int = 1, **extra: Any) -> Any:
-    from service.sizing.engines.speculative import parse_speculative_config
-
     options: dict[str, Any] = {
         "engine_version": "0.26.0",
         "max_num_batched_tokens": max_num_batched_tokens,
@@ -319,8 +318,6 @@ def test_the_mtp_weights_are_a_line_of_the_budget() -> None:
 def test_roles_the_v4_pool_does_not_size_are_refused_by_name(
     options: dict[str, Any], field: str
 ) -> None:
-    from service.sizing.engines.speculative import parse_speculative_config
-
     if "speculative_config" in options:
         options = {"speculative_config": parse_speculative_config(options["speculative_config"])}
     with pytest.raises(SizingError) as caught:
