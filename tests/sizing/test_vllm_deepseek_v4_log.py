@@ -127,7 +127,7 @@ def test_without_the_mtp_layer_or_with_16384_tokens_in_flight_the_log_is_not_rep
 
 def test_compute_capacity_answers_the_logged_pool_on_every_field() -> None:
     # The same pool through kvplan's vLLM pipeline (kv_pool_bytes as the log's "Available KV
-    # cache memory"), without the MTP layer (speculative decoding is another question's):
+    # cache memory"), without speculative_config (the MTP layer joins only when it is asked):
     # 1,039,680-B blocks, 7,236 of them, 6,532 blocks a request.
     arch = architecture_from_hf_config(flash_json())
     capacity = compute_capacity(
