@@ -117,3 +117,22 @@ def test_other_drafters_and_roles_are_refused_by_name(client: TestClient) -> Non
     offload = client.get("/v1/capacity", params={**QUESTION, "kv_offloading_size": 100})
     assert offload.status_code == 422
     assert offload.json()["field"] == "kv_offloading_size"
+
+
+def test_a_plan_pastes_the_drafter_and_the_fp8_flag_vllm_needs(client: TestClient) -> None:
+    # vLLM 0.26.0 stores DeepSeek-V4's cache as fp8_ds_mla only when given an fp8 flag (it
+    # asserts one): the flags to paste say `fp8`, never `auto` (a 16-bit cache)
+    body = {
+        "model": "deepseek-v4-flash",
+        "max_model_len": 131_072,
+        "peak_concurrency": 8,
+        "gpus": ["h200-141gb"],
+        "kv_cache_dtype": "fp8",
+        "engine_version": "0.26.0",
+        "speculative_config": MTP,
+    }
+    response = client.post("/v1/plans", json=body)
+    assert response.status_code == 200, response.text
+    flags = response.json()["recommendation"]["engine_flags"]["vllm"]
+    assert "--kv-cache-dtype fp8 " in flags
+    assert """--speculative-config '{"method":"mtp","num_speculative_tokens":1}'""" in flags
