@@ -1465,9 +1465,10 @@ def _check_deepseek_v4_question(
         (
             "kv_offloading_size",
             options.kv_offloading_size is not None,
-            "the host tier mirrors the GPU's blocks, and DeepSeek-V4's packed block (every "
-            "group's page in one block, engines/vllm_deepseek_v4.py) has not been read in "
-            "vLLM's offloading connector",
+            "the OffloadingConnector's host block is one packed GPU block of each rank "
+            "(kv_connector/v1/offloading/config.py: the KV tensor over num_blocks), but the "
+            "tokens and sequences a host block holds across DeepSeek-V4's 256-, 64-, 4- and "
+            "8-token groups, and which groups it stores, are not modelled",
         ),
         (
             "cpu_offload_gb",
