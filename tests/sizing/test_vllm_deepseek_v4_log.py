@@ -34,6 +34,7 @@ from service.sizing.model.config_view import HFConfig
 from service.sizing.model.dtypes import KvCacheDtype
 from service.sizing.model.hf_config import architecture_from_hf_config
 from service.sizing.model.hf_deepseek_v4 import deepseek_v4_layers, draft_layers
+from service.sizing.model.schedule import architecture_from_dict, architecture_to_dict
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 GiB = 2**30
@@ -329,3 +330,14 @@ def test_roles_the_v4_pool_does_not_size_are_refused_by_name(
             EngineOptions(engine_version="0.26.0", **options),
         )
     assert caught.value.field.endswith(field)
+
+
+def test_the_plain_form_says_the_mtp_layer_and_refuses_a_name_it_lacks() -> None:
+    arch = architecture_from_hf_config(flash_json())
+    data = architecture_to_dict(arch)
+    # compress_ratios[43] = 0: the window-only geometry of layers 0 and 1, named by its kind
+    assert data["mtp_layer_schedule"] == ["compressed_sparse_attention"]
+    assert architecture_from_dict(data).mtp_layers == arch.mtp_layers
+    with pytest.raises(SizingError) as caught:
+        architecture_from_dict({**data, "mtp_layer_schedule": ["no_such_spec"]})
+    assert caught.value.field == "mtp_layer_schedule[0]"
