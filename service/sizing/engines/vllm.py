@@ -1441,11 +1441,9 @@ def _deepseek_v4_fits(pool: TuplePool | PackedPool, pool_bytes: int, num_blocks:
     return num_blocks - 1 >= pool.blocks_per_request
 
 
-def _check_deepseek_v4_question(
-    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
-) -> None:
-    """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
-    options = inputs.engine
+def _check_deepseek_v4_roles(options: EngineOptions) -> None:
+    """Issue 21's roles on DeepSeek-V4: its MTP drafter is sized (the layer joins the pool,
+    capacity.py), the others refused by name with the reason."""
     spec = options.speculative_config
     if spec is not None and spec.method != "mtp":
         raise SizingError(
@@ -1484,6 +1482,13 @@ def _check_deepseek_v4_question(
                 f"kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this "
                 f"role yet: {why}",
             )
+
+
+def _check_deepseek_v4_question(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> None:
+    """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
+    _check_deepseek_v4_roles(inputs.engine)
     if inputs.parallel.pipeline_parallel_size > 1:
         raise SizingError(
             "pipeline_parallel_size",
