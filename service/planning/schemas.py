@@ -543,6 +543,13 @@ class InlineModel(BaseModel):
         description="Bytes of those MTP layers a vLLM drafter loads (its embeddings and head "
         "are the target's).",
     )
+    mtp_layer_schedule: list[str] | None = Field(
+        None,
+        max_length=64,
+        description="The layer_specs name of each MTP layer, where its cache differs from the "
+        "last layer's (DeepSeek-V4: the window or compressed layer of its own compress ratio); "
+        "absent: each MTP layer caches as the last layer does.",
+    )
 
 
 class HfConfigModel(BaseModel):

@@ -231,6 +231,16 @@ def _mtp_draft(arch: ModelArchitecture) -> tuple[tuple[Layer, ...], int]:
             "num_nextn_predict_layers kvplan reads) or num_nextn_predict_layers and "
             "mtp_weight_bytes inline",
         )
+    if arch.mtp_layers:
+        # DeepSeek-V4 (models/deepseek_v4/nvidia/mtp.py DeepSeekV4MultiTokenPredictorLayer):
+        # each MTP layer is a DeepseekV4DecoderLayer of index num_hidden_layers + i, whose
+        # caches are those of its own compress ratio (hf_deepseek_v4.draft_layers)
+        if len(arch.mtp_layers) != count:
+            raise SizingError(
+                "mtp_layer_schedule",
+                f"lists {len(arch.mtp_layers)} MTP layers, num_nextn_predict_layers is {count}",
+            )
+        return arch.mtp_layers, arch.mtp_weight_bytes
     last = next(layer for layer in reversed(arch.layers) if not isinstance(layer, NoCache))
     return (last,) * count, arch.mtp_weight_bytes
 

@@ -1500,25 +1500,54 @@ def _deepseek_v4_fits(pool: TuplePool | PackedPool, pool_bytes: int, num_blocks:
     return num_blocks - 1 >= pool.blocks_per_request
 
 
+def _check_deepseek_v4_roles(options: EngineOptions) -> None:
+    """Issue 21's roles on DeepSeek-V4: its MTP drafter is sized (the layer joins the pool,
+    capacity.py), the others refused by name with the reason."""
+    spec = options.speculative_config
+    if spec is not None and spec.method != "mtp":
+        raise SizingError(
+            "speculative_config.method",
+            f"{spec.method}: kvplan sizes DeepSeek-V4's own MTP drafter (method mtp / "
+            "deepseek_mtp, models/deepseek_v4/nvidia/mtp.py) in its pool; other drafters "
+            "(EAGLE heads, DSpark, draft models, ngram, which turns async scheduling off) "
+            "are not modelled for it",
+        )
+    unsized = (
+        (
+            "enable_lora",
+            options.enable_lora,
+            "vLLM's LoRA manager wraps DeepSeek-V4's layers in ways kvplan has not read "
+            "(its compressed attention and hash-routed experts)",
+        ),
+        (
+            "kv_offloading_size",
+            options.kv_offloading_size is not None,
+            "the OffloadingConnector's host block is one packed GPU block of each rank "
+            "(kv_connector/v1/offloading/config.py: the KV tensor over num_blocks), but the "
+            "tokens and sequences a host block holds across DeepSeek-V4's 256-, 64-, 4- and "
+            "8-token groups, and which groups it stores, are not modelled",
+        ),
+        (
+            "cpu_offload_gb",
+            bool(options.cpu_offload_gb),
+            "which of DeepSeek-V4's weights vLLM's UVA offloader moves (its fp8 and MXFP4 "
+            "expert tensors) has not been read",
+        ),
+    )
+    for field, asked, why in unsized:
+        if asked:
+            raise SizingError(
+                field,
+                f"kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this "
+                f"role yet: {why}",
+            )
+
+
 def _check_deepseek_v4_question(
     inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
 ) -> None:
     """Raise, by name, for what kvplan's DeepSeek-V4 pool does not model."""
-    options = inputs.engine
-    unsized = (
-        ("speculative_config", options.speculative_config is not None),
-        ("enable_lora", options.enable_lora),
-        ("kv_offloading_size", options.kv_offloading_size is not None),
-        ("cpu_offload_gb", bool(options.cpu_offload_gb)),
-    )
-    for field, asked in unsized:
-        if asked:
-            raise SizingError(
-                field,
-                "kvplan's DeepSeek-V4 pool (engines/vllm_deepseek_v4.py) does not size this role "
-                "yet: its MTP drafter, LoRA buffers and offload tiers are modelled for the "
-                "other layouts only",
-            )
+    _check_deepseek_v4_roles(inputs.engine)
     if inputs.parallel.pipeline_parallel_size > 1:
         raise SizingError(
             "pipeline_parallel_size",
@@ -1598,6 +1627,9 @@ def _deepseek_v4_capacity(
         options=inputs.engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
+        # the MTP drafter's weights (engines/speculative.py); its layer is already in
+        # inputs.arch.compressed_layers (capacity.py with_draft_layers)
+        loaded_with_model=_loaded_with_model(inputs, flags),
     )
     pool_bytes = max(0, budget.pool_bytes)
     override = inputs.engine.num_gpu_blocks_override

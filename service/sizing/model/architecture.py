@@ -427,6 +427,10 @@ class ModelArchitecture:
     # issue 21: SGLang's DP attention. Attention, embedding and LM-head weights, read from the
     # config's tensors (hf_config.py); None = not known (DP attention is then refused).
     attention_shares_known: AttentionShares | None = None
+    # The MTP layers' own cache layers where the model says them (DeepSeek-V4: the ratio
+    # compress_ratios gives after num_hidden_layers, hf_deepseek_v4.draft_layers); empty = each
+    # is a copy of the last cache layer (engines/speculative.py _mtp_draft).
+    mtp_layers: tuple[Layer, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.layers:

@@ -53,6 +53,7 @@ from .hf_deepseek_v4 import (
     V41_TYPES,
     deepseek_v4_layers,
     deepseek_v41_refusal,
+    draft_layers,
 )
 from .hf_hybrids import LFM2_TYPES, lfm2_layers
 from .hf_kimi_minimax import (
@@ -272,6 +273,9 @@ def _architecture(
         encoder=_encoder(cfg),
         weight_split=split,
         attention_shares_known=shares,
+        mtp_layers=draft_layers(cfg)
+        if mtp_weight_bytes and cfg.model_type in DEEPSEEK_V4_TYPES
+        else (),
     )
 
 

@@ -183,7 +183,8 @@ def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
     if schedule is None:
         raise SizingError("layer_schedule", "is required")
     names = expand_schedule(schedule)
-    unused = [name for name in specs if name not in set(names)]
+    mtp_names = _mtp_schedule(data.get("mtp_layer_schedule"), specs)
+    unused = [name for name in specs if name not in set(names) | set(mtp_names)]
     if unused:
         raise SizingError(f"layer_specs.{unused[0]}", "is not used by any layer in layer_schedule")
     layers = _resolve_schedule(names, specs, schedule)
@@ -206,15 +207,34 @@ def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
         except TypeError as exc:
             raise SizingError("encoder", str(exc)) from None
     try:
-        return ModelArchitecture(layers=layers, moe=moe, name=str(data.get("name", "")), **kwargs)
+        return ModelArchitecture(
+            layers=layers,
+            moe=moe,
+            name=str(data.get("name", "")),
+            mtp_layers=tuple(specs[name] for name in mtp_names),
+            **kwargs,
+        )
     except TypeError as exc:
         raise SizingError("model", str(exc)) from None
+
+
+def _mtp_schedule(value: Any, specs: Mapping[str, Layer]) -> list[str]:
+    """`mtp_layer_schedule`: the layer_specs names of the MTP layers, one a layer (DeepSeek-V4's
+    are window or compressed layers of their own ratio); absent = copies of the last layer."""
+    if value is None:
+        return []
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise SizingError("mtp_layer_schedule", "must be a list of layer_specs names")
+    for index, name in enumerate(value):
+        if name not in specs:
+            raise SizingError(f"mtp_layer_schedule[{index}]", f"{name!r} is not in layer_specs")
+    return [str(name) for name in value]
 
 
 def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
     names: dict[Layer, str] = {}
     specs: dict[str, Any] = {}
-    for layer in arch.layers:
+    for layer in arch.layers + arch.mtp_layers:
         if isinstance(layer, NoCache) or layer in names:
             continue
         # the first geometry of a kind is named by the kind, later ones kind_2, kind_3, ...
@@ -240,6 +260,8 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
     if arch.encoder is not None:  # said only by the VLMs whose tower kvplan profiles
         out["encoder"] = dataclasses.asdict(arch.encoder)
     out["layer_specs"] = specs
+    if arch.mtp_layers:
+        out["mtp_layer_schedule"] = [names[layer] for layer in arch.mtp_layers]
     out["layer_schedule"] = compress_schedule(
         [
             LayerKind.NO_CACHE.value if isinstance(layer, NoCache) else names[layer]

@@ -343,7 +343,11 @@ def _sglang_parallel_flags(capacity: Capacity, options: EngineOptions) -> list[s
 
 def _vllm_kv_dtype(dtype: KvCacheDtype) -> str:
     # vLLM's --kv-cache-dtype takes auto, bfloat16 and the fp8 names; fp16/fp32 are "auto"
-    # on a model of that dtype.
+    # on a model of that dtype. fp8_ds_mla is what vLLM makes of `fp8` on sparse-MLA and
+    # DeepSeek-V4 models (the flag every recipe passes; 0.26.0 asserts an fp8 flag for V4):
+    # "auto" there would ask a 16-bit cache.
+    if dtype == "fp8_ds_mla":
+        return "fp8"
     return dtype if dtype in {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"} else "auto"
 
 
