@@ -91,9 +91,14 @@ def capacity_table(detail: CapacityDetail) -> str:
 
 def plan_table(answer: PlanAnswer) -> str:
     """The question, the options side by side, the flags to paste, what was left out."""
+    load = (
+        f"peak_concurrency {answer.peak_concurrency:,}"
+        if answer.peak_concurrency is not None
+        else f"request_rate {answer.request_rate:g}/s"
+    )
     head = (
-        f"{answer.model}: max_model_len {answer.max_model_len:,}, peak_concurrency "
-        f"{answer.peak_concurrency:,}, kv_cache_dtype {answer.kv_cache_dtype}, {answer.engine}\n"
+        f"{answer.model}: max_model_len {answer.max_model_len:,}, {load}, "
+        f"kv_cache_dtype {answer.kv_cache_dtype}, {answer.engine}\n"
     )
     best = answer.recommendation
     if best is None:
