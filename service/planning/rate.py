@@ -58,8 +58,8 @@ from .schemas import (
     RATE_TARGETS,
     DistributionOut,
     PlanAnswer,
+    PlanFields,
     PlanOptionOut,
-    PlanRequestBody,
     WorkloadIn,
 )
 
@@ -86,7 +86,7 @@ class Target:
         return f"{self.metric.removesuffix('_ms')}_p{self.percentile}_ms"
 
 
-def targets_of(fields: PlanRequestBody) -> tuple[Target, ...]:
+def targets_of(fields: PlanFields) -> tuple[Target, ...]:
     """The targets asked (ttft_p99_ms, tpot_p90_ms, ...)."""
     targets = []
     for name in RATE_TARGETS:
@@ -108,7 +108,7 @@ def misses(summary: Summary, targets: Sequence[Target]) -> list[str]:
     return missed
 
 
-def check(fields: PlanRequestBody) -> None:
+def check(fields: PlanFields) -> None:
     """What does not combine with a workload (or is missing), refused by name."""
     if fields.workload is None:
         if fields.peak_concurrency is None:
@@ -261,7 +261,6 @@ def plan_for_rate(
 ) -> PlanAnswer:
     """POST /v1/plans with a workload (module docstring)."""
     fields = question.fields
-    assert isinstance(fields, PlanRequestBody)
     assert fields.workload is not None
     workload = workload_of(fields.workload)
     targets = targets_of(fields)
@@ -432,7 +431,7 @@ def _with_rate(out: PlanOptionOut, chosen: _Chosen, rate: float, means: Means) -
     summary = chosen.summary
     return out.model_copy(
         update={
-            "request_rate_per_replica": rate / chosen.option.replicas,
+            "request_rate_per_replica": round(rate / chosen.option.replicas, 6),
             "output_tokens_per_second_at_rate": round(output_per_s, 1),
             "cost_per_million_output_tokens_usd": (
                 None if per_million_out is None else round(per_million_out, 4)

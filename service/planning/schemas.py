@@ -1014,6 +1014,33 @@ class PlanFields(EngineFields):
         "per US dollar at the peak, highest first). Unpriced options rank after priced ones "
         "under `cost` and `tokens_per_dollar`, and a warning says so.",
     )
+    # issue 23: a plan for a rate (service/planning/rate.py)
+    workload: Annotated[WorkloadIn | None, BeforeValidator(_json_object("workload"))] = Field(
+        None,
+        description="Traffic to plan for, as POST /v1/simulations takes it (request_rate, "
+        "input_tokens, output_tokens; num_requests default 2000), instead of peak_concurrency: "
+        "each candidate's replicas are chosen so one replica simulated at request_rate / "
+        "replicas meets the percentile targets, and options rank by cost per million output "
+        "tokens. On GET and in a CSV cell, its JSON text.",
+    )
+    ttft_p99_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("99", "time to first token")
+    )
+    tpot_p99_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("99", "time per output token")
+    )
+    ttft_p90_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("90", "time to first token")
+    )
+    tpot_p90_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("90", "time per output token")
+    )
+    ttft_p50_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("50", "time to first token")
+    )
+    tpot_p50_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("50", "time per output token")
+    )
 
 
 class PlanRequestBody(PlanFields):
@@ -1051,33 +1078,6 @@ class PlanRequestBody(PlanFields):
         None, max_length=200, description="Candidate GPUs (default: the whole catalog)."
     )
     explain: bool = Field(True, description="Explain the recommendation step by step.")
-    # issue 23: a plan for a rate (service/planning/rate.py)
-    workload: WorkloadIn | None = Field(
-        None,
-        description="Traffic to plan for, as POST /v1/simulations takes it (request_rate, "
-        "input_tokens, output_tokens; num_requests default 2000), instead of peak_concurrency: "
-        "each candidate's replicas are chosen so one replica simulated at request_rate / "
-        "replicas meets the percentile targets, and options rank by cost per million output "
-        "tokens.",
-    )
-    ttft_p99_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("99", "time to first token")
-    )
-    tpot_p99_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("99", "time per output token")
-    )
-    ttft_p90_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("90", "time to first token")
-    )
-    tpot_p90_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("90", "time per output token")
-    )
-    ttft_p50_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("50", "time to first token")
-    )
-    tpot_p50_ms: float | None = Field(
-        None, gt=0, description=TARGET_DOC.format("50", "time per output token")
-    )
 
 
 class PlanQuery(PlanFields):
@@ -1086,9 +1086,6 @@ class PlanQuery(PlanFields):
     model_config = QUERY_CONFIG
 
     model: str = Field(..., max_length=100, description="Model slug.")
-    peak_concurrency: int = Field(
-        ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
-    )
     gpus: str | None = Field(
         None, max_length=4000, description="Comma-separated GPU slugs (default: all)."
     )
@@ -1281,10 +1278,23 @@ OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
 _ROW_ONLY = ("engine_flags", "node_flags", "warnings")
 
 
+# A plan for a rate's simulated percentiles: a table row names each as its target is named
+# (ttft_ms's p99 is the column ttft_p99_ms).
+OPTION_DISTRIBUTIONS = ("ttft_ms", "tpot_ms", "e2e_latency_ms")
+DISTRIBUTION_STATS = ("mean", "p50", "p90", "p99")
+
+
+def distribution_columns(name: str) -> list[str]:
+    return [f"{name.removesuffix('_ms')}_{stat}_ms" for stat in DISTRIBUTION_STATS]
+
+
 def _option_columns() -> list[str]:
     columns: list[str] = []
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
+            continue
+        if name in OPTION_DISTRIBUTIONS:
+            columns.extend(distribution_columns(name))
             continue
         # a flat row names the calibration by its id alone (table_row)
         columns.append("calibration_id" if name == "calibrated_from" else name)

@@ -452,13 +452,11 @@ def plan(
 ) -> PlanAnswer:
     """The cheapest feasible plan; each one asked is counted by outcome when `metrics` is given.
     A body with a workload is a plan for a rate (rate.py)."""
-    fields = question.fields
-    if isinstance(fields, PlanRequestBody):
-        from . import rate  # noqa: PLC0415 (rate.py builds on this module's steps)
+    from . import rate  # noqa: PLC0415 (rate.py builds on this module's steps)
 
-        rate.check(fields)
-        if fields.workload is not None:
-            return rate.plan_for_rate(question, catalog, metrics)
+    rate.check(question.fields)
+    if question.fields.workload is not None:
+        return rate.plan_for_rate(question, catalog, metrics)
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)

@@ -197,3 +197,26 @@ def test_the_shell_and_http_give_the_same_plan_for_a_rate(
     for name in ("replicas", "cost_per_million_output_tokens_usd", "ttft_ms", "tpot_ms"):
         assert shell["recommendation"][name] == http["recommendation"][name]
     assert math.isclose(shell["request_rate"], 20)
+
+
+def test_get_takes_the_workload_as_json_text_and_answers_as_post(client: TestClient) -> None:
+    query = {
+        "model": "llama-3.1-8b-instruct",
+        "max_model_len": 8192,
+        "gpus": "h100-sxm-80gb",
+        "workload": json.dumps(RATE_BODY["workload"]),
+        "ttft_p99_ms": 2000,
+        "tpot_p99_ms": 50,
+    }
+    got = client.get("/v1/plans", params=query)
+    assert got.status_code == 200, got.text
+    posted = client.post("/v1/plans", json=RATE_BODY).json()
+    for name in ("replicas", "cost_per_million_output_tokens_usd", "ttft_ms", "tpot_ms"):
+        assert got.json()["recommendation"][name] == posted["recommendation"][name]
+    # a CSV of the plan names each percentile as its target is named
+    table = client.get("/v1/plans", params={**query, "format": "csv"})
+    header = table.text.splitlines()[0].split(",")
+    assert {"ttft_p99_ms", "tpot_p99_ms", "e2e_latency_p50_ms"} <= set(header)
+    bad = client.get("/v1/plans", params={**query, "workload": "{not json"})
+    assert bad.status_code == 422
+    assert "workload" in bad.text
