@@ -70,7 +70,17 @@ UTILISATION = 0.8
 FINALISTS = 4
 MAX_SIMULATIONS = 10
 DEFAULT_NUM_REQUESTS = 2000
-MISSES_TARGET = "misses_latency_target"
+# Rejection codes, as the planner's latency targets spell theirs (sizing TargetMiss).
+SIMULATED_MISS = "percentile-over-target"
+NO_ESTIMATE = "no-speed-estimate"
+
+
+def _miss_code(reason: str) -> str:
+    """An analytic pass's reason as a code: which target one replica misses on its own."""
+    for metric in ("ttft", "tpot"):
+        if reason.startswith(metric):
+            return f"{metric}-over-target"
+    return "sequence-does-not-fit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,11 +359,11 @@ def _analytic(
                 weight_format=option.engine.weight_format,
             )
         except SimulationError as exc:
-            rejected.append(_rejection(option, f"{exc.field}: {exc.reason}", "no_estimate"))
+            rejected.append(_rejection(option, f"{exc.field}: {exc.reason}", NO_ESTIMATE))
             continue
         replicas = analytic_replicas(table, config, load.rate, load.means, load.targets)
         if isinstance(replicas, str):
-            rejected.append(_rejection(option, replicas, MISSES_TARGET))
+            rejected.append(_rejection(option, replicas, _miss_code(replicas)))
             continue
         candidates.append(_Candidate(option, config, table, replicas))
     candidates.sort(
@@ -387,10 +397,10 @@ def _simulated(
         try:
             outcome = choose_replicas(at, candidate.replicas, load.targets, max_replicas)
         except SimulationError as exc:
-            rejected.append(_rejection(candidate.option, exc.reason, "no_estimate"))
+            rejected.append(_rejection(candidate.option, exc.reason, NO_ESTIMATE))
             continue
         if isinstance(outcome, str):
-            rejected.append(_rejection(candidate.option, outcome, MISSES_TARGET))
+            rejected.append(_rejection(candidate.option, outcome, SIMULATED_MISS))
             continue
         replicas, summary = outcome
         chosen.append(_Chosen(_replicated(candidate.option, replicas), summary))
