@@ -39,6 +39,7 @@ from service.sizing.speed.performance import ERROR_BAND, FITTED
 from . import http as bench_http
 from . import speed_holdout
 from .http import cli as http_cli
+from .rate_plan import bench_rate_plan
 from .simulation import bench_simulation
 
 CAPACITY_TARGET_US = 50.0
@@ -362,6 +363,7 @@ def main() -> None:
         bench_performance()
         speed_holdout.run()
         bench_simulation(args.simulated_requests)
+        bench_rate_plan()
     if not args.no_http:
         bench_http.run(http_cli.from_arguments(args))
 

@@ -248,12 +248,42 @@ def _bench_table(answer: SpeedResultAnswer) -> str:
 
 def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
     fields = given(args, PLAN_OPTIONS)
+    workload = _plan_workload(args)
     body = PlanRequestBody.model_validate(
-        {"model": _model_ref(args), "explain": args.explain, **fields}
+        {"model": _model_ref(args), "explain": args.explain, **fields, **workload}
     )
     answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args))
     sys.stdout.write(plan_output(answer, _format(args)))
     return EXIT_FITS if answer.recommendation is not None else EXIT_DOES_NOT_FIT
+
+
+def _plan_workload(args: argparse.Namespace) -> dict[str, Any]:
+    """`kvplan plan --rate ...`: POST /v1/plans' workload, when a rate is given."""
+    traffic = {
+        "request_rate": args.request_rate,
+        "input_tokens": _length(args.input_tokens, "input_tokens"),
+        "output_tokens": _length(args.output_tokens, "output_tokens"),
+        "num_requests": args.num_requests,
+        "prefix_cache_hit_rate": args.prefix_cache_hit_rate,
+        "seed": args.seed,
+    }
+    given_traffic = {name: value for name, value in traffic.items() if value is not None}
+    return {"workload": given_traffic} if given_traffic else {}
+
+
+def _plan_rate_args(parser: argparse.ArgumentParser) -> None:
+    traffic = parser.add_argument_group("a plan for a rate (POST /v1/plans' workload)")
+    traffic.add_argument(
+        "--rate", "--request-rate", dest="request_rate", type=float,
+        help="Poisson arrivals per second (instead of --peak-concurrency)",
+    )  # fmt: skip
+    traffic.add_argument("--input-tokens", help="a number, or JSON percentiles / histogram")
+    traffic.add_argument("--output-tokens", help="a number, or JSON percentiles / histogram")
+    traffic.add_argument("--num-requests", type=int, help="requests simulated per run (2000)")
+    traffic.add_argument(
+        "--prefix-cache-hit-rate", type=float, help="the share of each prompt all requests share"
+    )
+    traffic.add_argument("--seed", type=int, help="the random generator's seed (0)")
 
 
 def _length(text: str | None, option: str) -> Any:
@@ -531,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="the cheapest GPU plan for a peak of sequences")
     _model_args(plan)
     add_options(plan, PLAN_OPTIONS, PlanRequestBody)
+    _plan_rate_args(plan)
     plan.set_defaults(run=cmd_plan)
     simulate = sub.add_parser(
         "simulate", help="one replica under traffic: TTFT, TPOT and latency percentiles"

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .kit.engine_flags import ALIASES as ENGINE_ALIASES
+from .planning.schemas import RATE_TARGETS
 
 
 def _engine_spellings() -> dict[str, tuple[str, ...]]:
@@ -133,7 +134,7 @@ CAPACITY_OPTIONS: tuple[Option, ...] = (
 
 PLAN_OPTIONS: tuple[Option, ...] = (
     Option("max_model_len", required=True),
-    Option("peak_concurrency", required=True),
+    Option("peak_concurrency", help="sequences live at the peak (or --rate and the lengths)"),
     Option("kv_cache_dtype"),
     Option(
         "gpus", flag="--gpu", kind="list", help="a candidate GPU slug (repeatable; default: all)"
@@ -148,6 +149,8 @@ PLAN_OPTIONS: tuple[Option, ...] = (
     Option("max_replicas", help="the most replicas a plan may use"),
     Option("rank_by"),
     Option("max_alternatives", help="how many ranked alternatives to list besides the best"),
+    # issue 23: a plan for a rate's targets (the workload: cli.py's _rate_args)
+    *(Option(name) for name in RATE_TARGETS),
     *ENGINE_OPTIONS,
 )
 

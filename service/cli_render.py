@@ -41,6 +41,14 @@ _PLAN_COLUMNS = (
     "cost_per_hour_usd",
     "decode_ms_per_token",
 )
+# A plan for a rate's: the simulated percentiles and the price of its tokens instead of a
+# decode step at a peak.
+_RATE_PLAN_COLUMNS = (
+    *_PLAN_COLUMNS[:-1],
+    "cost_per_million_output_tokens_usd",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+)
 
 
 def default_format(stream: TextIO) -> OutputFormat:
@@ -91,16 +99,22 @@ def capacity_table(detail: CapacityDetail) -> str:
 
 def plan_table(answer: PlanAnswer) -> str:
     """The question, the options side by side, the flags to paste, what was left out."""
+    load = (
+        f"peak_concurrency {answer.peak_concurrency:,}"
+        if answer.peak_concurrency is not None
+        else f"request_rate {answer.request_rate:g}/s"
+    )
     head = (
-        f"{answer.model}: max_model_len {answer.max_model_len:,}, peak_concurrency "
-        f"{answer.peak_concurrency:,}, kv_cache_dtype {answer.kv_cache_dtype}, {answer.engine}\n"
+        f"{answer.model}: max_model_len {answer.max_model_len:,}, {load}, "
+        f"kv_cache_dtype {answer.kv_cache_dtype}, {answer.engine}\n"
     )
     best = answer.recommendation
     if best is None:
         return head + no_plan_reason(answer) + "\n" + _listed("warning", answer.warnings)
     rows = plan_table_rows(answer)
-    cells = [list(_PLAN_COLUMNS)]
-    cells += [[_cell(name, row.get(name)) for name in _PLAN_COLUMNS] for row in rows]
+    columns = _PLAN_COLUMNS if answer.request_rate is None else _RATE_PLAN_COLUMNS
+    cells = [list(columns)]
+    cells += [[_cell(name, row.get(name)) for name in columns] for row in rows]
     out = head + aligned(cells)
     if best.node_flags:
         out += "".join(

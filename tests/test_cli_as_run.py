@@ -185,7 +185,11 @@ def test_argparse_refusals_are_problems_too(shell: Shell) -> None:
     problem = json.loads(run.err)
     assert problem["type"] == "/problems/invalid-request"
     assert problem["field"] == "max_model_len"
-    assert "--peak-concurrency" in problem["detail"]
+    assert "--max-model-len" in problem["detail"]
+    # neither a peak nor a rate (issue 23: --peak-concurrency or --rate): refused by name
+    neither = shell.run("plan", "--model", "llama-3.1-8b", "--max-model-len", "8192")
+    assert neither.code == 2
+    assert json.loads(neither.err)["field"] == "peak_concurrency"
     missing = shell.run("capacity", "--config", "no-such-config.json", "--gpu", "h100-sxm-80gb")
     assert missing.code == 2
     assert json.loads(missing.err)["field"] == "config"

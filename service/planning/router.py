@@ -49,8 +49,10 @@ from .cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from .exposition import capacity_exposition
 from .schemas import (
     CAPACITY_HEADLINE,
+    DISTRIBUTION_STATS,
     MAX_SCENARIO_BYTES,
     MAX_SCENARIOS,
+    OPTION_DISTRIBUTIONS,
     OPTION_GIB_COLUMNS,
     PLAN_HEADLINE,
     PLAN_TABLE_EXAMPLE,
@@ -62,6 +64,7 @@ from .schemas import (
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    distribution_columns,
     no_plan_reason,
     plan_table_columns,
     table_row,
@@ -307,6 +310,10 @@ def option_row(option: PlanOptionOut) -> dict[str, Any]:
         option.model_dump(mode="json", exclude={"engine_flags", "node_flags", "warnings"})
     )
     data = gib_twins(data, OPTION_GIB_COLUMNS)
+    for name in OPTION_DISTRIBUTIONS:  # a plan for a rate's percentiles, one column each
+        values = data.pop(name, None) or {}
+        for stat, column in zip(DISTRIBUTION_STATS, distribution_columns(name), strict=True):
+            data[column] = values.get(stat)
     for engine in ("vllm", "sglang"):
         data[f"{engine}_flags"] = option.engine_flags.get(engine, "")
         # every node's flags, node rank 0 first, one " | " apart (empty on one node)

@@ -884,13 +884,83 @@ class CapacityDetail(CapacityAnswer):
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# traffic: a workload (POST /v1/simulations and POST /v1/plans take it) and the percentiles
+
+MAX_SIMULATED_REQUESTS = 200_000
+MAX_DURATION_S = 86_400.0
+
+Length = int | dict[str, int] | list[list[float]]
+LENGTH_DOC = (
+    'Tokens per request: a number; percentiles such as `{"50": 2000, "90": 5000, "99": '
+    "12000}` (drawn through those points, never beyond the highest); or a histogram "
+    "`[[low, high, weight], ...]` (a bin by weight, then uniform in it)."
+)
+
+
+class WorkloadIn(BaseModel):
+    """Synthetic traffic: arrivals, lengths and how many requests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_rate: float | None = Field(
+        None, gt=0, description="Poisson arrivals, requests per second (or max_concurrency)."
+    )
+    max_concurrency: int | None = Field(
+        None, ge=1, le=100_000,
+        description="A closed loop: this many clients, each sending its next request when its "
+        "last one ends (as `vllm bench serve --max-concurrency`).",
+    )  # fmt: skip
+    input_tokens: Length = Field(..., description=LENGTH_DOC)
+    output_tokens: Length = Field(..., description=LENGTH_DOC)
+    num_requests: int | None = Field(None, ge=1, le=MAX_SIMULATED_REQUESTS)
+    duration_s: float | None = Field(
+        None, gt=0, le=MAX_DURATION_S, description="Arrivals for this long (with request_rate)."
+    )
+    prefix_cache_hit_rate: float = Field(
+        0.0, ge=0, le=1,
+        description="The share of each prompt that is a prefix every request shares (whole "
+        "blocks); the engine's prefix cache decides what hits.",
+    )  # fmt: skip
+    seed: int = Field(0, description="The random generator's seed: the same seed, the same run.")
+
+
+class DistributionOut(BaseModel):
+    """Over completed requests (null: none to measure)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+
+TARGET_DOC = (
+    "A plan for a rate's target: the p{} {} of the simulated requests, ms (with a workload)."
+)
+RATE_TARGETS = (
+    "ttft_p99_ms", "tpot_p99_ms", "ttft_p90_ms", "tpot_p90_ms", "ttft_p50_ms", "tpot_p50_ms",
+)  # fmt: skip
+# A peak's fields, and what a plan for a rate takes instead.
+PEAK_ONLY = {
+    "peak_concurrency": "the workload's request_rate sets the load",
+    "max_tpot_ms": "give tpot_p99_ms (a percentile of the simulated requests)",
+    "max_ttft_ms": "give ttft_p99_ms (a percentile of the simulated requests)",
+    "min_output_tokens_per_second_per_user": "give tpot_p99_ms (1000 / tokens per second)",
+    "avg_prompt_tokens": "the workload's input_tokens say it",
+    "avg_context_tokens": "the workload's input_tokens and output_tokens say it",
+}
+
+
 class PlanFields(EngineFields):
     """The three sizing questions and the search options, declared once for POST and GET."""
 
     model: ModelRef = Field(..., description=MODEL_REF_DOC)
     max_model_len: int = Field(..., ge=1, le=MAX_CONTEXT_TOKENS, description="Max context.")
-    peak_concurrency: int = Field(
-        ..., ge=1, le=MAX_PEAK_CONCURRENCY, description="Sequences live at the peak."
+    peak_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PEAK_CONCURRENCY,
+        description="Sequences live at the peak (or, on POST, a `workload`: a request rate).",
     )
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
     # A list in the body; GET takes the slugs comma-separated (each request narrows it).
@@ -950,6 +1020,33 @@ class PlanFields(EngineFields):
         "default), `gpu_count` (total_gpus, then cost) or `tokens_per_dollar` (output tokens "
         "per US dollar at the peak, highest first). Unpriced options rank after priced ones "
         "under `cost` and `tokens_per_dollar`, and a warning says so.",
+    )
+    # issue 23: a plan for a rate (service/planning/rate.py)
+    workload: Annotated[WorkloadIn | None, BeforeValidator(_json_object("workload"))] = Field(
+        None,
+        description="Traffic to plan for, as POST /v1/simulations takes it (request_rate, "
+        "input_tokens, output_tokens; num_requests default 2000), instead of peak_concurrency: "
+        "each candidate's replicas are chosen so one replica simulated at request_rate / "
+        "replicas meets the percentile targets, and options rank by cost per million output "
+        "tokens. On GET and in a CSV cell, its JSON text.",
+    )
+    ttft_p99_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("99", "time to first token")
+    )
+    tpot_p99_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("99", "time per output token")
+    )
+    ttft_p90_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("90", "time to first token")
+    )
+    tpot_p90_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("90", "time per output token")
+    )
+    ttft_p50_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("50", "time to first token")
+    )
+    tpot_p50_ms: float | None = Field(
+        None, gt=0, description=TARGET_DOC.format("50", "time per output token")
     )
 
 
@@ -1090,6 +1187,32 @@ class PlanOptionOut(BaseModel):
         description="Set when a stored calibration measured this GPU and layout for the model "
         "(same key as a capacity question's): the option is sized with its pool.",
     )
+    # issue 23: a plan for a rate (null for a peak's plan)
+    request_rate_per_replica: float | None = Field(
+        None, description="With a workload: request_rate / replicas, the rate one replica is "
+        "simulated at.",
+    )  # fmt: skip
+    output_tokens_per_second_at_rate: float | None = Field(
+        None, description="With a workload: request_rate x the mean output tokens of the "
+        "simulated requests (all served: the targets are met).",
+    )  # fmt: skip
+    cost_per_million_output_tokens_usd: float | None = Field(
+        None, description="With a workload: cost_per_hour_usd / (output_tokens_per_second_at_"
+        "rate x 3600) x 10^6, the whole cost over the output tokens.",
+    )  # fmt: skip
+    cost_per_million_input_tokens_usd: float | None = Field(
+        None, description="With a workload: cost_per_hour_usd / (request_rate x the mean input "
+        "tokens x 3600) x 10^6, the whole cost over the input tokens.",
+    )  # fmt: skip
+    ttft_ms: DistributionOut | None = Field(
+        None, description="With a workload: the simulated time to first token at the rate."
+    )
+    tpot_ms: DistributionOut | None = Field(
+        None, description="With a workload: the simulated time per output token at the rate."
+    )
+    e2e_latency_ms: DistributionOut | None = Field(
+        None, description="With a workload: the simulated end-to-end latency at the rate."
+    )
 
 
 class RejectedOut(BaseModel):
@@ -1103,7 +1226,8 @@ class RejectedOut(BaseModel):
 class PlanAnswer(BaseModel):
     model: str
     max_model_len: int
-    peak_concurrency: int
+    peak_concurrency: int | None = Field(description="As asked (null: a plan for a rate).")
+    request_rate: float | None = Field(None, description="A workload's request_rate, as asked.")
     kv_cache_dtype: str
     engine: EngineName
     recommendation: PlanOptionOut | None
@@ -1161,10 +1285,23 @@ OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
 _ROW_ONLY = ("engine_flags", "node_flags", "warnings")
 
 
+# A plan for a rate's simulated percentiles: a table row names each as its target is named
+# (ttft_ms's p99 is the column ttft_p99_ms).
+OPTION_DISTRIBUTIONS = ("ttft_ms", "tpot_ms", "e2e_latency_ms")
+DISTRIBUTION_STATS = ("mean", "p50", "p90", "p99")
+
+
+def distribution_columns(name: str) -> list[str]:
+    return [f"{name.removesuffix('_ms')}_{stat}_ms" for stat in DISTRIBUTION_STATS]
+
+
 def _option_columns() -> list[str]:
     columns: list[str] = []
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
+            continue
+        if name in OPTION_DISTRIBUTIONS:
+            columns.extend(distribution_columns(name))
             continue
         # a flat row names the calibration by its id alone (table_row)
         columns.append("calibration_id" if name == "calibrated_from" else name)

@@ -450,7 +450,13 @@ def require_fit(detail: AnswerT) -> AnswerT:
 def plan(
     question: PlanQuestion, catalog: CatalogSnapshot, metrics: Metrics | None = None
 ) -> PlanAnswer:
-    """The cheapest feasible plan; each one asked is counted by outcome when `metrics` is given."""
+    """The cheapest feasible plan; each one asked is counted by outcome when `metrics` is given.
+    A body with a workload is a plan for a rate (rate.py)."""
+    from . import rate  # noqa: PLC0415 (rate.py builds on this module's steps)
+
+    rate.check(question.fields)
+    if question.fields.workload is not None:
+        return rate.plan_for_rate(question, catalog, metrics)
     try:
         label, arch = _resolve_model(question.model, catalog)
         gpus = _candidate_gpus(question.gpus, catalog)

@@ -7,18 +7,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..planning.schemas import CapacityQuery, CapacityRequest
-
-MAX_SIMULATED_REQUESTS = 200_000
-MAX_DURATION_S = 86_400.0
-MAX_TRACE_BYTES = 16 * 2**20
-
-Length = int | dict[str, int] | list[list[float]]
-LENGTH_DOC = (
-    'Tokens per request: a number; percentiles such as `{"50": 2000, "90": 5000, "99": '
-    "12000}` (drawn through those points, never beyond the highest); or a histogram "
-    "`[[low, high, weight], ...]` (a bin by weight, then uniform in it)."
+from ..planning.schemas import (  # moved there: a plan for a rate takes them too
+    MAX_SIMULATED_REQUESTS,
+    CapacityQuery,
+    CapacityRequest,
+    DistributionOut,
+    WorkloadIn,
 )
+
+MAX_TRACE_BYTES = 16 * 2**20
 
 
 class Targets(BaseModel):
@@ -27,33 +24,6 @@ class Targets(BaseModel):
     max_ttft_ms: float | None = Field(None, gt=0, description="Time to first token, ms.")
     max_tpot_ms: float | None = Field(None, gt=0, description="Time per output token, ms.")
     max_e2e_latency_ms: float | None = Field(None, gt=0, description="End-to-end latency, ms.")
-
-
-class WorkloadIn(BaseModel):
-    """Synthetic traffic: arrivals, lengths and how many requests."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    request_rate: float | None = Field(
-        None, gt=0, description="Poisson arrivals, requests per second (or max_concurrency)."
-    )
-    max_concurrency: int | None = Field(
-        None, ge=1, le=100_000,
-        description="A closed loop: this many clients, each sending its next request when its "
-        "last one ends (as `vllm bench serve --max-concurrency`).",
-    )  # fmt: skip
-    input_tokens: Length = Field(..., description=LENGTH_DOC)
-    output_tokens: Length = Field(..., description=LENGTH_DOC)
-    num_requests: int | None = Field(None, ge=1, le=MAX_SIMULATED_REQUESTS)
-    duration_s: float | None = Field(
-        None, gt=0, le=MAX_DURATION_S, description="Arrivals for this long (with request_rate)."
-    )
-    prefix_cache_hit_rate: float = Field(
-        0.0, ge=0, le=1,
-        description="The share of each prompt that is a prefix every request shares (whole "
-        "blocks); the engine's prefix cache decides what hits.",
-    )  # fmt: skip
-    seed: int = Field(0, description="The random generator's seed: the same seed, the same run.")
 
 
 class TraceRowIn(BaseModel):
@@ -107,15 +77,6 @@ class SimulationQuery(CapacityQuery):
     max_ttft_ms: float | None = Field(None, gt=0)
     max_tpot_ms: float | None = Field(None, gt=0)
     max_e2e_latency_ms: float | None = Field(None, gt=0)
-
-
-class DistributionOut(BaseModel):
-    """Over completed requests (null: none to measure)."""
-
-    mean: float | None
-    p50: float | None
-    p90: float | None
-    p99: float | None
 
 
 class ThroughputOut(BaseModel):

@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.errors import InvalidRequest
+from ..planning.schemas import DistributionOut, WorkloadIn
 from ..planning.service import CapacityQuestion, SizedDeployment, sized_deployment
 from ..simulation import (
     Distribution,
@@ -24,14 +25,12 @@ from ..simulation import (
     simulate,
 )
 from .schemas import (
-    DistributionOut,
     EngineOut,
     GoodputOut,
     SampleOut,
     SimulationAnswer,
     SimulationRequest,
     ThroughputOut,
-    WorkloadIn,
 )
 from .schemas import Targets as TargetsIn
 
