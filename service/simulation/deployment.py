@@ -112,6 +112,21 @@ class StepTable:
     def decode(self, batch: int, context: float) -> float:
         return _interpolate(self.contexts, self.at_batch(batch), min(context, self.contexts[-1]))
 
+    def decode_step(self, decodes: int, decode_context: int) -> float:
+        """A step of decodes alone: `self(decodes, decode_context, ())` with the calls inlined
+        (the engine's tight loop; the same arithmetic, the same floats)."""
+        column = self._by_batch.get(decodes)
+        if column is None:
+            column = self.at_batch(decodes)
+        xs = self.contexts
+        last = len(xs) - 1
+        x = min(decode_context / decodes, xs[last])
+        if not last:
+            return column[0]
+        i = min(max(bisect.bisect_right(xs, x), 1), last)
+        x0, y0 = xs[i - 1], column[i - 1]
+        return y0 + (column[i] - y0) * (x - x0) / (xs[i] - x0)
+
     def prefill(self, tokens: int) -> float:
         return _interpolate(self.prompts, self.prefill_ms, tokens)
 
