@@ -118,6 +118,15 @@ class Run:
     samples: tuple[Sample, ...]
 
 
+def _decodes_alone(timer: StepTimer) -> Callable[[int, int], float]:
+    """A step of decodes alone, timed by any timer."""
+
+    def decode_step(decodes: int, decode_context: int) -> float:
+        return timer(decodes, decode_context, ())
+
+    return decode_step
+
+
 class _Live:
     """A request inside the engine (mutable: the scheduler's own bookkeeping)."""
 
@@ -452,46 +461,48 @@ class Engine:
         needing = self.needing
         block_size = self.config.block_size
         timer = self.step_ms
-        decode_step = getattr(timer, "decode_step", None)
+        decode_step = getattr(timer, "decode_step", None) or _decodes_alone(timer)
         total = pool.total
-        peak = self.peak
-        running_integral = self.running_integral
-        kv_integral = self.kv_integral
-        now = self.now
-        step = self.tick
+        peak, running_integral, kv_integral = self.peak, self.running_integral, self.kv_integral
+        now, next_sample, step = self.now, self.next_sample, self.tick
         heap = self.end_heap
+        end_next = heap[0][0] if heap else 0
+        decodes, offset, running = self.decodes, self.context_offset, len(self.running)
         steps = ended = 0
-        while now < until_s and self.decodes:
+        while now < until_s and decodes:
             need = needing[(step + 1) % block_size]
-            if pool.free < need:
-                break  # a preemption: the full step does it
+            if need:
+                free = pool.free
+                if free < need:
+                    break  # a preemption: the full step does it
+                if need <= free - len(pool.evictable):
+                    pool.free = free - need  # no cached block to evict
+                else:
+                    pool.take(need)
             step += 1
             steps += 1
-            if need:
-                pool.take(need)
-            decodes = self.decodes
-            context = self.context_offset + decodes * step
-            if decode_step is None:
-                dt = timer(decodes, context, ()) / 1e3
-            else:
-                dt = decode_step(decodes, context) / 1e3
+            dt = decode_step(decodes, offset + decodes * step) / 1e3
             used = total - pool.free
             peak = max(peak, used)
-            running_integral += len(self.running) * dt
+            running_integral += running * dt
             kv_integral += used * dt
-            if now >= self.next_sample:
+            if now >= next_sample:
                 self.now = now
                 self._sample(used)
+                next_sample = self.next_sample
             now += dt
-            self.now = now  # a request finished in this step ends at it
-            ended = self._end_decodes(step) if heap[0][0] <= step else 0
-            if ended and stop_on_end:
-                break
+            if end_next <= step:
+                self.now = now  # a request finished in this step ends at it
+                ended = self._end_decodes(step)
+                end_next = heap[0][0] if heap else 0
+                decodes, offset, running = self.decodes, self.context_offset, len(self.running)
+                if ended and stop_on_end:
+                    break
+            else:
+                ended = 0
         if steps:
-            self.tick = self.allocated_to = step
-            self.peak = peak
-            self.running_integral = running_integral
-            self.kv_integral = kv_integral
+            self.now, self.tick, self.allocated_to = now, step, step
+            self.peak, self.running_integral, self.kv_integral = peak, running_integral, kv_integral
         return steps, ended
 
     def _step(self) -> int | None:
