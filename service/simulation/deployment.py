@@ -148,7 +148,7 @@ class StepTable:
         self, decodes: int, decode_context: int, chunks: Sequence[tuple[int, int]]
     ) -> float:
         fixed = self.prefill_ms[0]
-        ms = self.decode(decodes, decode_context / decodes) if decodes else fixed
+        ms = self.decode_step(decodes, decode_context) if decodes else fixed
         for ahead, tokens in chunks:
             ms += self.prefill(ahead + tokens) - (self.prefill(ahead) if ahead else fixed)
         return ms
