@@ -36,11 +36,12 @@ def bench_simulation(requests: int = 100_000) -> None:
             num_requests=requests,
             prefix_cache_hit_rate=0.33,
         )
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         summary = run(config, table, workload)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(
-            f"  rate {rate:g}/s: {wall:.2f} s wall, {summary.completed_requests / wall:,.0f} "
+            f"  rate {rate:g}/s: {wall:.2f} s wall ({cpu:.2f} s CPU), "
+            f"{summary.completed_requests / wall:,.0f} "
             f"simulated requests/s, {summary.steps:,} engine steps "
             f"({summary.steps / wall:,.0f}/s); "
             f"served {summary.throughput.requests_per_second:.2f} req/s, TTFT p99 "

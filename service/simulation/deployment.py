@@ -99,6 +99,10 @@ class StepTable:
     prompts: tuple[int, ...]
     prefill_ms: tuple[float, ...]
     _by_batch: dict[int, tuple[float, ...]] = field(default_factory=dict, repr=False)
+    # decode_step's last (batch, x from, x to, x0, y0, y1 - y0, x1 - x0)
+    _segment: tuple[int, float, float, int, float, float, int] = field(
+        default=(0, 0.0, 0.0, 0, 0.0, 0.0, 1), repr=False
+    )
 
     def at_batch(self, batch: int) -> tuple[float, ...]:
         """Decode ms at `batch` for each tabulated context (interpolated along the batch),
@@ -112,6 +116,31 @@ class StepTable:
     def decode(self, batch: int, context: float) -> float:
         return _interpolate(self.contexts, self.at_batch(batch), min(context, self.contexts[-1]))
 
+    def decode_step(self, decodes: int, decode_context: int) -> float:
+        """A step of decodes alone: `self(decodes, decode_context, ())` with the calls inlined
+        and the last batch's interpolation segment remembered (the engine's tight loop, where
+        the batch holds for many steps and the mean context grows by one a step): the same
+        arithmetic, the same floats."""
+        xs = self.contexts
+        x = decode_context / decodes
+        x = min(x, xs[-1])
+        batch, low, high, x0, y0, dy, dx = self._segment
+        if batch == decodes and low <= x < high:
+            return y0 + dy * (x - x0) / dx
+        column = self._by_batch.get(decodes)
+        if column is None:
+            column = self.at_batch(decodes)
+        last = len(xs) - 1
+        if not last:
+            return column[0]
+        i = min(max(bisect.bisect_right(xs, x), 1), last)
+        x0, y0 = xs[i - 1], column[i - 1]
+        dy, dx = column[i] - y0, xs[i] - x0
+        low = -math.inf if i == 1 else x0
+        high = math.inf if i == last else xs[i]
+        self._segment = (decodes, low, high, x0, y0, dy, dx)
+        return y0 + dy * (x - x0) / dx
+
     def prefill(self, tokens: int) -> float:
         return _interpolate(self.prompts, self.prefill_ms, tokens)
 
@@ -119,7 +148,7 @@ class StepTable:
         self, decodes: int, decode_context: int, chunks: Sequence[tuple[int, int]]
     ) -> float:
         fixed = self.prefill_ms[0]
-        ms = self.decode(decodes, decode_context / decodes) if decodes else fixed
+        ms = self.decode_step(decodes, decode_context) if decodes else fixed
         for ahead, tokens in chunks:
             ms += self.prefill(ahead + tokens) - (self.prefill(ahead) if ahead else fixed)
         return ms

@@ -30,12 +30,16 @@ makes one token per step, so the steps at which it needs a block (every block_si
 a fixed residue) and the step it finishes are known the step it starts decoding: a step reads
 one count of the decodes needing a block, and pops from a heap only the requests that end in
 it. The decode batch's context, which the step's time
-depends on, is kept as a running sum.
+depends on, is kept as a running sum. Steps of decodes alone (no request waiting or
+prefilling, no arrival due, no preemption) run in one tight loop, `_decode_steps`, doing the
+same float operations in the same order as the full step: results are unchanged, bit for bit
+(tests/simulation/test_engine_speed.py steps the same workloads both ways).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,6 +118,15 @@ class Run:
     samples: tuple[Sample, ...]
 
 
+def _decodes_alone(timer: StepTimer) -> Callable[[int, int], float]:
+    """A step of decodes alone, timed by any timer."""
+
+    def decode_step(decodes: int, decode_context: int) -> float:
+        return timer(decodes, decode_context, ())
+
+    return decode_step
+
+
 class _Live:
     """A request inside the engine (mutable: the scheduler's own bookkeeping)."""
 
@@ -179,12 +192,18 @@ class _Pool:
             evictable += refs == 0
         return n, evictable
 
-    def reference(self, h: int) -> None:
-        refs = self.cached[h]
-        if refs == 0:
-            del self.evictable[h]
-            self.free -= 1
-        self.cached[h] = refs + 1
+    def reference(self, hashes: Sequence[int]) -> None:
+        """One more reference to each cached block (a free one leaves the evictable list)."""
+        cached = self.cached
+        evictable = self.evictable
+        taken = 0
+        for h in hashes:
+            refs = cached[h]
+            if refs == 0:
+                del evictable[h]
+                taken += 1
+            cached[h] = refs + 1
+        self.free -= taken
 
     def release(self, blocks: int, held: list[int]) -> None:
         """Free a request's blocks; its cached ones stay cached until evicted."""
@@ -335,9 +354,8 @@ class Engine:
             if pool.free - evictable < blocks:
                 break
             self.waiting.popleft()
-            for h in live.hashes[:hit]:
-                pool.reference(h)
             live.held = list(live.hashes[:hit])
+            pool.reference(live.held)
             live.registered = hit
             live.computed = computed
             pool.take(blocks)
@@ -390,6 +408,11 @@ class Engine:
                 ended += 1
             else:
                 self._start_decode(live, step)
+        return ended + self._end_decodes(step)
+
+    def _end_decodes(self, step: int) -> int:
+        """Finish the decodes whose last token was sampled at `step`; how many."""
+        ended = 0
         heap = self.end_heap
         while heap and heap[0][0] <= step:
             _, _, gen, live = heapq.heappop(heap)
@@ -407,8 +430,7 @@ class Engine:
     # --- the run --------------------------------------------------------------------------
 
     def _record(self, dt: float) -> None:
-        """The step's share of the averages, and a sample for the picture when one is due
-        (at most 2 x max_samples: when full, every other one is dropped and the gap doubled)."""
+        """The step's share of the averages, and a sample for the picture when one is due."""
         pool = self.pool
         used = pool.total - pool.free
         self.peak = max(self.peak, used)
@@ -416,13 +438,72 @@ class Engine:
         self.waiting_integral += len(self.waiting) * dt
         self.kv_integral += used * dt
         if self.now >= self.next_sample:
-            self.samples.append(
-                Sample(self.now, len(self.running), len(self.waiting), used / pool.total)
-            )
-            self.next_sample = self.now + self.interval
-            if len(self.samples) >= 2 * self.max_samples:
-                self.samples = self.samples[::2]
-                self.interval *= 2
+            self._sample(used)
+
+    def _sample(self, used: int) -> None:
+        """A sample for the picture (at most 2 x max_samples: when full, every other one is
+        dropped and the gap doubled)."""
+        self.samples.append(
+            Sample(self.now, len(self.running), len(self.waiting), used / self.pool.total)
+        )
+        self.next_sample = self.now + self.interval
+        if len(self.samples) >= 2 * self.max_samples:
+            self.samples = self.samples[::2]
+            self.interval *= 2
+
+    def _decode_steps(self, until_s: float, stop_on_end: bool) -> tuple[int, int]:
+        """Steps of decodes alone, in one tight loop: what `_step` and `_record` do when no
+        request waits or prefills, while no arrival is due (`until_s`), no decode's block
+        would need a preemption and, when `stop_on_end`, until a step finishes a request (a
+        closed loop sends the next). The same operations in the same order as the full step
+        (the same floats); (steps taken, requests finished in the last one)."""
+        pool = self.pool
+        needing = self.needing
+        block_size = self.config.block_size
+        timer = self.step_ms
+        decode_step = getattr(timer, "decode_step", None) or _decodes_alone(timer)
+        total = pool.total
+        peak, running_integral, kv_integral = self.peak, self.running_integral, self.kv_integral
+        now, next_sample, step = self.now, self.next_sample, self.tick
+        heap = self.end_heap
+        end_next = heap[0][0] if heap else 0
+        decodes, offset, running = self.decodes, self.context_offset, len(self.running)
+        steps = ended = 0
+        while now < until_s and decodes:
+            need = needing[(step + 1) % block_size]
+            if need:
+                free = pool.free
+                if free < need:
+                    break  # a preemption: the full step does it
+                if need <= free - len(pool.evictable):
+                    pool.free = free - need  # no cached block to evict
+                else:
+                    pool.take(need)
+            step += 1
+            steps += 1
+            dt = decode_step(decodes, offset + decodes * step) / 1e3
+            used = total - pool.free
+            peak = max(peak, used)
+            running_integral += running * dt
+            kv_integral += used * dt
+            if now >= next_sample:
+                self.now = now
+                self._sample(used)
+                next_sample = self.next_sample
+            now += dt
+            if end_next <= step:
+                self.now = now  # a request finished in this step ends at it
+                ended = self._end_decodes(step)
+                end_next = heap[0][0] if heap else 0
+                decodes, offset, running = self.decodes, self.context_offset, len(self.running)
+                if ended and stop_on_end:
+                    break
+            else:
+                ended = 0
+        if steps:
+            self.now, self.tick, self.allocated_to = now, step, step
+            self.peak, self.running_integral, self.kv_integral = peak, running_integral, kv_integral
+        return steps, ended
 
     def _step(self) -> int | None:
         """One scheduler step and its forward pass; the requests it finished, or None when
@@ -469,7 +550,15 @@ class Engine:
                     break
                 self.now = max(self.now, queue[0].arrival_s)
                 continue
-            ended = self._step()
+            steps = 0
+            ended: int | None = 0
+            if not self.prefilling and not self.waiting:
+                until = queue[0].arrival_s if queue and max_concurrency is None else math.inf
+                steps, ended = self._decode_steps(
+                    until, max_concurrency is not None and bool(queue)
+                )
+            if not steps:
+                ended = self._step()
             if ended and max_concurrency is not None:
                 for _ in range(min(ended, len(queue))):
                     self.waiting.append(_Live(queue.popleft(), self.now))
