@@ -150,6 +150,7 @@ def test_architecture_loads_and_round_trips(slug: str) -> None:
         "checkpoint_kv_cache",  # said only by the checkpoints that declare one
         "num_nextn_predict_layers",  # issue 21: said only by models with MTP layers
         "mtp_weight_bytes",
+        "attention_shares",  # issue 21: said only by MoE rows whose config.json kvplan read
     }
     # Weights can be priced for every model: a parameter count or a checkpoint size.
     assert weight_bytes_total(loaded) > 0
