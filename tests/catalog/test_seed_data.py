@@ -151,6 +151,7 @@ def test_architecture_loads_and_round_trips(slug: str) -> None:
         "num_nextn_predict_layers",  # issue 21: said only by models with MTP layers
         "mtp_weight_bytes",
         "mtp_layer_schedule",  # said only where the MTP layers cache otherwise (DeepSeek-V4)
+        "attention_shares",  # issue 21: said only by MoE rows whose config.json kvplan read
     }
     # Weights can be priced for every model: a parameter count or a checkpoint size.
     assert weight_bytes_total(loaded) > 0

@@ -3,8 +3,9 @@ DeepSeek-V4, verbatim (tests/fixtures/hf_configs, SOURCES.md), as a user pasting
 
 The arithmetic is worked in tests/sizing/test_cache_kinds_2026.py; here the same numbers come
 back over HTTP. The pool is given (kv_pool_bytes, as "Available KV cache memory" from a log):
-the per-token facts are the point (MiniMax-M1's weights have no parameter-count rule yet;
-MiniMax-M3's do, and one test sizes the pool from them).
+the per-token facts are the point (MiniMax-M1's weights are counted, but vLLM's MiniMax
+loaded terms are not modelled, so its pool must be given; MiniMax-M3's pool is sized from its
+weights in one test).
 """
 
 from __future__ import annotations
@@ -135,6 +136,28 @@ def test_minimax_m1_over_http_on_vllm_0_20(client: TestClient) -> None:
     assert len(rows) == 1
     assert rows[0]["kv_cache_tokens"] == "1048576"
     assert rows[0]["num_gpu_blocks"] == "16384"
+
+
+def test_minimax_m1_without_a_pool_is_refused_naming_it(client: TestClient) -> None:
+    # Its weights are counted now (912,210,767,872 B over TP 8 = 114,026,345,984 B a GPU:
+    # tests/sizing/test_param_count_2026.py), but vLLM's float32 lm_head, float32 routers on
+    # every rank and max_model_len-long rope cache are not modelled (engines/vllm.py
+    # _refuse_minimax_loaded_terms): a pool from GPU memory is refused naming kv_pool_bytes.
+    given = ask(
+        client, "MiniMaxAI--MiniMax-M1", engine_version="0.20.0", tensor_parallel_size=8
+    ).json()
+    assert given["explanation"]["per_gpu"]["weights_bytes_per_gpu"] == 912_210_767_872 // 8
+    assert 912_210_767_872 // 8 == 114_026_345_984
+    refused = ask(
+        client,
+        "MiniMaxAI--MiniMax-M1",
+        engine_version="0.20.0",
+        tensor_parallel_size=8,
+        kv_pool_bytes=None,
+    )
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["field"] == "kv_pool_bytes"
+    assert "float32 lm_head" in refused.json()["detail"]
 
 
 def test_minimax_m1_given_inline_gets_the_same_answer(client: TestClient) -> None:

@@ -224,3 +224,31 @@ def test_minimax_m3_by_class_and_against_the_published_total() -> None:
     # -0.43 %.
     assert counts.total == 426_174_572_928 == counts.served_total
     assert abs(counts.total - 428e9) <= 428e9 * 0.005
+
+
+def test_minimax_m1_against_its_safetensors_index() -> None:
+    """MiniMax-M1 (github:MiniMax-AI/MiniMax-M1 config.json, tests/fixtures/hf_configs): vLLM
+    0.23.0 models/minimax_text_01.py; the published model.safetensors.index.json total_size
+    912,210,767,872 B (docs/engines/vllm.md, MiniMax section)."""
+    weights = checkpoint_weights(load("MiniMaxAI--MiniMax-M1"))
+    by = dict(weights.parameters.by_class)
+    # hidden 6144, vocab 200064: embed_tokens and the untied lm_head 200,064 x 6,144 each.
+    assert by[TensorClass.EMBEDDING] == by[TensorClass.LM_HEAD] == 200_064 * 6_144 == 1_229_193_216
+    # 70 lightning layers (attn_type_list 0), 64 heads x 128 = 8,192 wide: qkv_proj 6,144 x
+    # 24,576 + output_gate 6,144 x 8,192 + out_proj 8,192 x 6,144 = 251,658,240 a layer.
+    assert by[TensorClass.LINEAR_ATTENTION] == 70 * (6_144 * 40_960) == 17_616_076_800
+    # 10 softmax layers: q 8,192 x 6,144 + k, v 1,024 x 6,144 + o 6,144 x 8,192 = 113,246,208.
+    assert by[TensorClass.ATTENTION] == 10 * 113_246_208 == 1_132_462_080
+    # 80 MoE blocks of 32 experts of 3 x 9,216 x 6,144, and a 32 x 6,144 router each.
+    assert by[TensorClass.ROUTED_EXPERTS] == 80 * 32 * 3 * 9_216 * 6_144 == 434_865_438_720
+    assert by[TensorClass.ROUTER] == 80 * 32 * 6_144 == 15_728_640
+    # norms: two of 6,144 per layer, the final one, and the 70 lightning norms of 8,192.
+    assert by[TensorClass.NORM] == 80 * 2 * 6_144 + 6_144 + 70 * 8_192 == 1_562_624
+    # total: 2 x 1,229,193,216 + 17,616,076,800 + 1,132,462,080 + 434,865,438,720
+    #   + 15,728,640 + 1,562,624 = 456,089,655,296 (the hand count the brief gives)
+    assert weights.parameters.total == 456_089_655_296
+    # bfloat16 (no torch_dtype: --dtype auto) but the routers float32, as the index counts:
+    # 2 x 456,089,655,296 + 15,728,640 x 2 B more = 912,179,310,592 + 31,457,280
+    assert weights.size.total_bytes == 2 * 456_089_655_296 + 2 * 15_728_640
+    assert weights.size.total_bytes == 912_210_767_872
+    assert dict(weights.size.by_class)[TensorClass.ROUTER] == 4 * 15_728_640

@@ -27,6 +27,7 @@ from ..model.architecture import (
     ChunkedLocalAttention,
     FullAttention,
     GatedDeltaNet,
+    LightningAttention,
     Mamba1,
     Mamba2,
     ModelArchitecture,
@@ -983,6 +984,26 @@ def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
 # Memoised: the budget is the same at every max_model_len of a layout (the V1 scheduler's
 # defaults do not read it), and dashboards ask one layout at many.
 @lru_cache(maxsize=4096)
+def _refuse_minimax_loaded_terms(arch: ModelArchitecture) -> None:
+    """MiniMax-Text-01 / M1 (lightning attention): its weights are counted
+    (model/param_count_2026.py minimax_m1), but three terms of vLLM's loaded model are not
+    modelled (docs/engines/vllm.md, MiniMax section; models/minimax_text_01.py, 0.20.0 and
+    0.23.0): `self.lm_head.float()` (float32 lm_head), the float32 router
+    (`ReplicatedLinear(..., params_dtype=torch.float32)`) whole on every rank, and the rope
+    cache of min(max_position_embeddings, max_model_len) x rotary_dim x 4 B where kvplan's
+    `rotary_cos_sin_cache_bytes` charges max_position_embeddings x head_dim x the model dtype
+    (2.44 GiB too much for M1). A pool from GPU memory would be off by them: the pool is asked
+    for instead."""
+    if any(isinstance(layer, LightningAttention) for layer, _ in arch.cache_layer_counts):
+        raise SizingError(
+            "kv_pool_bytes",
+            "MiniMax-Text-01 / M1 on vLLM: its float32 lm_head, float32 routers on every rank "
+            "and max_model_len-long float32 rope cache are not modelled yet, so kvplan cannot "
+            "size the pool from GPU memory: give kv_pool_bytes (the log's \"Available KV cache "
+            'memory")',
+        )
+
+
 def vllm_budget(
     arch: ModelArchitecture,
     *,
@@ -1012,6 +1033,7 @@ def vllm_budget(
             fraction_name="gpu_memory_utilization",
             note="given (--kv-cache-memory-bytes or a log)",
         )
+    _refuse_minimax_loaded_terms(arch)
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     util = options.gpu_memory_utilization or release.default_utilization
     peak = profile_peak(

@@ -35,9 +35,9 @@ from .architecture import (
 from .config_view import ConfigView, HFConfig
 from .hf_deepseek_v4 import DEEPSEEK_V4_TYPES, V41_TYPES
 from .hf_hybrids import LFM2_TYPES
-from .hf_kimi_minimax import KIMI_LINEAR_TYPES, MINIMAX_M3_TYPES
+from .hf_kimi_minimax import KIMI_LINEAR_TYPES, MINIMAX_LIGHTNING_TYPES, MINIMAX_M3_TYPES
 from .hf_more import MIMO_V2_TYPES
-from .param_count_2026 import deepseek_v4, kimi_k3, lfm2, mimo_v2, minimax_m3
+from .param_count_2026 import deepseek_v4, kimi_k3, lfm2, mimo_v2, minimax_m1, minimax_m3
 from .tensors import ParameterCount, Tensor, TensorClass, TensorList, TensorRole, summarize
 from .towers import count_towers
 
@@ -105,6 +105,8 @@ def count_parameters(cfg: HFConfig, mixers: Sequence[Layer]) -> ParameterCount:
         mimo_v2(cfg, mixers, out)
     elif mt in MINIMAX_M3_TYPES:
         minimax_m3(cfg, mixers, out)
+    elif mt in MINIMAX_LIGHTNING_TYPES:
+        minimax_m1(cfg, mixers, out)
     elif mt in DEEPSEEK_V4_TYPES - V41_TYPES:
         deepseek_v4(cfg, mixers, out)
     elif mt in LFM2_TYPES:

@@ -17,6 +17,7 @@ from .architecture import (
     FullAttention,
     KimiDeltaAttention,
     Layer,
+    LightningAttention,
     MultiHeadLatentAttention,
     ShortConv,
     SlidingWindowAttention,
@@ -299,7 +300,65 @@ def _gated(
     out.linear(f"{name}.down_proj", cls, hidden, inter, count=count)
 
 
-__all__ = ["deepseek_v4", "kimi_k3", "lfm2", "mimo_v2", "minimax_m3"]
+__all__ = ["deepseek_v4", "kimi_k3", "lfm2", "mimo_v2", "minimax_m1", "minimax_m3"]
+
+
+def minimax_m1(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:
+    """MiniMax-Text-01 / MiniMax-M1 (vLLM 0.23.0 models/minimax_text_01.py; the checkpoint's
+    names as its `load_weights` reads them).
+
+    `MiniMaxText01ForCausalLM`: embed_tokens and an untied lm_head (vocab x hidden). Per
+    layer (`MiniMaxText01DecoderLayer`): a lightning layer (`MiniMaxText01LinearAttention`:
+    qkv_proj hidden -> 3 x heads x head_dim, output_gate hidden -> heads x head_dim,
+    out_proj back to hidden, a norm of heads x head_dim) or a softmax layer
+    (`MiniMaxText01Attention`: q/k/v/o_proj of num_attention_heads / num_key_value_heads x
+    head_dim), input_layernorm and post_attention_layernorm, and `MiniMaxText01MoE`: a gate
+    of num_local_experts x hidden stored in float32 (`ReplicatedLinear(...,
+    params_dtype=torch.float32)`; M1's model.safetensors.index.json total_size counts it at
+    4 B) and num_local_experts experts w1/w3 (hidden -> intermediate_size) and w2. The final
+    norm. A shared expert (shared_intermediate_size > 0) is not read: refused by name.
+    """
+    if cfg.opt_int("shared_intermediate_size", minimum=0):
+        raise SizingError(
+            cfg.where("shared_intermediate_size"),
+            "kvplan counts MiniMax-Text-01 / M1 without a shared expert (0 in the published "
+            "configs); pass num_parameters and weight_bytes",
+        )
+    h = cfg.get_int("hidden_size")
+    vocab = cfg.get_int("vocab_size")
+    out.embedding("model.embed_tokens", TensorClass.EMBEDDING, vocab, h)
+    if not cfg.flag("tie_word_embeddings", False):
+        out.linear("lm_head", TensorClass.LM_HEAD, vocab, h)
+    heads = cfg.get_int("num_attention_heads")
+    e = cfg.get_int("num_local_experts")
+    inter = cfg.get_int("intermediate_size")
+    experts = TensorClass.ROUTED_EXPERTS
+    for i, mixer in enumerate(mixers):
+        p = f"model.layers.{i}"
+        a = f"{p}.self_attn"
+        if isinstance(mixer, LightningAttention):
+            width = mixer.num_key_heads * mixer.key_head_dim
+            lin = TensorClass.LINEAR_ATTENTION
+            out.linear(f"{a}.qkv_proj", lin, 3 * width, h)
+            out.linear(f"{a}.output_gate", lin, width, h)
+            out.linear(f"{a}.out_proj", lin, h, width)
+            out.norm(f"{a}.norm", _N, width)
+        elif isinstance(mixer, FullAttention):
+            hd, kv = mixer.head_dim, mixer.num_kv_heads
+            out.linear(f"{a}.q_proj", _A, heads * hd, h)
+            out.linear(f"{a}.k_proj", _A, kv * hd, h)
+            out.linear(f"{a}.v_proj", _A, kv * hd, h)
+            out.linear(f"{a}.o_proj", _A, h, heads * hd)
+        else:
+            raise SizingError(cfg.where("attn_type_list"), f"layer {i} is not MiniMax's")
+        out.norm(f"{p}.input_layernorm", _N, h)
+        out.norm(f"{p}.post_attention_layernorm", _N, h)
+        m = f"{p}.block_sparse_moe"
+        out.linear(f"{m}.gate", TensorClass.ROUTER, e, h, float32=True)
+        out.linear(f"{m}.experts.0.w1", experts, inter, h, count=e)
+        out.linear(f"{m}.experts.0.w3", experts, inter, h, count=e)
+        out.linear(f"{m}.experts.0.w2", experts, h, inter, count=e)
+    out.norm("model.norm", _N, h)
 
 
 def minimax_m3(cfg: HFConfig, mixers: Sequence[Layer], out: TensorList) -> None:

@@ -22,12 +22,14 @@ from typing import Any
 from ..errors import SizingError, UnknownLayerKind
 from .architecture import (
     LAYER_CLASSES,
+    AttentionShares,
     EncoderGeometry,
     Layer,
     LayerKind,
     MixtureOfExperts,
     ModelArchitecture,
     NoCache,
+    RoutedExperts,
     parse_layer_kind,
 )
 
@@ -206,6 +208,9 @@ def architecture_from_dict(data: Mapping[str, Any]) -> ModelArchitecture:
             kwargs["encoder"] = EncoderGeometry(**encoder_in)
         except TypeError as exc:
             raise SizingError("encoder", str(exc)) from None
+    shares_in = data.get("attention_shares")  # issue 21: SGLang DP attention (catalog rows)
+    if shares_in is not None:
+        kwargs["attention_shares_known"] = _attention_shares_from_dict(shares_in)
     try:
         return ModelArchitecture(
             layers=layers,
@@ -229,6 +234,29 @@ def _mtp_schedule(value: Any, specs: Mapping[str, Layer]) -> list[str]:
         if name not in specs:
             raise SizingError(f"mtp_layer_schedule[{index}]", f"{name!r} is not in layer_specs")
     return [str(name) for name in value]
+
+
+# issue 21: SGLang's DP attention. The weights it cuts by the attention-TP group, as the
+# config's tensors count them (hf_config.py _attention_shares); stored in catalog rows of MoE
+# models whose config.json kvplan reads, so the catalog answers as the config does.
+_SHARE_PARTS = ("attention", "embedding", "lm_head")
+
+
+def _attention_shares_from_dict(data: Any) -> AttentionShares:
+    """{"attention": {"parameters": p, "bytes": b}, "embedding": {...}, "lm_head": {...}}."""
+    if not isinstance(data, Mapping) or set(data) != set(_SHARE_PARTS):
+        raise SizingError("attention_shares", f"must map exactly {', '.join(_SHARE_PARTS)}")
+    parts: list[RoutedExperts] = []
+    for part in _SHARE_PARTS:
+        where = f"attention_shares.{part}"
+        value = data[part]
+        if not isinstance(value, Mapping) or set(value) != {"parameters", "bytes"}:
+            raise SizingError(where, "must be {parameters, bytes}")
+        numbers = (value["parameters"], value["bytes"])
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in numbers):
+            raise SizingError(where, "parameters and bytes must be integers >= 0")
+        parts.append(RoutedExperts(*numbers))
+    return AttentionShares(*parts)
 
 
 def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
@@ -259,6 +287,11 @@ def architecture_to_dict(arch: ModelArchitecture) -> dict[str, Any]:
     )
     if arch.encoder is not None:  # said only by the VLMs whose tower kvplan profiles
         out["encoder"] = dataclasses.asdict(arch.encoder)
+    if arch.attention_shares_known is not None:  # said only by MoE rows read from a config
+        out["attention_shares"] = {
+            part: dataclasses.asdict(getattr(arch.attention_shares_known, part))
+            for part in _SHARE_PARTS
+        }
     out["layer_specs"] = specs
     if arch.mtp_layers:
         out["mtp_layer_schedule"] = [names[layer] for layer in arch.mtp_layers]

@@ -53,6 +53,9 @@ class Tensor:
     # For a multi-token-prediction tensor, the class it has in an ordinary layer (so a
     # quantization rule written for attention or experts reaches it too).
     inner: TensorClass | None = None
+    # Stored in float32 whatever the model's dtype (MiniMax-M1's routers: its
+    # model.safetensors.index.json total_size counts them at 4 B).
+    float32: bool = False
 
     @property
     def numel(self) -> int:
@@ -104,9 +107,18 @@ class TensorList:
         *,
         bias: bool = False,
         count: int = 1,
+        float32: bool = False,
     ) -> None:
         self.items.append(
-            Tensor(f"{name}.weight", cls, TensorRole.LINEAR, (out, inp), count, self.served)
+            Tensor(
+                f"{name}.weight",
+                cls,
+                TensorRole.LINEAR,
+                (out, inp),
+                count,
+                self.served,
+                float32=float32,
+            )
         )
         if bias:
             self.vector(f"{name}.bias", cls, (out,), count)

@@ -659,12 +659,18 @@ def tensor_bytes(config: Mapping[str, Any], count: ParameterCount) -> tuple[int,
     return _tensor_bytes(quantization_plan(cfg, dtype), dtype, count)
 
 
+FLOAT32_BYTES: Final = 4
+
+
 def _tensor_bytes(plan: QuantPlan, dtype: str, count: ParameterCount) -> tuple[int, ...]:
     element = MODEL_DTYPE_BYTES[dtype]
     sizes: list[int] = []
     for t in count.tensors:
-        storage = plan.storage_for(t)
-        one = element * t.numel if storage is None else storage.bytes(*t.shape[:2])
+        storage = None if t.float32 else plan.storage_for(t)
+        if storage is not None:
+            one = storage.bytes(*t.shape[:2])
+        else:
+            one = (FLOAT32_BYTES if t.float32 else element) * t.numel
         sizes.append(one * t.count)
     return tuple(sizes)
 

@@ -976,9 +976,12 @@ def _expert_parallel_options(
 
 def _data_parallel_engine(options: EngineOptions, node: int) -> tuple[EngineOptions, int]:
     """vLLM: --enable-expert-parallel over DP `node`; SGLang: --tp node with DP attention
-    node and EP node (engines/sglang_dp.py), its --tp returned (0 for vLLM)."""
+    node and EP node (engines/sglang_dp.py), its --tp returned (0 for vLLM). An --ep-size the
+    caller gave is kept (one that does not fit the node is refused by name, not replaced)."""
     if options.engine is Engine.SGLANG:
-        flags = replace(options.sglang_parallel, enable_dp_attention=True, ep_size=node)
+        asked = options.sglang_parallel.ep_size
+        ep = asked if asked > 1 else node
+        flags = replace(options.sglang_parallel, enable_dp_attention=True, ep_size=ep)
         return replace(options, sglang_parallel=flags), node
     vllm_flags = replace(options.expert_parallel, enable_expert_parallel=True)
     return replace(options, expert_parallel=vllm_flags), 0
