@@ -40,6 +40,7 @@ with async scheduling, the default), an input here.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Final, Literal
 
 from ..errors import SizingError
@@ -163,16 +164,20 @@ def approximate_gcd(values: list[int], lower_bound: int) -> int:
     return best_d
 
 
+# Memoised by value: the specs depend on the layers and the block alone, never on the
+# context, so a new question on a model already asked reads them (every DeepSeek-V4 question
+# rebuilt some 45 layers' pages before: the costliest step of a new question on that model).
+@lru_cache(maxsize=64)
 def _buckets(
     layers: tuple[CompressedLayer, ...], block_size: int, fp4_indexer: bool
-) -> list[list[PageSpec]]:
+) -> tuple[tuple[PageSpec, ...], ...]:
     """Specs bucketed by uniform type (`UniformTypeKVCacheSpecs.is_uniform_type`: one block
     size, and one window or none), in the order vLLM meets them layer by layer."""
     buckets: dict[tuple[int, int | None], list[PageSpec]] = {}
     for layer in layers:
         for page in layer_pages(layer, block_size, fp4_indexer=fp4_indexer):
             buckets.setdefault((page.block_tokens, page.sliding_window), []).append(page)
-    return list(buckets.values())
+    return tuple(tuple(bucket) for bucket in buckets.values())
 
 
 def packed_pool(
@@ -315,8 +320,8 @@ def tuple_pool(
 
 
 def _mla_first(
-    buckets: list[list[PageSpec]], block_size: int
-) -> tuple[list[PageSpec], list[list[PageSpec]]]:
+    buckets: tuple[tuple[PageSpec, ...], ...], block_size: int
+) -> tuple[tuple[PageSpec, ...], list[tuple[PageSpec, ...]]]:
     """The MLAAttentionSpec bucket (block `block_size`, no window) and the window buckets."""
     mla_key = (block_size, None)
     first = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) == mla_key]
@@ -330,7 +335,7 @@ def _mla_first(
 
 
 def _split_window_bucket(
-    bucket: list[PageSpec],
+    bucket: tuple[PageSpec, ...],
     mla_sizes: list[int],
     tuples: int,
     *,
