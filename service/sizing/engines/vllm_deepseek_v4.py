@@ -190,6 +190,29 @@ def packed_pool(
     fp4_indexer: bool = False,
 ) -> PackedPool:
     """`_get_packed_kv_cache_groups` + `get_kv_cache_config_from_groups` for DeepSeek-V4."""
+    groups = _packed_groups(layers, block_size, fp4_indexer)
+    group_bytes = tuple(bytes_ for _, bytes_ in groups)
+    group_pages = tuple(
+        spec.request_bytes(max_model_len, max_in_flight_tokens) // spec.page_bytes
+        for spec, _ in groups
+    )
+    bytes_per_block = max(group_bytes)
+    return PackedPool(
+        group_bytes,
+        group_pages,
+        bytes_per_block,
+        available_bytes // bytes_per_block,
+        max_model_len,
+    )
+
+
+# Memoised by value, as `_buckets`: the groups and their pages do not depend on the context.
+@lru_cache(maxsize=64)
+def _packed_groups(
+    layers: tuple[CompressedLayer, ...], block_size: int, fp4_indexer: bool
+) -> tuple[tuple[PageSpec, int], ...]:
+    """`_get_packed_kv_cache_groups`: each group, in vLLM's group order, as its bucket's spec
+    (what one request takes of it is the spec's) and one block's bytes of its pages."""
     buckets = _buckets(layers, block_size, fp4_indexer)
     counts = [Counter(page.page_bytes for page in bucket) for bucket in buckets]
     balanced = [len(set(c.values())) == 1 for c in counts]
@@ -203,26 +226,15 @@ def packed_pool(
         if floor
         else None
     )
-    group_bytes: list[int] = []
-    group_pages: list[int] = []
+    groups: list[tuple[PageSpec, int]] = []
     for bucket, count, is_balanced, m in zip(buckets, counts, balanced, most, strict=True):
         # DeepSeek-V4's compressor states are SlidingWindowMLASpec, never a state bucket
         # (MambaSpec, CircularBufferSpec), so the split is the repeat pattern's alone.
         n = -(-m // repeats) if is_balanced and repeats is not None else 1
-        pages = bucket[0].request_bytes(max_model_len, max_in_flight_tokens)
-        pages //= bucket[0].page_bytes
         for i in range(n):
             # pattern repeat r goes to group r mod n: ceil((count - i) / n) repeats each
-            group_bytes.append(sum(page * len(range(i, c, n)) for page, c in count.items()))
-            group_pages.append(pages)
-    bytes_per_block = max(group_bytes)
-    return PackedPool(
-        tuple(group_bytes),
-        tuple(group_pages),
-        bytes_per_block,
-        available_bytes // bytes_per_block,
-        max_model_len,
-    )
+            groups.append((bucket[0], sum(page * len(range(i, c, n)) for page, c in count.items())))
+    return tuple(groups)
 
 
 # --- vLLM 0.24.0 - 0.26.0: layer tuples -----------------------------------------------------
