@@ -587,24 +587,22 @@ _ENGINE_OPTIONS = tuple(
 _ENGINE_VALUES = operator.attrgetter(*_ENGINE_OPTIONS)  # one C call for the twenty fields
 _ENGINE_AT = _ENGINE_OPTIONS.index("engine")
 _WINDOW_AT = _ENGINE_OPTIONS.index("max_attention_window")
-_NESTED_VALUES = {
-    name: (role, operator.attrgetter(*(f.name for f in dataclasses.fields(role))))
+# Each role's field names, once (a question read them with dataclasses.fields before), and one
+# C call for its values: the role is then interned by the values alone.
+_NESTED_VALUES = tuple(
+    (name, operator.attrgetter(*(f.name for f in dataclasses.fields(role))))
     for name, role in _NESTED_OPTIONS.items()
-}
+)
 
 
 def _nested_options(fields: EngineFields) -> tuple[tuple[str, Any], ...]:
     """Each role's dataclass, from the request's fields of its fields' names."""
-    out = []
-    for name, (role, values) in _NESTED_VALUES.items():
-        names = [f.name for f in dataclasses.fields(role)]
-        out.append((name, _interned_role(name, tuple(zip(names, values(fields), strict=True)))))
-    return tuple(out)
+    return tuple((name, _interned_role(name, values(fields))) for name, values in _NESTED_VALUES)
 
 
 @lru_cache(maxsize=512)
-def _interned_role(name: str, values: tuple[tuple[str, Any], ...]) -> Any:
-    return _NESTED_OPTIONS[name](**dict(values))
+def _interned_role(name: str, values: tuple[Any, ...]) -> Any:
+    return _NESTED_OPTIONS[name](*values)
 
 
 _SPECULATIVE_AT = _ENGINE_OPTIONS.index("speculative_config")

@@ -395,8 +395,12 @@ def sequence_breakdown(
                 line.packed_mla,
             )
         )
-    storage = compressed_storage(arch, kv_cache_dtype)
-    return tuple(lines) + compressed_lines(arch.compressed_layers, storage, context_tokens)
+    layers = arch.compressed_layers
+    if not layers:  # every model but DeepSeek-V4: no compressed line to add
+        return tuple(lines)
+    return tuple(lines) + compressed_lines(
+        layers, compressed_storage(arch, kv_cache_dtype), context_tokens
+    )
 
 
 # Memoised without the context: every new max_model_len of one model and layout reuses it.

@@ -40,6 +40,7 @@ with async scheduling, the default), an input here.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Final, Literal
 
 from ..errors import SizingError
@@ -163,16 +164,20 @@ def approximate_gcd(values: list[int], lower_bound: int) -> int:
     return best_d
 
 
+# Memoised by value: the specs depend on the layers and the block alone, never on the
+# context, so a new question on a model already asked reads them (every DeepSeek-V4 question
+# rebuilt some 45 layers' pages before: the costliest step of a new question on that model).
+@lru_cache(maxsize=64)
 def _buckets(
     layers: tuple[CompressedLayer, ...], block_size: int, fp4_indexer: bool
-) -> list[list[PageSpec]]:
+) -> tuple[tuple[PageSpec, ...], ...]:
     """Specs bucketed by uniform type (`UniformTypeKVCacheSpecs.is_uniform_type`: one block
     size, and one window or none), in the order vLLM meets them layer by layer."""
     buckets: dict[tuple[int, int | None], list[PageSpec]] = {}
     for layer in layers:
         for page in layer_pages(layer, block_size, fp4_indexer=fp4_indexer):
             buckets.setdefault((page.block_tokens, page.sliding_window), []).append(page)
-    return list(buckets.values())
+    return tuple(tuple(bucket) for bucket in buckets.values())
 
 
 def packed_pool(
@@ -185,6 +190,29 @@ def packed_pool(
     fp4_indexer: bool = False,
 ) -> PackedPool:
     """`_get_packed_kv_cache_groups` + `get_kv_cache_config_from_groups` for DeepSeek-V4."""
+    groups = _packed_groups(layers, block_size, fp4_indexer)
+    group_bytes = tuple(bytes_ for _, bytes_ in groups)
+    group_pages = tuple(
+        spec.request_bytes(max_model_len, max_in_flight_tokens) // spec.page_bytes
+        for spec, _ in groups
+    )
+    bytes_per_block = max(group_bytes)
+    return PackedPool(
+        group_bytes,
+        group_pages,
+        bytes_per_block,
+        available_bytes // bytes_per_block,
+        max_model_len,
+    )
+
+
+# Memoised by value, as `_buckets`: the groups and their pages do not depend on the context.
+@lru_cache(maxsize=64)
+def _packed_groups(
+    layers: tuple[CompressedLayer, ...], block_size: int, fp4_indexer: bool
+) -> tuple[tuple[PageSpec, int], ...]:
+    """`_get_packed_kv_cache_groups`: each group, in vLLM's group order, as its bucket's spec
+    (what one request takes of it is the spec's) and one block's bytes of its pages."""
     buckets = _buckets(layers, block_size, fp4_indexer)
     counts = [Counter(page.page_bytes for page in bucket) for bucket in buckets]
     balanced = [len(set(c.values())) == 1 for c in counts]
@@ -198,26 +226,15 @@ def packed_pool(
         if floor
         else None
     )
-    group_bytes: list[int] = []
-    group_pages: list[int] = []
+    groups: list[tuple[PageSpec, int]] = []
     for bucket, count, is_balanced, m in zip(buckets, counts, balanced, most, strict=True):
         # DeepSeek-V4's compressor states are SlidingWindowMLASpec, never a state bucket
         # (MambaSpec, CircularBufferSpec), so the split is the repeat pattern's alone.
         n = -(-m // repeats) if is_balanced and repeats is not None else 1
-        pages = bucket[0].request_bytes(max_model_len, max_in_flight_tokens)
-        pages //= bucket[0].page_bytes
         for i in range(n):
             # pattern repeat r goes to group r mod n: ceil((count - i) / n) repeats each
-            group_bytes.append(sum(page * len(range(i, c, n)) for page, c in count.items()))
-            group_pages.append(pages)
-    bytes_per_block = max(group_bytes)
-    return PackedPool(
-        tuple(group_bytes),
-        tuple(group_pages),
-        bytes_per_block,
-        available_bytes // bytes_per_block,
-        max_model_len,
-    )
+            groups.append((bucket[0], sum(page * len(range(i, c, n)) for page, c in count.items())))
+    return tuple(groups)
 
 
 # --- vLLM 0.24.0 - 0.26.0: layer tuples -----------------------------------------------------
@@ -315,8 +332,8 @@ def tuple_pool(
 
 
 def _mla_first(
-    buckets: list[list[PageSpec]], block_size: int
-) -> tuple[list[PageSpec], list[list[PageSpec]]]:
+    buckets: tuple[tuple[PageSpec, ...], ...], block_size: int
+) -> tuple[tuple[PageSpec, ...], list[tuple[PageSpec, ...]]]:
     """The MLAAttentionSpec bucket (block `block_size`, no window) and the window buckets."""
     mla_key = (block_size, None)
     first = [b for b in buckets if (b[0].block_tokens, b[0].sliding_window) == mla_key]
@@ -330,7 +347,7 @@ def _mla_first(
 
 
 def _split_window_bucket(
-    bucket: list[PageSpec],
+    bucket: tuple[PageSpec, ...],
     mla_sizes: list[int],
     tuples: int,
     *,

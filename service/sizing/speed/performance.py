@@ -205,6 +205,9 @@ def speed_class(arch: ModelArchitecture, gpu: GpuPerformance) -> str:
     return f"{vendor(gpu)} {layer_kind(arch)}"
 
 
+# Memoised per model and GPU (both hashable by value, the model's hash kept): the class is read
+# from the model's layers and the GPU's name, the same for every question on the pair.
+@lru_cache(maxsize=1024)
 def error_band_for(arch: ModelArchitecture, gpu: GpuPerformance) -> float:
     """The held-out error band of the answer's class (ERROR_BAND_BY_CLASS)."""
     return ERROR_BAND_BY_CLASS.get(speed_class(arch, gpu), ERROR_BAND_ANY_CLASS)
