@@ -788,7 +788,10 @@ class CapacityAnswer(BaseModel):
     decode_ms_per_token_at_peak: float | None = Field(
         None,
         description="The same at the peak: ceil(peak_concurrency / "
-        "replicas_for_peak_concurrency) sequences per replica. Null without peak_concurrency.",
+        "replicas_for_peak_concurrency) sequences per replica. The decode-only step: no "
+        "prefill in it (a closed loop's steady state adds peak sequences / output length "
+        "prompts' prefill to each step, which this figure leaves out). Null without "
+        "peak_concurrency.",
     )
     output_tokens_per_second: float | None = Field(
         None,

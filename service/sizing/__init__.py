@@ -55,7 +55,13 @@ from .planning.planner import (
     plan,
     with_given_pool,
 )
-from .speed.performance import ERROR_BAND, LINK_GB_S, GpuPerformance, PerformanceEstimate
+from .speed.performance import (
+    ERROR_BAND,
+    LINK_GB_S,
+    GpuPerformance,
+    PerformanceEstimate,
+    PrefillChunk,
+)
 from .speed.performance_fit import (
     FIT_SOURCES,
     FitReport,
@@ -76,6 +82,7 @@ from .speed.replica import (
     batch_curve,
     batch_sizes,
     capacity_speed,
+    mixed_step_ms,
     pace,
     replica_speed,
 )
@@ -118,6 +125,7 @@ __all__ = [
     "Plan",
     "PlanOption",
     "PlanRequest",
+    "PrefillChunk",
     "Rejection",
     "Replicas",
     "SglangParallel",
@@ -147,6 +155,7 @@ __all__ = [
     "kv_bytes_per_token",
     "leave_one_source_out",
     "max_model_len_limit",
+    "mixed_step_ms",
     "pace",
     "parse_dtype",
     "parse_engine_version",

@@ -34,9 +34,11 @@ from ..units import cdiv
 from .performance import (
     GpuPerformance,
     PerformanceEstimate,
+    PrefillChunk,
     decode_cost,
     estimate_performance,
     fitted_efficiency,
+    mixed_cost,
     prefill_cost,
     step_time,
 )
@@ -169,6 +171,36 @@ def capacity_speed(
         pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
     )
     return replica_speed(arch, gpu, question)
+
+
+def mixed_step_ms(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    question: SpeedQuestion,
+    decodes: int,
+    chunks: tuple[PrefillChunk, ...],
+) -> float | NoEstimate:
+    """One engine step that decodes `decodes` sequences at `question.context_tokens` and
+    computes the prefill `chunks` in the same pass (performance.mixed_cost: the weights read
+    once, the FLOPs and cache reads of both), plus the pipeline stages' hops, ms."""
+    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    if isinstance(figures, NoEstimate):
+        return figures
+    try:
+        cost = mixed_cost(
+            arch,
+            figures,
+            decodes,
+            question.context_tokens,
+            chunks,
+            tensor_parallel_size=question.tensor_parallel_size,
+            kv_cache_dtype=question.kv_cache_dtype,
+            weight_format=question.weight_format,
+        )
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field}: {exc.reason}")
+    hops = pipeline_hops_ms(arch, gpu, question.pipeline_parallel_size, cost.tokens)
+    return step_time(cost, fitted_efficiency(figures)).ms + hops
 
 
 # --- latency targets -------------------------------------------------------------------------
