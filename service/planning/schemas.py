@@ -1086,6 +1086,12 @@ class PlanOptionOut(BaseModel):
         description="Set when a stored calibration measured this GPU and layout for the model "
         "(same key as a capacity question's): the option is sized with its pool.",
     )
+    speed_calibrated_from: SpeedCalibratedFrom | None = Field(
+        None,
+        description="Set when a stored speed calibration measured this GPU and layout for "
+        "the model (same key as a capacity question's): its step-time scale is on the "
+        "option's decode figures and on the latency targets' check.",
+    )
 
 
 class RejectedOut(BaseModel):
@@ -1157,13 +1163,19 @@ OPTION_GIB_COLUMNS = ("headroom_bytes", "kv_pool_bytes")
 _ROW_ONLY = ("engine_flags", "node_flags", "warnings")
 
 
+_ID_COLUMNS = {
+    "calibrated_from": "calibration_id",
+    "speed_calibrated_from": "speed_calibration_id",
+}
+
+
 def _option_columns() -> list[str]:
     columns: list[str] = []
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
             continue
         # a flat row names the calibration by its id alone (table_row)
-        columns.append("calibration_id" if name == "calibrated_from" else name)
+        columns.append(_ID_COLUMNS.get(name, name))
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
     flags = ["vllm_flags", "sglang_flags", "vllm_node_flags", "sglang_node_flags"]

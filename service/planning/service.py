@@ -463,7 +463,10 @@ def plan(
         # The caller's pool wins; a hook that can match nothing is left out.
         given = question.fields.kv_pool_bytes is not None
         pool = None if given or not hook.may_match else hook
-        result = search_plans(arch, gpus, _plan_request(question.fields, catalog), pool)
+        # Speed calibrations check each candidate's latency targets at its measured decode
+        # step, as capacity answers scale theirs (calibrated.scaled_speed).
+        speed = hook.speed_scale if hook.may_match_speed else None
+        result = search_plans(arch, gpus, _plan_request(question.fields, catalog), pool, speed)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
@@ -916,7 +919,11 @@ def _option_out(
     option: PlanOption, hook: calibrated.CalibrationHook | None = None
 ) -> PlanOptionOut:
     capacity = option.capacity
-    figures = speed_fields(option.speed if isinstance(option.speed, PerformanceEstimate) else None)
+    estimate = option.speed if isinstance(option.speed, PerformanceEstimate) else None
+    measured = None if hook is None else hook.speed_calibration_for(capacity, option.gpu)
+    if estimate is not None and measured is not None:
+        estimate = calibrated.scaled_speed(estimate, measured.step_time_scale)
+    figures = speed_fields(estimate)
     return PlanOptionOut(
         gpu=option.gpu.slug,
         gpu_name=option.gpu.name,
@@ -949,6 +956,9 @@ def _option_out(
         },
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
+        speed_calibrated_from=(
+            None if measured is None else calibrated.speed_calibrated_from(measured)
+        ),
     )
 
 

@@ -290,10 +290,19 @@ def largest_batch(meets: Callable[[int], bool], upper: int) -> int:
 
 
 def pace(
-    arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, targets: LatencyTargets
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    question: SpeedQuestion,
+    targets: LatencyTargets,
+    *,
+    speed_scale: float = 1.0,
 ) -> Paced | TargetMiss | NoEstimate:
     """Hold `question.batch` sequences per replica to the targets: the batch itself when its
-    decode step meets them, a smaller one when that does, or why none can."""
+    decode step meets them, a smaller one when that does, or why none can. `speed_scale` is a
+    speed calibration's measured / estimated decode step (1: kvplan's own estimate); it scales
+    the decode step as a capacity answer's calibrated TPOT is scaled, not the prefill."""
+    if not speed_scale > 0:
+        raise SizingError("speed_scale", f"must be a positive number, got {speed_scale}")
     tp = question.tensor_parallel_size
     pp = question.pipeline_parallel_size
     figures = gpu_performance(gpu, tp)
@@ -310,9 +319,8 @@ def pace(
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
         )
-        return step_time(cost, fitted_efficiency(figures)).ms + pipeline_hops_ms(
-            arch, gpu, pp, batch
-        )
+        ms = step_time(cost, fitted_efficiency(figures)).ms
+        return (ms + pipeline_hops_ms(arch, gpu, pp, batch)) * speed_scale
 
     try:
         prefill = prefill_cost(
