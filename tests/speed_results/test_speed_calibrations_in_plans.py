@@ -50,9 +50,7 @@ def test_a_plan_uses_the_stored_speed_calibration(client: TestClient) -> None:
     assert after["prefill_ms"] == before["prefill_ms"]
     # A CSV table names it by its id, as a capacity table does.
     params = {key: value for key, value in PLAN.items() if key not in {"gpu", "gpus"}}
-    text = client.get(
-        "/v1/plans", params={**params, "gpus": "h100-sxm-80gb", "format": "csv"}
-    ).text
+    text = client.get("/v1/plans", params={**params, "gpus": "h100-sxm-80gb", "format": "csv"}).text
     rows = list(csv.DictReader(io.StringIO(text)))
     assert rows[0]["speed_calibration_id"] == str(stored["id"])
 
