@@ -600,6 +600,18 @@ class CapacityFields(EngineFields):
     avg_prompt_tokens: int | None = Field(
         None, ge=1, le=MAX_CONTEXT_TOKENS, description=AVG_PROMPT_TOKENS_DOC
     )
+    acceptance_length: float | None = Field(
+        None,
+        ge=1,
+        le=65,
+        description="Speculative decoding's mean accepted tokens per step, as vLLM logs it "
+        '("SpecDecoding metrics: Mean acceptance length": 1 + accepted / drafted steps, the '
+        "bonus token included), measured on your traffic; with speculative_config (vLLM). Each "
+        "decode step then verifies 1 + num_speculative_tokens tokens per sequence and the "
+        "speed figures are per emitted token (step / acceptance_length; the drafter's own "
+        "passes are not timed). Without it no speed-up is assumed. At most 1 + "
+        "num_speculative_tokens.",
+    )
 
 
 # Each capacity request lists its model/GPU base last: pydantic takes inherited fields from the

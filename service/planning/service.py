@@ -51,6 +51,7 @@ from ..sizing import (
     Replicas,
     SglangParallel,
     SizingError,
+    Speculation,
     SpeculativeConfig,
     Speed,
     SpeedQuestion,
@@ -208,6 +209,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
         weight_format=options.weight_format,
         peak_concurrency=fields.peak_concurrency,
         prompt_tokens=fields.avg_prompt_tokens,
+        speculation=_speculation(fields.acceptance_length, options),
     )
     speed_from = None
     if question.calibrations and isinstance(speed, PerformanceEstimate):
@@ -606,6 +608,19 @@ def _interned_role(name: str, values: tuple[tuple[str, Any], ...]) -> Any:
 
 _SPECULATIVE_AT = _ENGINE_OPTIONS.index("speculative_config")
 _ONE_ENGINE_VALUES = operator.attrgetter(*(name for name, _ in _ONE_ENGINE_FLAGS))
+
+
+def _speculation(acceptance_length: float | None, options: EngineOptions) -> Speculation | None:
+    """The speculative decoding the speed is timed with: vLLM's --speculative-config and the
+    acceptance length the caller measured (no speed-up is claimed without one)."""
+    if acceptance_length is None:
+        return None
+    if options.engine is not Engine.VLLM:
+        raise SizingError("acceptance_length", f"applies to engine=vllm, not {options.engine}")
+    spec = options.speculative_config
+    if spec is None:
+        raise SizingError("acceptance_length", "applies with speculative_config")
+    return Speculation(spec.num_speculative_tokens, acceptance_length)
 
 
 def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None) -> EngineOptions:

@@ -61,6 +61,7 @@ from .speed.performance import (
     GpuPerformance,
     PerformanceEstimate,
     PrefillChunk,
+    Speculation,
 )
 from .speed.performance_fit import (
     FIT_SOURCES,
@@ -131,6 +132,7 @@ __all__ = [
     "SglangParallel",
     "SizingError",
     "SourceHoldOut",
+    "Speculation",
     "SpeculativeConfig",
     "Speed",
     "SpeedQuestion",

@@ -835,6 +835,58 @@ def _positive_int(field_name: str, value: int) -> None:
 # --- the estimate the answers carry ----------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """Speculative decoding as the decode step is timed with it: each step verifies
+    1 + num_speculative_tokens tokens per sequence (vLLM --speculative-config
+    `num_speculative_tokens`), and emits `acceptance_length` of them on average: vLLM's
+    "Mean acceptance length" (vllm vllm/v1/spec_decode/metrics.py SpecDecodingLogging.log,
+    release 0.11.0: 1 + accepted tokens / drafts, the bonus token included), as the caller
+    measured it. The drafter's own passes are not timed (an MTP or EAGLE head's k small
+    steps), so the speed-up is an upper bound."""
+
+    num_speculative_tokens: int
+    acceptance_length: float
+
+    def __post_init__(self) -> None:
+        _positive_int("num_speculative_tokens", self.num_speculative_tokens)
+        most = 1 + self.num_speculative_tokens
+        if not 1 <= self.acceptance_length <= most:
+            raise SizingError(
+                "acceptance_length",
+                f"must be between 1 and 1 + num_speculative_tokens ({most}), "
+                f"got {self.acceptance_length}",
+            )
+
+
+def verify_cost(
+    arch: ModelArchitecture,
+    gpu: GpuPerformance,
+    batch: int,
+    context_tokens: int,
+    speculation: Speculation,
+    *,
+    tensor_parallel_size: int = 1,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    weight_format: WeightFormat | None = None,
+) -> StepCost:
+    """A speculative decoding step: each of B sequences at context C scores its last token and
+    k drafted ones, 1 + k queries over the C cached tokens and causally among themselves, in
+    one pass (`mixed_cost` with one chunk of 1 + k tokens after C per sequence)."""
+    _positive_int("batch", batch)
+    chunk = PrefillChunk(computed=context_tokens, tokens=1 + speculation.num_speculative_tokens)
+    return mixed_cost(
+        arch,
+        gpu,
+        0,
+        0,
+        (chunk,) * batch,
+        tensor_parallel_size=tensor_parallel_size,
+        kv_cache_dtype=kv_cache_dtype,
+        weight_format=weight_format,
+    )
+
+
 # What `decode_ms_per_token_at_peak` assumes, said in the answer's steps and its schema.
 PEAK_STEP_NOTE: Final = (
     "decode_ms_per_token_at_peak is the decode-only step: no prefill in it; a closed loop's "
@@ -861,20 +913,35 @@ class PerformanceEstimate:
     prefill: StepTime
     efficiency: Efficiency
     arrivals_per_second: float | None
+    speculation: Speculation | None = None
+
+    def sequences(self, decode: StepTime) -> int:
+        """Sequences a decode step runs: its tokens, over 1 + k when it verifies drafts."""
+        spec = self.speculation
+        return decode.cost.tokens // (1 + (0 if spec is None else spec.num_speculative_tokens))
 
     @property
     def steps(self) -> tuple[str, ...]:
         e = self.efficiency
         d = self.decode
-        lines = [f"decode step at {d.cost.tokens} sequences:"]
+        batch = self.sequences(d)
+        lines = [f"decode step at {batch} sequences:"]
         lines += [f"  {line}" for line in d.steps(e)]
+        spec = self.speculation
+        if spec is not None:
+            lines.append(
+                f"  speculative: {batch} sequences x (1 + {spec.num_speculative_tokens}) tokens "
+                f"verified per step, acceptance_length {spec.acceptance_length:g} emitted: "
+                f"{d.ms:.3f} ms / {spec.acceptance_length:g} = {self.decode_ms_per_token:.3f} ms "
+                "per token (the drafter's passes not timed)"
+            )
         lines.append(
-            f"  {d.cost.tokens} tokens per {d.ms:.3f} ms = "
-            f"{self.output_tokens_per_second:,.1f} output tokens/s per replica, "
+            f"  {batch} x {1 if spec is None else spec.acceptance_length:g} tokens per "
+            f"{d.ms:.3f} ms = {self.output_tokens_per_second:,.1f} output tokens/s per replica, "
             f"{self.output_tokens_per_second_per_user:.1f} per user"
         )
         if self.peak is not None:
-            lines.append(f"decode step at {self.peak.cost.tokens} sequences (peak):")
+            lines.append(f"decode step at {self.sequences(self.peak)} sequences (peak):")
             lines += [f"  {line}" for line in self.peak.steps(e)]
             lines.append(f"  {PEAK_STEP_NOTE}")
         lines.append(f"prefill of one {self.prefill.cost.tokens}-token prompt:")
@@ -928,6 +995,7 @@ def estimate_performance(
     arrivals_per_second: float | None = None,
     efficiency: Efficiency | None = None,
     error_band: float | None = None,
+    speculation: Speculation | None = None,
 ) -> PerformanceEstimate:
     """TPOT and throughput at `batch` sequences of `context_tokens`, prefill of one prompt of
     `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica.
@@ -947,15 +1015,17 @@ def estimate_performance(
         )
 
     def decode_at(sequences: int) -> StepTime:
-        cost = decode_cost(
-            arch,
-            gpu,
-            sequences,
-            context_tokens,
-            tensor_parallel_size=tensor_parallel_size,
-            kv_cache_dtype=kv_cache_dtype,
-            weight_format=weight_format,
-        )
+        tp, dtype, fmt = tensor_parallel_size, kv_cache_dtype, weight_format
+        if speculation is None:
+            cost = decode_cost(
+                arch, gpu, sequences, context_tokens,
+                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+            )  # fmt: skip
+        else:
+            cost = verify_cost(
+                arch, gpu, sequences, context_tokens, speculation,
+                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+            )  # fmt: skip
         return step_time(cost, efficiency)
 
     decode = decode_at(batch)
@@ -979,6 +1049,7 @@ def estimate_performance(
         arrivals_per_second=arrivals_per_second,
         efficiency=efficiency,
         error_band=error_band,
+        speculation=speculation,
     )
 
 
@@ -1002,12 +1073,15 @@ def _estimate(
     arrivals_per_second: float | None,
     efficiency: Efficiency,
     error_band: float,
+    speculation: Speculation | None = None,
 ) -> PerformanceEstimate:
-    """TPOT, throughput and TTFT from the decode and prefill step times and the wait."""
-    decode_ms, prefill_ms = decode.ms, prefill.ms
+    """TPOT, throughput and TTFT from the decode and prefill step times and the wait; with
+    speculative decoding a step emits acceptance_length tokens per sequence."""
+    per_step = 1.0 if speculation is None else speculation.acceptance_length
+    decode_ms, prefill_ms = decode.ms / per_step, prefill.ms
     return PerformanceEstimate(
         decode_ms_per_token=decode_ms,
-        decode_ms_per_token_at_peak=None if peak is None else peak.ms,
+        decode_ms_per_token_at_peak=None if peak is None else peak.ms / per_step,
         output_tokens_per_second=batch * 1e3 / decode_ms,
         output_tokens_per_second_per_user=1e3 / decode_ms,
         prefill_ms=prefill_ms,
@@ -1020,4 +1094,5 @@ def _estimate(
         prefill=prefill,
         efficiency=efficiency,
         arrivals_per_second=arrivals_per_second,
+        speculation=speculation,
     )

@@ -35,6 +35,7 @@ from .performance import (
     GpuPerformance,
     PerformanceEstimate,
     PrefillChunk,
+    Speculation,
     decode_cost,
     estimate_performance,
     fitted_efficiency,
@@ -104,6 +105,8 @@ class SpeedQuestion:
     peak_batch: int | None = None
     # Stages across nodes: each step adds pp - 1 inter-node hops (multinode.py).
     pipeline_parallel_size: int = 1
+    # Speculative decoding at a measured acceptance length (None: plain decode steps).
+    speculation: Speculation | None = None
 
 
 def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) -> Speed:
@@ -122,6 +125,7 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
             peak_batch=question.peak_batch,
+            speculation=question.speculation,
         )
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
@@ -149,10 +153,17 @@ def capacity_speed(
     weight_format: WeightFormat | None = None,
     peak_concurrency: int | None = None,
     prompt_tokens: int | None = None,
+    speculation: Speculation | None = None,
 ) -> Speed:
     """One capacity answer's speed: at its running batch, at the peak per replica, and the
-    prefill of one prompt (see the module docstring)."""
+    prefill of one prompt (see the module docstring); with `speculation`, each decode step a
+    verify step that emits its acceptance_length tokens per sequence."""
     prompt = check_prompt_tokens(prompt_tokens, capacity.max_model_len)
+    if speculation is not None and capacity.parallel.pipeline_parallel_size > 1:
+        raise SizingError(
+            "acceptance_length",
+            "speculative decoding's speed is not modelled across pipeline stages",
+        )
     batch = capacity.running_sequences_per_replica
     if not capacity.fits or batch < 1:
         return NoEstimate("the layout holds no sequence, so it has no batch to time")
@@ -169,6 +180,7 @@ def capacity_speed(
         weight_format=weight_format,
         peak_batch=peak_batch,
         pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
+        speculation=speculation,
     )
     return replica_speed(arch, gpu, question)
 
