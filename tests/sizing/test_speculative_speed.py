@@ -1,6 +1,6 @@
 """Speculative decoding's speed (issue 21 item 2): a verify step of 1 + k tokens per sequence,
 acceptance_length tokens emitted per step (vLLM's "Mean acceptance length", vllm
-vllm/v1/spec_decode/metrics.py SpecDecodingLogging.log: 1 + accepted / drafts).
+vllm/v1/spec_decode/metrics.py, its log line: 1 + accepted / drafts).
 
 Llama-3.1-8B on an H100 SXM, figures as in tests/sizing/test_mixed_step.py: 16,060,522,496 FLOP
 per token, 131,072 B of KV per token, 524,288 FLOP per (query, cached token) pair.

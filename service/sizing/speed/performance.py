@@ -840,8 +840,8 @@ class Speculation:
     """Speculative decoding as the decode step is timed with it: each step verifies
     1 + num_speculative_tokens tokens per sequence (vLLM --speculative-config
     `num_speculative_tokens`), and emits `acceptance_length` of them on average: vLLM's
-    "Mean acceptance length" (vllm vllm/v1/spec_decode/metrics.py SpecDecodingLogging.log,
-    release 0.11.0: 1 + accepted tokens / drafts, the bonus token included), as the caller
+    "Mean acceptance length" (vllm vllm/v1/spec_decode/metrics.py, its "SpecDecoding
+    metrics" log line: 1 + accepted tokens / drafts, the bonus token included), as the caller
     measured it. The drafter's own passes are not timed (an MTP or EAGLE head's k small
     steps), so the speed-up is an upper bound."""
 
