@@ -35,6 +35,11 @@ def test_get_and_post_agree_and_the_speed_is_per_emitted_token(client: TestClien
     assert posted.status_code == got.status_code == 200, posted.text
     fast = posted.json()
     assert got.json()["decode_ms_per_token"] == fast["decode_ms_per_token"]
+    # GET keeps answers by question: without acceptance_length it is another question.
+    got_plain = client.get(
+        "/v1/capacity", params={**QUESTION, "speculative_config": json.dumps(NGRAM)}
+    ).json()
+    assert got_plain["decode_ms_per_token"] == plain["decode_ms_per_token"]
     # Without acceptance_length no speed-up is claimed: the plain decode step.
     assert fast["decode_ms_per_token"] != plain["decode_ms_per_token"]
     # tokens/s = sequences x 1000 / TPOT, whatever the step: the running batch is unchanged.
