@@ -129,6 +129,7 @@ CAPACITY_OPTIONS: tuple[Option, ...] = (
     Option("data_parallel_size"),
     Option("peak_concurrency"),
     Option("avg_prompt_tokens"),
+    Option("acceptance_length"),
     *ENGINE_OPTIONS,
 )
 

@@ -127,6 +127,7 @@ class CalibrationHook:
     applied: dict[tuple[str, int], tuple[CalibrationEntry, float | None]] = field(
         default_factory=dict
     )
+    applied_speed: dict[tuple[str, int], SpeedCalibrationEntry] = field(default_factory=dict)
 
     @property
     def may_match(self) -> bool:
@@ -152,6 +153,34 @@ class CalibrationHook:
         fraction = capacity.budget.fraction
         self.applied[gpu.slug, capacity.parallel.tensor_parallel_size] = (entry, fraction)
         return entry.pool_for(fraction)
+
+    @property
+    def may_match_speed(self) -> bool:
+        """Whether any candidate could take a speed calibration: the catalog holds one for
+        this model (a plan leaves the speed hook out otherwise)."""
+        return self.model is not None and any(
+            key.model == self.model for key in self.catalog.speed_calibrations
+        )
+
+    def speed_scale(self, capacity: Capacity, gpu: Gpu) -> float | None:
+        """The stored speed calibration's step-time scale for this candidate (the planner's
+        `CalibratedSpeed`), remembered for the answer to say so; None when none matches."""
+        entry = speed_calibration(
+            self.catalog,
+            model=self.model,
+            arch=self.arch,
+            weight_format=self.weight_format,
+            capacity=capacity,
+            gpu=gpu,
+        )
+        if entry is None:
+            return None
+        self.applied_speed[gpu.slug, capacity.parallel.tensor_parallel_size] = entry
+        return entry.step_time_scale
+
+    def speed_calibration_for(self, capacity: Capacity, gpu: Gpu) -> SpeedCalibrationEntry | None:
+        """The speed calibration the candidate on `gpu` was checked with, if any."""
+        return self.applied_speed.get((gpu.slug, capacity.parallel.tensor_parallel_size))
 
     def calibrated_from(self, capacity: Capacity, gpu: Gpu) -> CalibratedFrom | None:
         """What the answer for `capacity` on `gpu` says it used, if it used a calibration."""

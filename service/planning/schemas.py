@@ -607,6 +607,18 @@ class CapacityFields(EngineFields):
     avg_prompt_tokens: int | None = Field(
         None, ge=1, le=MAX_CONTEXT_TOKENS, description=AVG_PROMPT_TOKENS_DOC
     )
+    acceptance_length: float | None = Field(
+        None,
+        ge=1,
+        le=65,
+        description="Speculative decoding's mean accepted tokens per step, as vLLM logs it "
+        '("SpecDecoding metrics: Mean acceptance length": 1 + accepted / drafted steps, the '
+        "bonus token included), measured on your traffic; with speculative_config (vLLM). Each "
+        "decode step then verifies 1 + num_speculative_tokens tokens per sequence and the "
+        "speed figures are per emitted token (step / acceptance_length; the drafter's own "
+        "passes are not timed). Without it no speed-up is assumed. At most 1 + "
+        "num_speculative_tokens.",
+    )
 
 
 # Each capacity request lists its model/GPU base last: pydantic takes inherited fields from the
@@ -795,7 +807,10 @@ class CapacityAnswer(BaseModel):
     decode_ms_per_token_at_peak: float | None = Field(
         None,
         description="The same at the peak: ceil(peak_concurrency / "
-        "replicas_for_peak_concurrency) sequences per replica. Null without peak_concurrency.",
+        "replicas_for_peak_concurrency) sequences per replica. The decode-only step: no "
+        "prefill in it (a closed loop's steady state adds peak sequences / output length "
+        "prompts' prefill to each step, which this figure leaves out). Null without "
+        "peak_concurrency.",
     )
     output_tokens_per_second: float | None = Field(
         None,
@@ -1213,6 +1228,12 @@ class PlanOptionOut(BaseModel):
     e2e_latency_ms: DistributionOut | None = Field(
         None, description="With a workload: the simulated end-to-end latency at the rate."
     )
+    speed_calibrated_from: SpeedCalibratedFrom | None = Field(
+        None,
+        description="Set when a stored speed calibration measured this GPU and layout for "
+        "the model (same key as a capacity question's): its step-time scale is on the "
+        "option's decode figures and on the latency targets' check.",
+    )
 
 
 class RejectedOut(BaseModel):
@@ -1295,6 +1316,12 @@ def distribution_columns(name: str) -> list[str]:
     return [f"{name.removesuffix('_ms')}_{stat}_ms" for stat in DISTRIBUTION_STATS]
 
 
+_ID_COLUMNS = {
+    "calibrated_from": "calibration_id",
+    "speed_calibrated_from": "speed_calibration_id",
+}
+
+
 def _option_columns() -> list[str]:
     columns: list[str] = []
     for name in PlanOptionOut.model_fields:
@@ -1304,7 +1331,7 @@ def _option_columns() -> list[str]:
             columns.extend(distribution_columns(name))
             continue
         # a flat row names the calibration by its id alone (table_row)
-        columns.append("calibration_id" if name == "calibrated_from" else name)
+        columns.append(_ID_COLUMNS.get(name, name))
         if name in OPTION_GIB_COLUMNS:
             columns.append(gib_name(name))
     flags = ["vllm_flags", "sglang_flags", "vllm_node_flags", "sglang_node_flags"]

@@ -51,6 +51,7 @@ from ..sizing import (
     Replicas,
     SglangParallel,
     SizingError,
+    Speculation,
     SpeculativeConfig,
     Speed,
     SpeedQuestion,
@@ -208,6 +209,7 @@ def _size(question: CapacityQuestion, catalog: CatalogSnapshot) -> _Sized:
         weight_format=options.weight_format,
         peak_concurrency=fields.peak_concurrency,
         prompt_tokens=fields.avg_prompt_tokens,
+        speculation=_speculation(fields.acceptance_length, options),
     )
     speed_from = None
     if question.calibrations and isinstance(speed, PerformanceEstimate):
@@ -469,7 +471,10 @@ def plan(
         # The caller's pool wins; a hook that can match nothing is left out.
         given = question.fields.kv_pool_bytes is not None
         pool = None if given or not hook.may_match else hook
-        result = search_plans(arch, gpus, _plan_request(question.fields, catalog), pool)
+        # Speed calibrations check each candidate's latency targets at its measured decode
+        # step, as capacity answers scale theirs (calibrated.scaled_speed).
+        speed = hook.speed_scale if hook.may_match_speed else None
+        result = search_plans(arch, gpus, _plan_request(question.fields, catalog), pool, speed)
     except SizingError:
         if metrics is not None:
             metrics.plans.labels("invalid").inc()
@@ -607,6 +612,19 @@ def _interned_role(name: str, values: tuple[Any, ...]) -> Any:
 
 _SPECULATIVE_AT = _ENGINE_OPTIONS.index("speculative_config")
 _ONE_ENGINE_VALUES = operator.attrgetter(*(name for name, _ in _ONE_ENGINE_FLAGS))
+
+
+def _speculation(acceptance_length: float | None, options: EngineOptions) -> Speculation | None:
+    """The speculative decoding the speed is timed with: vLLM's --speculative-config and the
+    acceptance length the caller measured (no speed-up is claimed without one)."""
+    if acceptance_length is None:
+        return None
+    if options.engine is not Engine.VLLM:
+        raise SizingError("acceptance_length", f"applies to engine=vllm, not {options.engine}")
+    spec = options.speculative_config
+    if spec is None:
+        raise SizingError("acceptance_length", "applies with speculative_config")
+    return Speculation(spec.num_speculative_tokens, acceptance_length)
 
 
 def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None) -> EngineOptions:
@@ -920,7 +938,11 @@ def _option_out(
     option: PlanOption, hook: calibrated.CalibrationHook | None = None
 ) -> PlanOptionOut:
     capacity = option.capacity
-    figures = speed_fields(option.speed if isinstance(option.speed, PerformanceEstimate) else None)
+    estimate = option.speed if isinstance(option.speed, PerformanceEstimate) else None
+    measured = None if hook is None else hook.speed_calibration_for(capacity, option.gpu)
+    if estimate is not None and measured is not None:
+        estimate = calibrated.scaled_speed(estimate, measured.step_time_scale)
+    figures = speed_fields(estimate)
     return PlanOptionOut(
         gpu=option.gpu.slug,
         gpu_name=option.gpu.name,
@@ -953,6 +975,9 @@ def _option_out(
         },
         warnings=list(option.warnings),
         calibrated_from=None if hook is None else hook.calibrated_from(capacity, option.gpu),
+        speed_calibrated_from=(
+            None if measured is None else calibrated.speed_calibrated_from(measured)
+        ),
     )
 
 

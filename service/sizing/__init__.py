@@ -55,7 +55,14 @@ from .planning.planner import (
     plan,
     with_given_pool,
 )
-from .speed.performance import ERROR_BAND, LINK_GB_S, GpuPerformance, PerformanceEstimate
+from .speed.performance import (
+    ERROR_BAND,
+    LINK_GB_S,
+    GpuPerformance,
+    PerformanceEstimate,
+    PrefillChunk,
+    Speculation,
+)
 from .speed.performance_fit import (
     FIT_SOURCES,
     FitReport,
@@ -76,6 +83,7 @@ from .speed.replica import (
     batch_curve,
     batch_sizes,
     capacity_speed,
+    mixed_step_ms,
     pace,
     replica_speed,
 )
@@ -118,11 +126,13 @@ __all__ = [
     "Plan",
     "PlanOption",
     "PlanRequest",
+    "PrefillChunk",
     "Rejection",
     "Replicas",
     "SglangParallel",
     "SizingError",
     "SourceHoldOut",
+    "Speculation",
     "SpeculativeConfig",
     "Speed",
     "SpeedQuestion",
@@ -147,6 +157,7 @@ __all__ = [
     "kv_bytes_per_token",
     "leave_one_source_out",
     "max_model_len_limit",
+    "mixed_step_ms",
     "pace",
     "parse_dtype",
     "parse_engine_version",

@@ -66,6 +66,9 @@ DEFAULT_HEADROOM_FRACTION = 0.1
 # A measured pool for a candidate (the planning slice's calibrations): called with the
 # candidate sized as usual, it answers the pool to size it with instead, or None.
 CalibratedPool = Callable[[Capacity, Gpu], int | None]
+# A speed calibration's step-time scale (measured / kvplan's decode step) for a candidate sized
+# as usual, or None: the latency targets are checked at the scaled decode step.
+CalibratedSpeed = Callable[[Capacity, Gpu], float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +365,7 @@ def plan(
     gpus: Sequence[Gpu],
     request: PlanRequest,
     calibrated_pool: CalibratedPool | None = None,
+    calibrated_speed: CalibratedSpeed | None = None,
 ) -> Plan:
     if not gpus:
         raise SizingError("gpus", "no candidate GPUs")
@@ -374,12 +378,15 @@ def plan(
     warnings: list[str] = [] if too_long is None else [too_long]
     # Without calibrated pools a GPU's search depends on the question alone, so it is
     # remembered across plans (_Remembered); a calibrated pool is looked up for each candidate.
-    memo = None if calibrated_pool is not None else _remembered(arch, workload, request)
+    calibrated = calibrated_pool is not None or calibrated_speed is not None
+    memo = None if calibrated else _remembered(arch, workload, request)
     options: list[PlanOption] = []
     rejected: list[Rejection] = []
     for gpu in gpus:
         if memo is None:
-            searched = _search_gpu(arch, gpu, workload, request, calibrated_pool)
+            searched = _search_gpu(
+                arch, gpu, workload, request, calibrated_pool, calibrated_speed=calibrated_speed
+            )
         else:
             searched = memo.search(gpu)
         options.extend(searched.options)
@@ -463,6 +470,8 @@ def _search_gpu(
     workload: Workload,
     request: PlanRequest,
     calibrated_pool: CalibratedPool | None,
+    *,
+    calibrated_speed: CalibratedSpeed | None = None,
 ) -> _GpuSearch:
     """Every tensor-parallel size one node of `gpu` holds, then, if the largest left too
     little memory, its layouts across nodes."""
@@ -487,7 +496,15 @@ def _search_gpu(
     rejected: list[Rejection] = []
     outcome: PlanOption | Rejection | None = None
     for tp in candidates:
-        outcome = _option(arch, gpu, tp, workload, request, calibrated_pool=calibrated_pool)
+        outcome = _option(
+            arch,
+            gpu,
+            tp,
+            workload,
+            request,
+            calibrated_pool=calibrated_pool,
+            calibrated_speed=calibrated_speed,
+        )
         if isinstance(outcome, Rejection):
             rejected.append(outcome)
         else:
@@ -639,13 +656,20 @@ def _option(
     request: PlanRequest,
     *,
     calibrated_pool: CalibratedPool | None = None,
+    calibrated_speed: CalibratedSpeed | None = None,
     pp: int = 1,
 ) -> PlanOption | Rejection:
     problem = tensor_parallel_problem(arch, tp)
     if problem is not None:
         return Rejection(gpu, tp, problem.code, problem.reason)
     outcome = _sized_option(
-        arch, gpu, tp, workload=workload, request=request, calibrated_pool=calibrated_pool, pp=pp
+        arch,
+        gpu,
+        tp,
+        workload=workload,
+        request=request,
+        calibrated=(calibrated_pool, calibrated_speed),
+        pp=pp,
     )
     if isinstance(outcome, Rejection) and outcome.pipeline_parallel_size != pp:
         return replace(outcome, pipeline_parallel_size=pp)  # a latency target's rejection
@@ -659,9 +683,10 @@ def _sized_option(
     *,
     workload: Workload,
     request: PlanRequest,
-    calibrated_pool: CalibratedPool | None,
+    calibrated: tuple[CalibratedPool | None, CalibratedSpeed | None],
     pp: int,
 ) -> PlanOption | Rejection:
+    calibrated_pool, calibrated_speed = calibrated
     try:
         capacity = candidate_capacity(arch, gpu, workload, tp, request.engine, pp=pp)
         pool = None if calibrated_pool is None else calibrated_pool(capacity, gpu)
@@ -695,9 +720,13 @@ def _sized_option(
             f"{request.max_replicas}",
             pp,
         )
+    # Asked of every candidate, targets or not: the hook remembers which one it scaled.
+    scale = None if calibrated_speed is None else calibrated_speed(capacity, gpu)
     outcome = None
     if request.targets.given:
-        held = _hold_to_targets(arch, gpu, capacity, request, fit=fit, replicas=replicas)
+        held = _hold_to_targets(
+            arch, gpu, capacity, request, fit=fit, replicas=replicas, speed_scale=scale or 1.0
+        )
         if isinstance(held, Rejection):
             return held
         fit, replicas, outcome = held
@@ -716,8 +745,10 @@ def _hold_to_targets(
     *,
     fit: _Fit,
     replicas: int,
+    speed_scale: float = 1.0,
 ) -> tuple[_Fit, int, str] | Rejection:
-    """The batch and replicas that meet the latency targets at the peak, or why none do."""
+    """The batch and replicas that meet the latency targets at the peak, or why none do; the
+    decode step scaled by a speed calibration's `speed_scale` where one matched."""
     tp = capacity.parallel.tensor_parallel_size
     per_replica = min(fit.sequences_per_replica, cdiv(request.peak_concurrency, replicas))
     question = SpeedQuestion(
@@ -729,7 +760,7 @@ def _hold_to_targets(
         kv_cache_dtype=capacity.kv_cache_dtype,
         weight_format=request.engine.weight_format,
     )
-    paced = pace(arch, gpu, question, request.targets)
+    paced = pace(arch, gpu, question, request.targets, speed_scale=speed_scale)
     if isinstance(paced, NoEstimate):
         return Rejection(
             gpu,

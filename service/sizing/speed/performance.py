@@ -621,6 +621,93 @@ def prefill_cost(
 
 
 @dataclass(frozen=True, slots=True)
+class PrefillChunk:
+    """One prompt's share of a step: `tokens` prompt tokens computed in this step after
+    `computed` of its tokens already in the cache (vLLM's num_computed_tokens; 0 for a prompt's
+    first chunk, the cached prefix for a prefix-cache hit)."""
+
+    computed: int
+    tokens: int
+
+
+def mixed_cost(
+    arch: ModelArchitecture,
+    gpu: GpuPerformance,
+    decodes: int,
+    context_tokens: int,
+    chunks: tuple[PrefillChunk, ...] = (),
+    *,
+    tensor_parallel_size: int = 1,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    weight_format: WeightFormat | None = None,
+) -> StepCost:
+    """One engine step that decodes `decodes` sequences at context C and computes prefill
+    `chunks` in the same forward pass, as vLLM's V1 scheduler batches them (vllm
+    vllm/v1/core/sched/scheduler.py Scheduler.schedule, release 0.11.0: the running requests'
+    tokens first, then waiting prompts' chunks, all within max_num_batched_tokens, one forward).
+
+    One roofline pass over D + sum(n_i) tokens: the weights read once (for an MoE, the experts
+    all the step's tokens touch); cache bytes of the D decodes as `decode_cost` counts them plus,
+    per chunk, the o_i tokens already cached before it, read once (a recurrent layer's state
+    read and written once per chunk); FLOPs 2 x active parameters per token plus the decodes'
+    attention over C tokens and each chunk's n_i queries over the o_i tokens before them and
+    causally among themselves: causal_pairs(o_i + n_i) - causal_pairs(o_i) pairs per layer
+    (chunks of different prompts do not attend to one another). The all-reduces carry every
+    token of the step. With no chunk this is `decode_cost`; with no decode and one chunk
+    (0, P), `prefill_cost` (plus a recurrent layer's state write)."""
+    if isinstance(decodes, bool) or not isinstance(decodes, int) or decodes < 0:
+        raise SizingError("decodes", f"must be zero or a positive integer, got {decodes!r}")
+    for chunk in chunks:
+        _positive_int("chunk.tokens", chunk.tokens)
+        if isinstance(chunk.computed, bool) or chunk.computed < 0:
+            raise SizingError("chunk.computed", "must be zero or a positive integer")
+    tokens = decodes + sum(chunk.tokens for chunk in chunks)
+    _positive_int("tokens", tokens)
+    if decodes:
+        _positive_int("context_tokens", context_tokens)
+    _check_tp(tensor_parallel_size)
+    tp = tensor_parallel_size
+    step = _pass_constants(arch, gpu, tp, weight_format)
+    reads = _cache_reads(arch, kv_cache_dtype, tp)
+    terms = step.attention
+    kv = decodes * (reads.state + context_tokens * reads.full) if decodes else 0
+    attention_flops = decodes * (terms.state + context_tokens * terms.full) if decodes else 0
+    for layer, b in reads.windowed if decodes else ():
+        kv += decodes * _attended(layer, context_tokens) * b
+    for layer, f in terms.windowed if decodes else ():
+        attention_flops += decodes * _attended(layer, context_tokens) * f
+    for chunk in chunks:
+        o, n = chunk.computed, chunk.tokens
+        kv += (reads.state if terms.state else 0) + o * reads.full
+        kv += sum(_attended(layer, o) * b for layer, b in reads.windowed)
+        pairs = (o + n) * (o + n + 1) // 2 - o * (o + 1) // 2
+        attention_flops += n * terms.state + pairs * terms.full
+        attention_flops += sum(
+            (causal_pairs(layer, o + n) - causal_pairs(layer, o)) * f for layer, f in terms.windowed
+        )
+    flops = (2 * step.split.active * tokens + attention_flops) // tp
+    return step.cost(tokens, kv_bytes=kv, flops=flops, attention_flops=attention_flops // tp)
+
+
+def closed_loop_tpot_ms(decode: StepTime, prefill: StepTime, prefills_per_step: float) -> float:
+    """Mean time per output token of a closed loop: each decode step also carries the prompts
+    of the requests that replace finished ones. B running requests of `output` tokens each
+    finish, and are replaced, B / output per step, so each step adds that many prefills; a
+    prefill added to a step costs its own pass less the step's fixed overhead (the launches
+    are shared):
+
+        TPOT = decode step(B) + B / output x (prefill(prompt) - overhead)
+
+    The rule the speed fit is fitted with (performance_fit.closed_loop_tpot_ms calls this one),
+    so the answers' closed-loop TPOT and the fit's stay one rule. It prices a prompt's weights
+    again for each prefill where one mixed pass (`mixed_cost`) reads them once per step: the
+    fitted efficiencies absorb that, and a refit on `mixed_cost` is left to the fit's owner."""
+    if not prefills_per_step >= 0:
+        raise SizingError("prefills_per_step", "must be zero or a positive number")
+    return decode.ms + prefills_per_step * (prefill.ms - prefill.overhead_ms)
+
+
+@dataclass(frozen=True, slots=True)
 class _PassConstants:
     """What every pass of one model on one TP group of one GPU shares, whatever its batch,
     context or prompt: the parameters and their bytes, the attention's per-layer sums, the
@@ -751,6 +838,66 @@ def _positive_int(field_name: str, value: int) -> None:
 # --- the estimate the answers carry ----------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """Speculative decoding as the decode step is timed with it: each step verifies
+    1 + num_speculative_tokens tokens per sequence (vLLM --speculative-config
+    `num_speculative_tokens`), and emits `acceptance_length` of them on average: vLLM's
+    "Mean acceptance length" (vllm vllm/v1/spec_decode/metrics.py, its "SpecDecoding
+    metrics" log line: 1 + accepted tokens / drafts, the bonus token included), as the caller
+    measured it. The drafter's own passes are not timed (an MTP or EAGLE head's k small
+    steps), so the speed-up is an upper bound."""
+
+    num_speculative_tokens: int
+    acceptance_length: float
+
+    def __post_init__(self) -> None:
+        _positive_int("num_speculative_tokens", self.num_speculative_tokens)
+        most = 1 + self.num_speculative_tokens
+        if not 1 <= self.acceptance_length <= most:
+            raise SizingError(
+                "acceptance_length",
+                f"must be between 1 and 1 + num_speculative_tokens ({most}), "
+                f"got {self.acceptance_length}",
+            )
+
+
+def verify_cost(
+    arch: ModelArchitecture,
+    gpu: GpuPerformance,
+    batch: int,
+    context_tokens: int,
+    speculation: Speculation,
+    *,
+    tensor_parallel_size: int = 1,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    weight_format: WeightFormat | None = None,
+) -> StepCost:
+    """A speculative decoding step: each of B sequences at context C scores its last token and
+    k drafted ones, 1 + k queries over the C cached tokens and causally among themselves, in
+    one pass (`mixed_cost` with one chunk of 1 + k tokens after C per sequence)."""
+    _positive_int("batch", batch)
+    chunk = PrefillChunk(computed=context_tokens, tokens=1 + speculation.num_speculative_tokens)
+    return mixed_cost(
+        arch,
+        gpu,
+        0,
+        0,
+        (chunk,) * batch,
+        tensor_parallel_size=tensor_parallel_size,
+        kv_cache_dtype=kv_cache_dtype,
+        weight_format=weight_format,
+    )
+
+
+# What `decode_ms_per_token_at_peak` assumes, said in the answer's steps and its schema.
+PEAK_STEP_NOTE: Final = (
+    "decode_ms_per_token_at_peak is the decode-only step: no prefill in it; a closed loop's "
+    "steady state adds peak sequences / output length prompts per step "
+    "(closed_loop_tpot_ms), and a step with chunks is mixed_cost's"
+)
+
+
 @frozen
 class PerformanceEstimate:
     """Decode and prefill speed of one replica; the names are the answers' field names."""
@@ -769,21 +916,37 @@ class PerformanceEstimate:
     prefill: StepTime
     efficiency: Efficiency
     arrivals_per_second: float | None
+    speculation: Speculation | None = None
+
+    def sequences(self, decode: StepTime) -> int:
+        """Sequences a decode step runs: its tokens, over 1 + k when it verifies drafts."""
+        spec = self.speculation
+        return decode.cost.tokens // (1 + (0 if spec is None else spec.num_speculative_tokens))
 
     @property
     def steps(self) -> tuple[str, ...]:
         e = self.efficiency
         d = self.decode
-        lines = [f"decode step at {d.cost.tokens} sequences:"]
+        batch = self.sequences(d)
+        lines = [f"decode step at {batch} sequences:"]
         lines += [f"  {line}" for line in d.steps(e)]
+        spec = self.speculation
+        if spec is not None:
+            lines.append(
+                f"  speculative: {batch} sequences x (1 + {spec.num_speculative_tokens}) tokens "
+                f"verified per step, acceptance_length {spec.acceptance_length:g} emitted: "
+                f"{d.ms:.3f} ms / {spec.acceptance_length:g} = {self.decode_ms_per_token:.3f} ms "
+                "per token (the drafter's passes not timed)"
+            )
         lines.append(
-            f"  {d.cost.tokens} tokens per {d.ms:.3f} ms = "
-            f"{self.output_tokens_per_second:,.1f} output tokens/s per replica, "
+            f"  {batch} x {1 if spec is None else spec.acceptance_length:g} tokens per "
+            f"{d.ms:.3f} ms = {self.output_tokens_per_second:,.1f} output tokens/s per replica, "
             f"{self.output_tokens_per_second_per_user:.1f} per user"
         )
         if self.peak is not None:
-            lines.append(f"decode step at {self.peak.cost.tokens} sequences (peak):")
+            lines.append(f"decode step at {self.sequences(self.peak)} sequences (peak):")
             lines += [f"  {line}" for line in self.peak.steps(e)]
+            lines.append(f"  {PEAK_STEP_NOTE}")
         lines.append(f"prefill of one {self.prefill.cost.tokens}-token prompt:")
         lines += [f"  {line}" for line in self.prefill.steps(e)]
         lines.append(self._ttft_line())
@@ -835,6 +998,7 @@ def estimate_performance(
     arrivals_per_second: float | None = None,
     efficiency: Efficiency | None = None,
     error_band: float | None = None,
+    speculation: Speculation | None = None,
 ) -> PerformanceEstimate:
     """TPOT and throughput at `batch` sequences of `context_tokens`, prefill of one prompt of
     `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica.
@@ -854,15 +1018,17 @@ def estimate_performance(
         )
 
     def decode_at(sequences: int) -> StepTime:
-        cost = decode_cost(
-            arch,
-            gpu,
-            sequences,
-            context_tokens,
-            tensor_parallel_size=tensor_parallel_size,
-            kv_cache_dtype=kv_cache_dtype,
-            weight_format=weight_format,
-        )
+        tp, dtype, fmt = tensor_parallel_size, kv_cache_dtype, weight_format
+        if speculation is None:
+            cost = decode_cost(
+                arch, gpu, sequences, context_tokens,
+                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+            )  # fmt: skip
+        else:
+            cost = verify_cost(
+                arch, gpu, sequences, context_tokens, speculation,
+                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+            )  # fmt: skip
         return step_time(cost, efficiency)
 
     decode = decode_at(batch)
@@ -886,6 +1052,7 @@ def estimate_performance(
         arrivals_per_second=arrivals_per_second,
         efficiency=efficiency,
         error_band=error_band,
+        speculation=speculation,
     )
 
 
@@ -909,12 +1076,15 @@ def _estimate(
     arrivals_per_second: float | None,
     efficiency: Efficiency,
     error_band: float,
+    speculation: Speculation | None = None,
 ) -> PerformanceEstimate:
-    """TPOT, throughput and TTFT from the decode and prefill step times and the wait."""
-    decode_ms, prefill_ms = decode.ms, prefill.ms
+    """TPOT, throughput and TTFT from the decode and prefill step times and the wait; with
+    speculative decoding a step emits acceptance_length tokens per sequence."""
+    per_step = 1.0 if speculation is None else speculation.acceptance_length
+    decode_ms, prefill_ms = decode.ms / per_step, prefill.ms
     return PerformanceEstimate(
         decode_ms_per_token=decode_ms,
-        decode_ms_per_token_at_peak=None if peak is None else peak.ms,
+        decode_ms_per_token_at_peak=None if peak is None else peak.ms / per_step,
         output_tokens_per_second=batch * 1e3 / decode_ms,
         output_tokens_per_second_per_user=1e3 / decode_ms,
         prefill_ms=prefill_ms,
@@ -927,4 +1097,5 @@ def _estimate(
         prefill=prefill,
         efficiency=efficiency,
         arrivals_per_second=arrivals_per_second,
+        speculation=speculation,
     )

@@ -38,7 +38,15 @@ from typing import Final
 from ..errors import SizingError
 from ..model.architecture import ModelArchitecture
 from ..model.dtypes import KvCacheDtype, WeightFormat
-from .performance import Efficiency, GpuPerformance, StepCost, decode_cost, prefill_cost, step_time
+from .performance import (
+    Efficiency,
+    GpuPerformance,
+    StepCost,
+    decode_cost,
+    prefill_cost,
+    step_time,
+)
+from .performance import closed_loop_tpot_ms as performance_closed_loop_tpot_ms
 
 
 class Metric(StrEnum):
@@ -122,18 +130,19 @@ def closed_loop_tpot_ms(costs: PointCosts, efficiency: Efficiency) -> float:
     The engine's step (vLLM v1 Scheduler.schedule, release 0.11.0: running requests first, then
     waiting ones, chunked prefill within max_num_batched_tokens in the same step) decodes the B
     running sequences and, as requests finish and are replaced, prefills the newcomers' prompts
-    in the same steps. Each request prefills once per output_tokens steps of its own, so B
-    requests add B / output_tokens prompts per step on average; a prompt added to a decode step
-    costs its prefill pass less the step's fixed overhead (the launches are shared):
+    in the same steps: B / output_tokens prompts per step, each at its prefill pass less the
+    step's fixed overhead (performance.closed_loop_tpot_ms, the one rule the answers use too):
 
         TPOT = decode step(B, input + output/2) + B / output x (prefill(input) - overhead)
     """
     point = costs.point
     if costs.decode is None:
         raise SizingError("metric", "a closed-loop point needs a decode cost")
-    decode_ms = step_time(costs.decode, efficiency).ms
-    prefill_ms = step_time(costs.prefill, efficiency).ms - efficiency.step_overhead_ms
-    return decode_ms + point.batch / point.output_tokens * prefill_ms
+    return performance_closed_loop_tpot_ms(
+        step_time(costs.decode, efficiency),
+        step_time(costs.prefill, efficiency),
+        point.batch / point.output_tokens,
+    )
 
 
 def predict(costs: PointCosts, efficiency: Efficiency) -> float:

@@ -34,9 +34,12 @@ from ..units import cdiv
 from .performance import (
     GpuPerformance,
     PerformanceEstimate,
+    PrefillChunk,
+    Speculation,
     decode_cost,
     estimate_performance,
     fitted_efficiency,
+    mixed_cost,
     prefill_cost,
     step_time,
 )
@@ -102,6 +105,8 @@ class SpeedQuestion:
     peak_batch: int | None = None
     # Stages across nodes: each step adds pp - 1 inter-node hops (multinode.py).
     pipeline_parallel_size: int = 1
+    # Speculative decoding at a measured acceptance length (None: plain decode steps).
+    speculation: Speculation | None = None
 
 
 def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) -> Speed:
@@ -120,6 +125,7 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
             peak_batch=question.peak_batch,
+            speculation=question.speculation,
         )
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
@@ -147,10 +153,17 @@ def capacity_speed(
     weight_format: WeightFormat | None = None,
     peak_concurrency: int | None = None,
     prompt_tokens: int | None = None,
+    speculation: Speculation | None = None,
 ) -> Speed:
     """One capacity answer's speed: at its running batch, at the peak per replica, and the
-    prefill of one prompt (see the module docstring)."""
+    prefill of one prompt (see the module docstring); with `speculation`, each decode step a
+    verify step that emits its acceptance_length tokens per sequence."""
     prompt = check_prompt_tokens(prompt_tokens, capacity.max_model_len)
+    if speculation is not None and capacity.parallel.pipeline_parallel_size > 1:
+        raise SizingError(
+            "acceptance_length",
+            "speculative decoding's speed is not modelled across pipeline stages",
+        )
     batch = capacity.running_sequences_per_replica
     if not capacity.fits or batch < 1:
         return NoEstimate("the layout holds no sequence, so it has no batch to time")
@@ -167,8 +180,39 @@ def capacity_speed(
         weight_format=weight_format,
         peak_batch=peak_batch,
         pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
+        speculation=speculation,
     )
     return replica_speed(arch, gpu, question)
+
+
+def mixed_step_ms(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    question: SpeedQuestion,
+    decodes: int,
+    chunks: tuple[PrefillChunk, ...],
+) -> float | NoEstimate:
+    """One engine step that decodes `decodes` sequences at `question.context_tokens` and
+    computes the prefill `chunks` in the same pass (performance.mixed_cost: the weights read
+    once, the FLOPs and cache reads of both), plus the pipeline stages' hops, ms."""
+    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    if isinstance(figures, NoEstimate):
+        return figures
+    try:
+        cost = mixed_cost(
+            arch,
+            figures,
+            decodes,
+            question.context_tokens,
+            chunks,
+            tensor_parallel_size=question.tensor_parallel_size,
+            kv_cache_dtype=question.kv_cache_dtype,
+            weight_format=question.weight_format,
+        )
+    except SizingError as exc:
+        return NoEstimate(f"{exc.field}: {exc.reason}")
+    hops = pipeline_hops_ms(arch, gpu, question.pipeline_parallel_size, cost.tokens)
+    return step_time(cost, fitted_efficiency(figures)).ms + hops
 
 
 # --- latency targets -------------------------------------------------------------------------
@@ -258,10 +302,19 @@ def largest_batch(meets: Callable[[int], bool], upper: int) -> int:
 
 
 def pace(
-    arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, targets: LatencyTargets
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    question: SpeedQuestion,
+    targets: LatencyTargets,
+    *,
+    speed_scale: float = 1.0,
 ) -> Paced | TargetMiss | NoEstimate:
     """Hold `question.batch` sequences per replica to the targets: the batch itself when its
-    decode step meets them, a smaller one when that does, or why none can."""
+    decode step meets them, a smaller one when that does, or why none can. `speed_scale` is a
+    speed calibration's measured / estimated decode step (1: kvplan's own estimate); it scales
+    the decode step as a capacity answer's calibrated TPOT is scaled, not the prefill."""
+    if not speed_scale > 0:
+        raise SizingError("speed_scale", f"must be a positive number, got {speed_scale}")
     tp = question.tensor_parallel_size
     pp = question.pipeline_parallel_size
     figures = gpu_performance(gpu, tp)
@@ -278,9 +331,8 @@ def pace(
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
         )
-        return step_time(cost, fitted_efficiency(figures)).ms + pipeline_hops_ms(
-            arch, gpu, pp, batch
-        )
+        ms = step_time(cost, fitted_efficiency(figures)).ms
+        return (ms + pipeline_hops_ms(arch, gpu, pp, batch)) * speed_scale
 
     try:
         prefill = prefill_cost(
