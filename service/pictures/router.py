@@ -36,7 +36,6 @@ from ..planning.schemas import (
     CapacityRequest,
 )
 from ..planning.service import CapacityQuestion
-from ..simulation import draw_requests
 from ..simulations import service as simulations
 from ..simulations.schemas import MAX_SIMULATED_REQUESTS, SimulationRequest, WorkloadIn
 from ..sizing import SizingError
@@ -467,8 +466,9 @@ LATENCY_DOC = (
     "TTFT and TPOT p50/p99 against the request rate: the POST /v1/simulations body with a "
     f"`workload`, simulated once at each of `request_rates` (at most {MAX_SWEEP_RATES}; the "
     f"requests of all of them at most {MAX_SIMULATED_REQUESTS:,}); the targets, when given, "
-    "are drawn, and the first rate at which the replica serves less than 90% of the rate its "
-    "requests arrived at is marked as saturation. SVG or PNG (`format`, or Accept); not cached."
+    "are drawn, and the first rate at which requests queue for room in the engine (at least one "
+    "waiting on average: KV blocks or max_num_seqs) is marked as saturation. SVG or PNG "
+    "(`format`, or Accept); not cached."
 )
 
 
@@ -535,13 +535,11 @@ def rate_sweep(body: LatencySweepRequest, catalog: CatalogSnapshot) -> tuple[Rat
         traffic = simulations.workload_of(workload.model_copy(update={"request_rate": rate}))
         answer = simulations.simulation(question, traffic, targets, catalog)
         warnings += [w for w in answer.warnings if w not in warnings]
-        last = draw_requests(traffic, answer.engine.block_size)[-1].arrival_s
-        arrived = answer.completed_requests / last if last > 0 else rate
         points.append(
             RatePoint(
                 request_rate=rate,
-                arrival_rate=arrived,
                 served_rate=answer.throughput.requests_per_second,
+                mean_waiting=answer.mean_waiting,
                 ttft_p50_ms=answer.ttft_ms.p50,
                 ttft_p99_ms=answer.ttft_ms.p99,
                 tpot_p50_ms=answer.tpot_ms.p50,

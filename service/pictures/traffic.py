@@ -5,9 +5,9 @@ request rate (POST /v1/pictures/latency-vs-rate).
 KV pool's blocks in use (bottom panel) against simulated time, from the answer's `time_series`
 (the engine's samples, service/simulation/engine.py). `latency_scene`: TTFT and TPOT p50/p99
 (two panels) against the offered request rate, each point one simulation of the same workload
-at that rate; a rate whose served rate falls below SATURATED of the rate its arrivals came at
-is marked as past saturation. The figures are the simulator's, each step timed by kvplan's
-speed model.
+at that rate; the first rate at which requests queue for room in the engine is marked as
+saturation (`RatePoint.saturated`). The figures are the simulator's, each
+step timed by kvplan's speed model.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ TOP_TOP, TOP_BOTTOM = 95.0, 285.0
 LOW_TOP, LOW_BOTTOM = 345.0, 515.0
 BLUE, GREEN, ORANGE, PURPLE = "#3b6fb6", "#3f9b57", "#e08a2c", "#7d3c98"
 CAPTION_CHARS = 118
-# A rate is past saturation when the replica serves less than this share of it.
-SATURATED = 0.9
+# A rate is past saturation when at least this many requests wait for room on average.
+SATURATED_WAITING = 1.0
 
 
 def rounded_up(value: float) -> float:
@@ -81,7 +81,7 @@ def traffic_subtitle(answer: SimulationAnswer) -> str:
     engine = answer.engine
     version = f" {engine.engine_version}" if engine.engine_version else ""
     return (
-        f"vLLM{version} V1 scheduler, one replica: {engine.num_gpu_blocks:,} blocks of "
+        f"vLLM{version}, one replica: {engine.num_gpu_blocks:,} blocks of "
         f"{engine.block_size} tokens, max_num_seqs {engine.max_num_seqs:,}, "
         f"max_num_batched_tokens {engine.max_num_batched_tokens:,}"
     )
@@ -142,13 +142,12 @@ def timeline_scene(answer: SimulationAnswer) -> Scene:
 
 @dataclass(frozen=True, slots=True)
 class RatePoint:
-    """One simulation of the sweep: the rate offered, the rate its draw of arrivals came at
-    (requests run / the last arrival's time: a finite Poisson draw is off the nominal rate by
-    about 1/sqrt(n)), and what it gave."""
+    """One simulation of the sweep: the rate offered, the rate served over the run (requests
+    / the run's length), the mean number of requests waiting for room, and the percentiles."""
 
     request_rate: float
-    arrival_rate: float
     served_rate: float
+    mean_waiting: float
     ttft_p50_ms: float | None
     ttft_p99_ms: float | None
     tpot_p50_ms: float | None
@@ -156,7 +155,11 @@ class RatePoint:
 
     @property
     def saturated(self) -> bool:
-        return self.served_rate < SATURATED * self.arrival_rate
+        """Requests queue for room in the engine (KV blocks or max_num_seqs): at least
+        SATURATED_WAITING waiting on average over the run. The served rate alone cannot say
+        it in a finite run: a replica that keeps up still ends one latency after the last
+        arrival, so its served rate is below the offered one by that share of the run."""
+        return self.mean_waiting >= SATURATED_WAITING
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,17 +205,17 @@ def _target_line(y: Axis, target: float | None, name: str) -> list[Item]:
 def _saturation(x: Axis, points: Sequence[RatePoint]) -> tuple[list[Item], str]:
     first = next((p for p in points if p.saturated), None)
     if first is None:
-        return [], f"Every rate drawn is served (at least {SATURATED:.0%} of its arrivals' rate)."
+        return [], "At each rate the engine admits requests as they come (under 1 waiting)."
     at = x.at(first.request_rate)
-    label = f"saturated: {first.served_rate:.2f} of {first.request_rate:g} req/s served"
+    label = f"saturated: {first.mean_waiting:.1f} waiting on average"
     data = (("marker", "saturation"), ("rate", f"{first.request_rate:g}"))
     items: list[Item] = [
         Line(at, TOP_TOP, at, LOW_BOTTOM, RED, width=1.5, dashed=True, data=data),
         Text(at - 6, TOP_TOP + 8, label, size=11, fill=RED, anchor="end", bold=True),
     ]
     text = (
-        f"From {first.request_rate:g} req/s the replica serves under {SATURATED:.0%} of the "
-        "rate its requests arrive at: the queue, and TTFT with it, grows with the run's length."
+        f"From {first.request_rate:g} req/s requests queue for room (served "
+        f"{first.served_rate:.2f} req/s): TTFT grows with the run."
     )
     return items, text
 
@@ -245,8 +248,8 @@ def latency_scene(sweep: RateSweep) -> Scene:
         *_target_line(tpot, sweep.max_tpot_ms, "max_tpot_ms"),
         *marks,
         *_footer(
-            f"Each point one simulation of the workload at that Poisson rate ({len(points)} in "
-            f"all), each step timed by kvplan's speed model. {saturation}"
+            f"Each point one simulation of the workload at that Poisson rate, each step timed "
+            f"by kvplan's speed model. {saturation}"
         ),
     ]
 
