@@ -11,7 +11,9 @@ to about 6 per second (README, "Traffic: simulating a deployment").
 from __future__ import annotations
 
 import io
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from PIL import Image
 
 from tests.pictures.svg import SVG, parse, texts
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 DEPLOYMENT = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
 WORKLOAD = {"input_tokens": 2000, "output_tokens": 300, "num_requests": 200}
 # The panels (service/pictures/traffic.py): requests from 285 (0) up to 95 px, KV usage from
@@ -148,3 +151,19 @@ def test_a_sweep_it_cannot_run_is_a_problem_naming_the_field(
     assert response.status_code == 422, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["field"].startswith(field)
+
+
+def test_the_readme_latency_example_answers_a_png(client: TestClient) -> None:
+    # The curl example of README "The pictures and the page's traffic mode", its body as it is
+    # (fewer requests per rate here: the figures the README quotes are from 1,000 each).
+    text = README.read_text()
+    start = text.index("curl -s -X POST localhost:8000/v1/pictures/latency-vs-rate")
+    example = text[start : text.index("```", start)]
+    body = json.loads(example[example.index("-d '") + 4 : example.rindex("'")])
+    assert body["request_rates"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    body["workload"]["num_requests"] = 100
+    response = client.post(
+        "/v1/pictures/latency-vs-rate", json=body, headers={"Accept": "image/png"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/png"
