@@ -56,6 +56,8 @@ DOORS = {
     "service.deployments.repository": "profiles that point at a calibration, before deleting it",
     "service.speed_results.models": "the speed calibrations' table",
     "service.speed_results.repository": "the speed calibrations the catalog snapshot carries",
+    "service.simulations.service": "simulations' use case, which the traffic pictures draw",
+    "service.simulations.schemas": "simulations' question and answer models",
 }
 
 

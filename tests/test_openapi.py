@@ -51,6 +51,8 @@ OPERATION_IDS = {
     ("delete", "/v1/calibrations/{calibration_id}"): "deleteCalibration",
     ("get", "/v1/pictures/speed-by-batch"): "getSpeedByBatchPicture",
     ("post", "/v1/pictures/speed-by-batch"): "drawSpeedByBatchPicture",
+    ("post", "/v1/pictures/simulation"): "drawSimulationPicture",
+    ("post", "/v1/pictures/latency-vs-rate"): "drawLatencyVsRatePicture",
     ("post", "/v1/speed-results"): "explainSpeedResult",
     ("post", "/v1/speed-calibrations"): "createSpeedCalibration",
     ("get", "/v1/speed-calibrations"): "listSpeedCalibrations",

@@ -8,11 +8,12 @@ only its path changed), so a spreadsheet's `IMAGE()` can show one; POST takes th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.answer_headers import (
@@ -24,7 +25,7 @@ from ..kit.answer_headers import (
 from ..kit.conditional import etag_for, etag_matches
 from ..kit.deps import CatalogDep, SettingsDep, refuse_misspelt_parameters
 from ..kit.engine_flags import ignored
-from ..kit.errors import NotAcceptable
+from ..kit.errors import InvalidRequest, NotAcceptable
 from ..kit.security import READ, READ_OPENAPI
 from ..planning import service
 from ..planning.schemas import (
@@ -35,11 +36,14 @@ from ..planning.schemas import (
     CapacityRequest,
 )
 from ..planning.service import CapacityQuestion
+from ..simulations import service as simulations
+from ..simulations.schemas import MAX_SIMULATED_REQUESTS, SimulationRequest, WorkloadIn
 from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
 from .scene import Scene
 from .speed import speed_scene
 from .svg import render_svg
+from .traffic import RatePoint, RateSweep, latency_scene, timeline_scene, traffic_subtitle
 
 # The capacity's own guards: a read key where KVPLAN_READ_KEYS is set, and a near-miss of a
 # parameter name refused (any other unknown parameter is ignored, as a sheet's `&_=2`).
@@ -416,3 +420,157 @@ def post_speed_by_batch(
     curve = service.speed_by_batch(question, catalog, max_tpot_ms)
     drawn = speed_scene(curve), curve.detail.warnings
     return _picture(request, drawn, picked, catalog.token, None)
+
+
+# ---- the traffic pictures: a simulation, and latency against request rate -----------------
+
+MAX_SWEEP_RATES = 12
+
+
+class LatencySweepRequest(SimulationRequest):
+    """POST /v1/pictures/latency-vs-rate: a simulation's body (with a `workload`) and the
+    rates to simulate it at."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "llama-3.1-8b-instruct",
+                    "gpu": "h100-sxm",
+                    "max_model_len": 8192,
+                    "workload": {"input_tokens": 2000, "output_tokens": 300, "num_requests": 500},
+                    "request_rates": [1, 2, 4, 6, 8],
+                    "targets": {"max_ttft_ms": 2000, "max_tpot_ms": 50},
+                }
+            ]
+        },
+    )
+
+    request_rates: list[Annotated[float, Field(gt=0, le=1_000_000)]] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_SWEEP_RATES,
+        description="The Poisson rates (requests per second) to simulate the workload at, one "
+        "simulation each; the workload's own `request_rate` is replaced by each in turn.",
+    )
+
+
+SIMULATION_DOC = (
+    "A simulation drawn: one replica's running and waiting requests and the share of its KV "
+    "pool's blocks in use against simulated time (the answer's `time_series`), with "
+    "max_num_seqs and the peak KV usage marked. The body is POST /v1/simulations' (a "
+    "`workload` or a `trace` of rows). SVG or PNG (`format`, or Accept); not cached."
+)
+LATENCY_DOC = (
+    "TTFT and TPOT p50/p99 against the request rate: the POST /v1/simulations body with a "
+    f"`workload`, simulated once at each of `request_rates` (at most {MAX_SWEEP_RATES}; the "
+    f"requests of all of them at most {MAX_SIMULATED_REQUESTS:,}); the targets, when given, "
+    "are drawn, and the first rate at which requests queue for room in the engine (at least one "
+    "waiting on average: KV blocks or max_num_seqs) is marked as saturation. SVG or PNG "
+    "(`format`, or Accept); not cached."
+)
+
+
+@router.post(
+    "/simulation",
+    operation_id="drawSimulationPicture",
+    summary="Picture: a simulation's requests and KV usage over time (SVG or PNG)",
+    description=SIMULATION_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **IMAGES},
+)
+def post_simulation_picture(
+    request: Request, body: SimulationRequest, catalog: CatalogDep, format: FormatParam = None
+) -> Response:
+    picked = picture_format(request, format)
+    traffic = simulations.traffic_of(body)
+    question = CapacityQuestion.from_body(body)
+    answer = simulations.simulation(
+        question, traffic, simulations.targets_of(body.targets), catalog
+    )
+    return _picture(request, (timeline_scene(answer), answer.warnings), picked, catalog.token, None)
+
+
+def _sweep_requests(body: LatencySweepRequest) -> WorkloadIn:
+    """The workload to sweep, refused by name where a sweep cannot run it."""
+    workload = body.workload
+    if workload is None or body.trace is not None:
+        raise InvalidRequest(
+            "a sweep of rates simulates a workload: give `workload`, not a trace",
+            field="workload",
+        )
+    if workload.max_concurrency is not None:
+        raise InvalidRequest(
+            "a sweep of rates replaces request_rate: give no max_concurrency",
+            field="workload.max_concurrency",
+        )
+    if workload.num_requests is not None:
+        total = workload.num_requests * len(body.request_rates)
+    elif workload.duration_s is not None:
+        total = math.ceil(workload.duration_s * sum(body.request_rates))
+    else:
+        raise InvalidRequest(
+            "give num_requests (or duration_s): how many requests each rate simulates",
+            field="workload.num_requests",
+        )
+    if total > MAX_SIMULATED_REQUESTS:
+        raise InvalidRequest(
+            f"the sweep simulates about {total:,} requests in all; at most "
+            f"{MAX_SIMULATED_REQUESTS:,} (fewer rates or fewer requests each)",
+            field="request_rates",
+        )
+    return workload
+
+
+def rate_sweep(body: LatencySweepRequest, catalog: CatalogSnapshot) -> tuple[RateSweep, list[str]]:
+    """One simulation per rate (rising), and the warnings of the first."""
+    workload = _sweep_requests(body)
+    question = CapacityQuestion.from_body(body)
+    targets = simulations.targets_of(body.targets)
+    points, warnings = [], []
+    answer = None
+    for rate in sorted(set(body.request_rates)):
+        traffic = simulations.workload_of(workload.model_copy(update={"request_rate": rate}))
+        answer = simulations.simulation(question, traffic, targets, catalog)
+        warnings += [w for w in answer.warnings if w not in warnings]
+        points.append(
+            RatePoint(
+                request_rate=rate,
+                served_rate=answer.throughput.requests_per_second,
+                mean_waiting=answer.mean_waiting,
+                ttft_p50_ms=answer.ttft_ms.p50,
+                ttft_p99_ms=answer.ttft_ms.p99,
+                tpot_p50_ms=answer.tpot_ms.p50,
+                tpot_p99_ms=answer.tpot_ms.p99,
+            )
+        )
+    assert answer is not None  # request_rates holds at least one rate
+    given = body.targets
+    sweep = RateSweep(
+        model=answer.model,
+        gpu=answer.gpu,
+        subtitle=traffic_subtitle(answer),
+        points=tuple(points),
+        max_ttft_ms=given.max_ttft_ms if given else None,
+        max_tpot_ms=given.max_tpot_ms if given else None,
+    )
+    return sweep, warnings
+
+
+@router.post(
+    "/latency-vs-rate",
+    operation_id="drawLatencyVsRatePicture",
+    summary="Picture: TTFT and TPOT percentiles against request rate (SVG or PNG)",
+    description=LATENCY_DOC,
+    response_class=Response,
+    openapi_extra=READ_OPENAPI,
+    responses={**PROBLEMS, **IMAGES},
+)
+def post_latency_vs_rate(
+    request: Request, body: LatencySweepRequest, catalog: CatalogDep, format: FormatParam = None
+) -> Response:
+    picked = picture_format(request, format)
+    sweep, warnings = rate_sweep(body, catalog)
+    return _picture(request, (latency_scene(sweep), warnings), picked, catalog.token, None)

@@ -535,3 +535,94 @@ def test_where_reads_need_a_key_the_page_asks_for_it(browser: WebDriver, keyed_u
     }
     assert _csv(browser) == _plan_csv(keyed_url, question, key=READ_KEY)
     assert _errors(browser) == []
+
+
+def test_the_traffic_mode_simulates_one_replica_and_draws_latency_against_rate(
+    browser: WebDriver, base_url: str
+) -> None:
+    # Llama-3.1-8B on one H100 at 4 requests/s of 2,000 + 300 tokens (the simulations' tests'
+    # deployment): the page shows POST v1/simulations' own percentiles for the same body, and
+    # both traffic pictures inline (POST-only pictures), with no browser error.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    assert browser.find_element(By.ID, "submit").text == "Simulate"
+    assert not browser.find_element(By.ID, "peak-concurrency").is_displayed()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    Select(browser.find_element(By.ID, "gpu")).select_by_value("h100-sxm-80gb")
+    _type(browser, "max-model-len", "8192")
+    _type(browser, "request-rate", "4")
+    _type(browser, "num-requests", "200")
+    browser.find_element(By.ID, "submit").click()
+    result = browser.find_element(By.ID, "traffic-result")
+    WebDriverWait(browser, 120).until(
+        lambda d: result.get_attribute("data-state") in ("ready", "problem")
+    )
+    assert result.get_attribute("data-state") == "ready", browser.find_element(
+        By.ID, "problem"
+    ).text
+    body = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm-80gb",
+        "tensor_parallel_size": 1,
+        "max_model_len": 8192,
+        "kv_cache_dtype": "auto",
+        "engine": "vllm",
+        "workload": {
+            "request_rate": 4,
+            "input_tokens": 2000,
+            "output_tokens": 300,
+            "num_requests": 200,
+        },
+        "targets": {"max_ttft_ms": 2000, "max_tpot_ms": 50},
+    }
+    answer = httpx.post(f"{base_url}v1/simulations", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    expected = answer.json()
+    for field in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "queue_time_ms"):
+        row = browser.find_element(By.CSS_SELECTOR, f'#traffic-latency tr[data-field="{field}"]')
+        for cell in row.find_elements(By.CSS_SELECTOR, "td"):
+            stat = cell.get_attribute("data-stat") or ""
+            assert float(cell.get_attribute("data-value") or "nan") == expected[field][stat]
+            assert cell.text == f"{expected[field][stat]:,.1f}"
+    figures = _figures(browser)
+    assert (
+        float(figures["throughput.requests_per_second"][0])
+        == (expected["throughput"]["requests_per_second"])
+    )
+    assert float(figures["goodput.fraction"][0]) == expected["goodput"]["fraction"]
+    assert int(figures["preemptions"][0]) == expected["preemptions"]
+    # The pictures: the sweep at 1, 2, 4, 6, 8 and 12 requests/s (0.25 to 3 x the rate asked),
+    # each point a simulation; the run over time with its three series.
+    latency = browser.find_element(By.CSS_SELECTOR, "#picture-latency svg")
+    rates = {
+        c.get_attribute("data-rate")
+        for c in latency.find_elements(By.CSS_SELECTOR, 'circle[data-series="ttft_p99"]')
+    }
+    assert rates == {"1", "2", "4", "6", "8", "12"}
+    (at_four,) = latency.find_elements(
+        By.CSS_SELECTOR, 'circle[data-series="ttft_p99"][data-rate="4"]'
+    )
+    assert float(at_four.get_attribute("data-ms") or "0") == pytest.approx(
+        expected["ttft_ms"]["p99"], abs=1e-3
+    )
+    timeline = browser.find_element(By.CSS_SELECTOR, "#picture-simulation svg")
+    series = {
+        p.get_attribute("data-series") for p in timeline.find_elements(By.TAG_NAME, "polyline")
+    }
+    assert series == {"running", "waiting", "kv_usage"}
+    assert not browser.find_element(By.ID, "result").is_displayed()
+    _screenshot(browser, "traffic.png")
+    assert _errors(browser) == []
+
+
+def test_the_traffic_mode_needs_a_gpu_and_says_so_by_name(
+    browser: WebDriver, base_url: str
+) -> None:
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    browser.find_element(By.ID, "submit").click()
+    problem = browser.find_element(By.ID, "problem")
+    WebDriverWait(browser, 30).until(lambda d: problem.is_displayed())
+    assert problem.get_attribute("data-field") == "gpu"
+    assert _errors(browser) == []

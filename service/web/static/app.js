@@ -1,5 +1,7 @@
 // kvplan's self-service page: fill the form, ask POST v1/plans, show the plan, the pictures
-// (v1/pictures/...), the explanation, a link to the question and the plan as CSV. Plain
+// (v1/pictures/...), the explanation, a link to the question and the plan as CSV; or, in the
+// traffic mode, ask POST v1/simulations for one replica under a request rate and show its
+// percentiles and the simulation's pictures (v1/pictures/latency-vs-rate, .../simulation). Plain
 // browser JavaScript, no build step, no library. The form is never submitted (the fields, the
 // read key among them, never reach a URL): its submit event asks the API with fetch.
 // Every URL is relative (the page may sit behind a path prefix), and every figure and text
@@ -439,6 +441,7 @@ async function plan(event) {
       body: JSON.stringify({ ...body, explain: true }),
     });
     const best = answer.recommendation;
+    $("traffic-result").hidden = true;
     result.hidden = false;
     $("result-best").hidden = !best;
     $("result-none").hidden = Boolean(best);
@@ -470,11 +473,171 @@ async function plan(event) {
   }
 }
 
+// ---- the traffic mode ------------------------------------------------------------------------
+// One replica of the GPU picked under a Poisson request rate: POST v1/simulations (vLLM's V1
+// scheduler stepped, each step timed by the speed model), its percentiles, and two pictures:
+// latency against request rate (the same workload at rates around the one asked, to
+// saturation) and the run at the rate asked over time.
+
+// The rates the latency picture simulates: a quarter of the rate asked to three times it.
+const SWEEP = [0.25, 0.5, 1, 1.5, 2, 3];
+
+function mode() {
+  return document.querySelector('input[name="mode"]:checked').value;
+}
+
+function showMode() {
+  const traffic = mode() === "traffic";
+  $("traffic-fields").hidden = !traffic;
+  $("peak-box").hidden = traffic;
+  $("submit").textContent = traffic ? "Simulate" : "Plan";
+  $("result").hidden = traffic || $("result").dataset.state === undefined;
+  $("traffic-result").hidden = !traffic || $("traffic-result").dataset.state === undefined;
+}
+
+function positive(id, field) {
+  const value = Number($(id).value);
+  if (!$(id).value || !(value > 0)) {
+    throw new Problem({ detail: `${field}: give a number above 0`, field }, 0);
+  }
+  return value;
+}
+
+function trafficQuestion() {
+  if (!$("gpu").value) {
+    throw new Problem({ detail: "the traffic mode simulates one replica: pick a GPU", field: "gpu" }, 0);
+  }
+  const body = {
+    model: modelRef(),
+    gpu: $("gpu").value,
+    tensor_parallel_size: whole("tensor-parallel-size", "tensor_parallel_size"),
+    max_model_len: whole("max-model-len", "max_model_len"),
+    kv_cache_dtype: $("kv-cache-dtype").value,
+    engine: $("engine").value,
+    workload: {
+      request_rate: positive("request-rate", "workload.request_rate"),
+      input_tokens: whole("input-tokens", "workload.input_tokens"),
+      output_tokens: whole("output-tokens", "workload.output_tokens"),
+      num_requests: whole("num-requests", "workload.num_requests"),
+    },
+  };
+  const targets = {};
+  if ($("max-ttft-ms").value) targets.max_ttft_ms = positive("max-ttft-ms", "targets.max_ttft_ms");
+  if ($("max-tpot-ms").value) targets.max_tpot_ms = positive("max-tpot-ms", "targets.max_tpot_ms");
+  if (Object.keys(targets).length) body.targets = targets;
+  return body;
+}
+
+function milliseconds(value) {
+  return value == null ? "-" : value.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
+}
+
+function showSimulation(answer) {
+  const rows = [
+    ["time to first token (TTFT)", "ttft_ms"],
+    ["time per output token (TPOT)", "tpot_ms"],
+    ["end to end", "e2e_latency_ms"],
+    ["queue", "queue_time_ms"],
+  ].map(([title, field]) => {
+    const row = document.createElement("tr");
+    row.dataset.field = field;
+    const head = document.createElement("th");
+    head.textContent = title;
+    row.append(head);
+    for (const stat of ["mean", "p50", "p90", "p99"]) {
+      const cell = row.insertCell();
+      cell.dataset.stat = stat;
+      cell.dataset.value = answer[field][stat] == null ? "" : String(answer[field][stat]);
+      cell.textContent = milliseconds(answer[field][stat]);
+    }
+    return row;
+  });
+  $("traffic-latency").tBodies[0].replaceChildren(...rows);
+  const engine = answer.engine;
+  $("traffic-engine").textContent =
+    `${answer.model} on ${answer.gpu}: ${integer(answer.completed_requests)} requests in ` +
+    `${figure(answer.duration_s)} s simulated, ${integer(answer.steps)} engine steps; ` +
+    `${integer(engine.num_gpu_blocks)} KV blocks of ${engine.block_size} tokens, ` +
+    `max_num_seqs ${integer(engine.max_num_seqs)}, ` +
+    `max_num_batched_tokens ${integer(engine.max_num_batched_tokens)}`;
+  const throughput = answer.throughput;
+  setFigure(
+    "traffic-requests-per-second",
+    throughput.requests_per_second,
+    throughput.requests_per_second.toFixed(2),
+  );
+  setFigure(
+    "traffic-output-tokens-per-second",
+    throughput.output_tokens_per_second,
+    integer(Math.round(throughput.output_tokens_per_second)),
+  );
+  const goodput = answer.goodput;
+  setFigure(
+    "traffic-goodput",
+    goodput ? goodput.fraction : null,
+    goodput ? `${(goodput.fraction * 100).toFixed(1)}% of requests` : "no targets given",
+  );
+  setFigure("traffic-mean-running", answer.mean_running, answer.mean_running.toFixed(1));
+  setFigure("traffic-peak-kv-usage", answer.peak_kv_usage, `${(answer.peak_kv_usage * 100).toFixed(1)}% of the pool`);
+  setFigure("traffic-preemptions", answer.preemptions, integer(answer.preemptions));
+  $("traffic-warnings").replaceChildren(
+    ...answer.warnings.map((text) => {
+      const item = document.createElement("li");
+      item.textContent = text;
+      return item;
+    }),
+  );
+}
+
+async function simulate() {
+  const result = $("traffic-result");
+  result.dataset.state = "asking";
+  $("status").textContent = "Simulating...";
+  const body = trafficQuestion();
+  const answer = await api("v1/simulations", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  showSimulation(answer);
+  result.hidden = false;
+  $("status").textContent = "Drawing latency against request rate...";
+  const rate = body.workload.request_rate;
+  const sweep = { ...body, request_rates: SWEEP.map((share) => share * rate) };
+  $("picture-latency").replaceChildren(await pictureInline("latency-vs-rate", sweep));
+  $("picture-simulation").replaceChildren(await pictureInline("simulation", body));
+  result.dataset.state = "ready";
+  $("status").textContent = "";
+}
+
+async function ask(event) {
+  if (mode() !== "traffic") {
+    await plan(event);
+    return;
+  }
+  event.preventDefault();
+  $("problem").hidden = true;
+  $("result").hidden = true;
+  $("submit").disabled = true;
+  try {
+    await simulate();
+  } catch (error) {
+    $("traffic-result").dataset.state = "problem";
+    $("status").textContent = "";
+    showProblem(error);
+  } finally {
+    $("submit").disabled = false;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const radio of document.querySelectorAll('input[name="model-source"]')) {
     radio.addEventListener("change", showSource);
   }
-  $("question").addEventListener("submit", plan);
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.addEventListener("change", showMode);
+  }
+  $("question").addEventListener("submit", ask);
   $("api-key").addEventListener("change", openPage);
   window.addEventListener("hashchange", openPage);
   openPage();
