@@ -29,15 +29,17 @@ from ..kit.errors import InvalidRequest, NotAcceptable
 from ..kit.security import READ, READ_OPENAPI
 from ..planning import service
 from ..planning.schemas import (
+    MAX_SIMULATED_REQUESTS,
     CapacityDetail,
     CapacityField,
     CapacityFields,
     CapacityQuery,
     CapacityRequest,
+    WorkloadIn,
 )
 from ..planning.service import CapacityQuestion
 from ..simulations import service as simulations
-from ..simulations.schemas import MAX_SIMULATED_REQUESTS, SimulationRequest, WorkloadIn
+from ..simulations.schemas import SimulationRequest
 from ..sizing import SizingError
 from .charts import ContextPoint, context_lengths, context_scene, memory_budget_scene
 from .scene import Scene
