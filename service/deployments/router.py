@@ -228,13 +228,8 @@ def get_deployment(
 ) -> DeploymentRead | Response:
     """The profile with its `ETag` (its revision), to send back in `If-Match` when editing it."""
     row = service.get(session, name)
-    if conditional.if_none_match(if_none_match, row.revision):
-        return Response(
-            status_code=304,
-            headers={"ETag": conditional.etag(row.revision), "Cache-Control": "no-cache"},
-        )
-    response.headers["Cache-Control"] = "no-cache"
-    return _entity(response, row)
+    not_modified = conditional.revision_read(response, row.revision, if_none_match)
+    return _entity(response, row) if not_modified is None else not_modified
 
 
 @router.put(

@@ -11,7 +11,7 @@ import base64
 import hashlib
 import re
 
-from fastapi import Request
+from fastapi import Request, Response
 
 from .errors import InvalidRequest, PreconditionFailed, PreconditionRequired
 
@@ -47,6 +47,18 @@ def etag_matches(request: Request, tag: str) -> bool:
 def if_none_match(header: str | None, revision: int) -> bool:
     """True when a conditional GET's If-None-Match already names this revision (-> 304)."""
     return none_match(header, etag(revision))
+
+
+def revision_read(response: Response, revision: int, header: str | None) -> Response | None:
+    """A conditional GET of an entry at `revision`: the 304 to send when `If-None-Match`
+    (`header`) names it; else None, with the answer's `ETag` and `Cache-Control: no-cache` set
+    on `response`."""
+    tag = etag(revision)
+    if none_match(header, tag):
+        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
+    response.headers["ETag"] = tag
+    response.headers["Cache-Control"] = "no-cache"
+    return None
 
 
 def if_match_tags(header: str | None) -> list[str]:

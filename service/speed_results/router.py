@@ -199,12 +199,8 @@ def get_speed_calibration(
     if_none_match: IfNoneMatch = None,
 ) -> SpeedCalibrationRead | Response:
     row = calibrations.get(session, calibration_id)
-    tag = conditional.etag(row.revision)
-    if conditional.if_none_match(if_none_match, row.revision):
-        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
-    response.headers["ETag"] = tag
-    response.headers["Cache-Control"] = "no-cache"
-    return calibrations.read(row)
+    not_modified = conditional.revision_read(response, row.revision, if_none_match)
+    return calibrations.read(row) if not_modified is None else not_modified
 
 
 @speed_calibrations_router.delete(
