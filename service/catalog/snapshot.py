@@ -418,23 +418,28 @@ _MEASURED = (
 )
 
 
+def _calibration_key(row: CalibrationRow | SpeedCalibrationRow) -> CalibrationKey:
+    """The question a memory or a speed calibration answers for (the same columns in both)."""
+    return CalibrationKey(
+        model=row.model,
+        gpu=row.gpu,
+        engine=row.engine,
+        engine_version=row.engine_version,
+        tensor_parallel_size=row.tensor_parallel_size,
+        pipeline_parallel_size=row.pipeline_parallel_size,
+        kv_cache_dtype=row.kv_cache_dtype,
+        max_num_batched_tokens=row.max_num_batched_tokens,
+        enforce_eager=row.enforce_eager,
+        weight_format=row.weight_format,
+    )
+
+
 def calibration_entry(row: CalibrationRow) -> CalibrationEntry:
     assert row.id is not None  # a row read back from the database
     return CalibrationEntry(
         id=row.id,
         created_at=row.created_at,
-        key=CalibrationKey(
-            model=row.model,
-            gpu=row.gpu,
-            engine=row.engine,
-            engine_version=row.engine_version,
-            tensor_parallel_size=row.tensor_parallel_size,
-            pipeline_parallel_size=row.pipeline_parallel_size,
-            kv_cache_dtype=row.kv_cache_dtype,
-            max_num_batched_tokens=row.max_num_batched_tokens,
-            enforce_eager=row.enforce_eager,
-            weight_format=row.weight_format,
-        ),
+        key=_calibration_key(row),
         fraction_name=row.fraction_name,
         fraction=row.fraction,
         fraction_base_bytes=row.fraction_base_bytes,
@@ -452,18 +457,7 @@ def speed_calibration_entry(row: SpeedCalibrationRow) -> SpeedCalibrationEntry:
     return SpeedCalibrationEntry(
         id=row.id,
         created_at=row.created_at,
-        key=CalibrationKey(
-            model=row.model,
-            gpu=row.gpu,
-            engine=row.engine,
-            engine_version=row.engine_version,
-            tensor_parallel_size=row.tensor_parallel_size,
-            pipeline_parallel_size=row.pipeline_parallel_size,
-            kv_cache_dtype=row.kv_cache_dtype,
-            max_num_batched_tokens=row.max_num_batched_tokens,
-            enforce_eager=row.enforce_eager,
-            weight_format=row.weight_format,
-        ),
+        key=_calibration_key(row),
         tool=row.tool,
         result_sha256=row.result_sha256,
         batch=row.batch,

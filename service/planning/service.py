@@ -577,6 +577,9 @@ _ONE_ENGINE_FLAGS = (
     ("speculative_eagle_topk", Engine.SGLANG),
     ("speculative_num_draft_tokens", Engine.SGLANG),
     ("limit_mm_per_prompt", Engine.VLLM),  # issue 21: multimodal encoders
+    # switches: given when true (false is every engine's default)
+    ("skip_mm_profiling", Engine.VLLM),
+    ("disable_custom_all_reduce", Engine.VLLM),
 )
 
 
@@ -632,14 +635,8 @@ def engine_options(fields: EngineFields, catalog: CatalogSnapshot | None = None)
     (`speculative_config` read into its dataclass, its draft model resolved in `catalog`)."""
     engine = Engine(fields.engine)
     for (name, applies), value in zip(_ONE_ENGINE_FLAGS, _ONE_ENGINE_VALUES(fields), strict=True):
-        if value is not None and engine is not applies:
+        if value is not None and value is not False and engine is not applies:
             raise SizingError(name, f"applies to engine={applies.value}, not {engine.value}")
-    if fields.disable_custom_all_reduce and engine is not Engine.VLLM:
-        raise SizingError(
-            "disable_custom_all_reduce", f"applies to engine=vllm, not {engine.value}"
-        )
-    if fields.skip_mm_profiling and engine is not Engine.VLLM:
-        raise SizingError("skip_mm_profiling", f"applies to engine=vllm, not {engine.value}")
     values = list(_ENGINE_VALUES(fields))
     window = values[_WINDOW_AT]
     values[_ENGINE_AT] = engine
