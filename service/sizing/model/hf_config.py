@@ -426,10 +426,6 @@ def _hidden_size(cfg: _Cfg) -> int | None:
 # the layer schedule
 
 
-def _layers(cfg: _Cfg, heads: int) -> list[Layer]:
-    return _share_kv(cfg, _mixers(cfg, heads))
-
-
 def _mixers(cfg: _Cfg, heads: int) -> list[Layer]:
     """Each layer's own geometry, before layers that reuse another layer's K/V are dropped
     (the parameter count still needs their projections)."""
