@@ -5,12 +5,15 @@ rate, with its source) is simulated by the use case POST /v1/simulations runs, o
 catalog, and each printed figure (TTFT and TPOT: mean, median, P99) is set beside kvplan's.
 Fitted on none of them: the speed model's constants come from performance_points.json's fit
 sources, the scheduler from vLLM's code. Prints the error run by run, by source and by
-statistic: median |error| and the share within +/-25%. In process, seconds:
+statistic: median |error| and the share within +/-25%, and kvplan's own spread over five
+seeds (one draw of a few hundred requests near saturation moves its median a lot). In process,
+seconds:
 `python -m bench --rate-runs`.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 
@@ -29,6 +32,8 @@ from service.catalog.seed import offline_snapshot
 from service.simulations.schemas import SimulationAnswer
 
 WITHIN = 0.25
+# Other draws of the same workload: kvplan's own spread at the run's sample size.
+SEEDS = range(5)
 
 
 def summary(found: Sequence[RunError]) -> tuple[int, float, float]:
@@ -90,6 +95,26 @@ def _header() -> None:
     print("|---|---:|---:|---|---|" + "---|" * len(heads))
 
 
+def _seed_spread(runs: Sequence[RateRun]) -> None:
+    """kvplan's figures over other seeds: how much of an error a 200- or 500-request draw
+    alone moves (the runs themselves printed one draw each)."""
+    catalog = offline_snapshot()
+    print(
+        f"\nkvplan's spread over seeds {SEEDS.start}-{SEEDS.stop - 1} (same rate, lengths and "
+        "number of requests; min - max, ms):\n"
+    )
+    print("| run | TTFT median | TTFT P99 | TPOT median | TPOT P99 |")
+    print("|---|---|---|---|---|")
+    for rate_run in runs:
+        answers = [simulate(rate_run, catalog, seed) for seed in SEEDS]
+        cells = []
+        for metric, _ in METRICS:
+            for statistic in ("p50", "p99"):
+                values = [getattr(getattr(a, metric), statistic) or math.nan for a in answers]
+                cells.append(f"{min(values):,.1f} - {max(values):,.1f}")
+        print(f"| {rate_run.id} | " + " | ".join(cells) + " |")
+
+
 def run() -> list[RunError]:
     """Simulate every run, print the tables, return every figure's error."""
     catalog, runs = offline_snapshot(), load_runs()
@@ -101,6 +126,7 @@ def run() -> list[RunError]:
         mine = errors(rate_run, answer)
         print(_run_row(rate_run, answer, mine))
         found.extend(mine)
+    _seed_spread(runs)
     _table("source", found, lambda e: e.run.source)
     _table("metric", found, lambda e: dict(METRICS)[e.metric])
     _table("metric x statistic", found, lambda e: f"{e.metric} {e.statistic}")
