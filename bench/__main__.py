@@ -1,7 +1,8 @@
 """`make bench`: the sizing engine's speed (medians, never asserted), its calibration tables,
 and the HTTP benchmark (bench/http: kvplan served beside a bare FastAPI route).
 
-python -m bench [--repeat N] [--http-only | --no-http] [HTTP options, see --help]
+python -m bench [--repeat N] [--http-only | --no-http | --speed-holdout | --rate-runs]
+                [HTTP options, see --help]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from service.sizing.speed import replica as speed
 from service.sizing.speed.performance import ERROR_BAND, FITTED
 
 from . import http as bench_http
-from . import speed_holdout
+from . import rate_runs, speed_holdout
 from .http import cli as http_cli
 from .rate_plan import bench_rate_plan
 from .simulation import bench_simulation
@@ -352,10 +353,18 @@ def main() -> None:
         action="store_true",
         help="the speed model's error on published runs held out by source, alone (seconds)",
     )
+    which.add_argument(
+        "--rate-runs",
+        action="store_true",
+        help="the traffic simulator against public request-rate runs, alone (seconds)",
+    )
     http_cli.add_arguments(parser)
     args = parser.parse_args()
     if args.speed_holdout:
         speed_holdout.run()
+        return
+    if args.rate_runs:
+        rate_runs.run()
         return
     if not args.http_only:
         bench_speed(args.repeat)
@@ -363,6 +372,7 @@ def main() -> None:
         bench_performance()
         speed_holdout.run()
         bench_simulation(args.simulated_requests)
+        rate_runs.run()
         bench_rate_plan()
     if not args.no_http:
         bench_http.run(http_cli.from_arguments(args))
