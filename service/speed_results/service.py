@@ -176,7 +176,11 @@ def _benchmark_out(index: int, compared: BenchComparison | NotCompared) -> Bench
             figures=[],
             step_time_scale=None,
             estimate_unavailable=None,
-            not_compared=f"{compared.field}: {compared.reason}",
+            not_compared=(
+                compared.reason
+                if compared.field in compared.reason
+                else f"{compared.field}: {compared.reason}"
+            ),
         )
     return BenchmarkOut(
         index=index,

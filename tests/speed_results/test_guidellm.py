@@ -29,6 +29,7 @@ from fastapi.testclient import TestClient
 from service.cli import main
 from service.kit.errors import InvalidRequest
 from service.speed_results.parser import NotCompared, choose, parse_report, parse_result
+from tests.conftest import ADMIN
 from tests.helpers import problem
 from tests.speed_results.test_speed_results_api import FIXTURES
 
@@ -201,3 +202,51 @@ def test_the_cli_answers_as_the_api(
     # An index the report does not hold: exit 2, the problem on stderr naming `benchmark`.
     assert main([*args, "--offline", "--benchmark", "7"]) == 2
     assert '"field": "benchmark"' in capsys.readouterr().err
+
+
+def _without(path: tuple[str, ...]) -> Any:
+    bench = _benchmark()
+    holder = bench
+    for key in path[:-1]:
+        holder = holder[key]
+    del holder[path[-1]]
+    return bench
+
+
+@pytest.mark.parametrize(
+    ("bench", "field"),
+    [
+        (1, "result.benchmarks[0]"),
+        (_without(("metrics",)), "result.benchmarks[0].metrics"),
+        (
+            _without(("metrics", "prompt_token_count", "successful")),
+            "result.benchmarks[0].metrics.prompt_token_count.successful",
+        ),
+        (
+            _benchmark({"type_": "concurrent", "streams": "four"}),
+            "result.benchmarks[0].args.strategy.streams",
+        ),
+        (
+            _benchmark({"type_": "constant", "rate": -1}),
+            "result.benchmarks[0].args.strategy.rate",
+        ),
+        (_benchmark(itl=float("nan")), "inter_token_latency_ms.successful.mean"),
+    ],
+)
+def test_a_benchmark_that_cannot_be_read_is_refused_by_its_path(bench: Any, field: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        parse_result({"benchmarks": [bench]})
+    assert field in (refused.value.field or "")
+
+
+def test_a_calibration_is_kept_from_the_benchmark_named(client: TestClient) -> None:
+    body = {"result": SWEEP, "deployment": DEPLOYMENT}
+    unnamed = client.post("/v1/speed-calibrations", json=body, headers=ADMIN)
+    assert problem(unnamed, 422)["field"] == "benchmark"  # four benchmarks, none named
+    kept = client.post("/v1/speed-calibrations", json={**body, "benchmark": 1}, headers=ADMIN)
+    assert kept.status_code == 201, kept.text
+    stored = kept.json()
+    compared = _post(client, SWEEP, benchmark=1).json()
+    assert (stored["tool"], stored["batch"]) == ("guidellm", 4)  # concurrent@4
+    assert stored["measured_tpot_ms"] == pytest.approx(ITL_MS)
+    assert stored["step_time_scale"] == pytest.approx(compared["step_time_scale"])
