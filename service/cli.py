@@ -218,7 +218,9 @@ def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
         fields["gpu"] = {"memory_bytes": memory_bytes}
     body = CapacityRequest.model_validate({"model": _model_ref(args), **fields})
     question = CapacityQuestion.from_body(body)
-    answer = speed_results.explain_result(result, question, _snapshot(settings, args))
+    answer = speed_results.explain_result(
+        result, question, _snapshot(settings, args), args.benchmark
+    )
     if _format(args) == "json":
         print(answer.model_dump_json(indent=2))
     else:
@@ -227,23 +229,51 @@ def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _bench_table(answer: SpeedResultAnswer) -> str:
+    """The run asked (or the only one) figure by figure; a report of several, one line each."""
     run = answer.run
-    lines = [
-        f"{run.tool}: {run.completed or '?'} requests, {run.mean_input_tokens:g} tokens in, "
-        f"{run.mean_output_tokens:g} out, {run.concurrency:.2f} in flight",
-        f"estimated at batch {run.batch}, {run.context_tokens} tokens of context each, "
-        f"a {run.prompt_tokens}-token prefill",
-        f"{'figure':<20}{'measured':>12}{'estimated':>12}{'ratio':>8}",
-    ]
-    for figure in answer.figures:
-        cells = [
-            "-" if value is None else f"{value:.3f}"
-            for value in (figure.measured, figure.estimated, figure.ratio)
+    lines = []
+    if run is not None:
+        strategy = f" ({run.strategy})" if run.strategy else ""
+        lines += [
+            f"{run.tool}{strategy}: {run.completed or '?'} requests, "
+            f"{run.mean_input_tokens:g} tokens in, {run.mean_output_tokens:g} out, "
+            f"{run.concurrency:.2f} in flight",
+            f"estimated at batch {run.batch}, {run.context_tokens} tokens of context each, "
+            f"a {run.prompt_tokens}-token prefill",
+            f"{'figure':<20}{'measured':>12}{'estimated':>12}{'ratio':>8}",
         ]
-        lines.append(f"{figure.name:<20}{cells[0]:>12}{cells[1]:>12}{cells[2]:>8}")
-    if answer.estimate_unavailable:
-        lines.append(f"no estimate: {answer.estimate_unavailable}")
+        for figure in answer.figures:
+            cells = [_cell(value) for value in (figure.measured, figure.estimated, figure.ratio)]
+            lines.append(f"{figure.name:<20}{cells[0]:>12}{cells[1]:>12}{cells[2]:>8}")
+        if answer.estimate_unavailable:
+            lines.append(f"no estimate: {answer.estimate_unavailable}")
+    if len(answer.benchmarks) > 1:
+        lines += _benchmarks_table(answer)
     return "\n".join(lines) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _benchmarks_table(answer: SpeedResultAnswer) -> list[str]:
+    """Each benchmark of a guidellm report: its batch, measured and estimated TPOT, ratio."""
+    lines = [
+        f"{len(answer.benchmarks)} benchmarks (--benchmark N shows one):",
+        f"{'#':>3} {'strategy':<20}{'batch':>6}{'tpot_ms':>12}{'estimated':>12}{'ratio':>8}",
+    ]
+    for bench in answer.benchmarks:
+        name = (bench.strategy or "?")[:19]
+        if bench.run is None:
+            lines.append(f"{bench.index:>3} {name:<20}not compared: {bench.not_compared}")
+            continue
+        tpot = next(f for f in bench.figures if f.name == "mean_tpot_ms")
+        cells = [_cell(value) for value in (tpot.measured, tpot.estimated, tpot.ratio)]
+        lines.append(
+            f"{bench.index:>3} {name:<20}{bench.run.batch:>6}{cells[0]:>12}{cells[1]:>12}"
+            f"{cells[2]:>8}"
+        )
+    return lines
 
 
 def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
@@ -551,10 +581,16 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.set_defaults(run=cmd_capacity)
     bench = sub.add_parser(
         "explain-bench",
-        help="a benchmark's result file (vllm bench serve --save-result, genai-perf) against "
+        help="a benchmark's result file (vllm bench serve --save-result, genai-perf, guidellm) "
+        "against "
         "kvplan's estimate of the same run",
     )
     bench.add_argument("file", help="the result file, as the tool wrote it")
+    bench.add_argument(
+        "--benchmark",
+        type=int,
+        help="of a guidellm report of several benchmarks, the one to show (its index, from 0)",
+    )
     _model_args(bench)
     add_options(bench, CAPACITY_OPTIONS, CapacityRequest)
     bench.set_defaults(run=cmd_explain_bench)

@@ -219,6 +219,12 @@ def simulation_output(answer: SimulationAnswer, fmt: OutputFormat) -> str:
             "requests_per_second": answer.throughput.requests_per_second,
             "output_tokens_per_second": answer.throughput.output_tokens_per_second,
             "preemptions": answer.preemptions,
+            # As a capacity table names its speed calibration: by id, empty without one.
+            "speed_calibration_id": (
+                None
+                if answer.speed_calibrated_from is None
+                else answer.speed_calibrated_from.calibration_id
+            ),
         }
         return render_table([row], "csv")
     return simulation_table(answer)

@@ -5,12 +5,13 @@ each is then given the replicas that serve the workload's `request_rate` within 
 targets, in two passes:
 
 1. Analytic, every candidate, from the speed model's step table (the simulator's own,
-   `service.simulation.step_table`): the batch b a replica runs is the largest that memory
-   (num_gpu_blocks // blocks of a mean request), max_num_seqs and the TPOT target allow; a
-   request then holds a replica for prefill(I) + O x decode(b) / b ms (I, O the mean input and
-   output tokens), so one replica serves mu = 1000 / that requests per second, and Little's law
-   puts rate x (prefill(I) + O x decode(b)) / 1000 requests in flight. The replicas are
-   max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)).
+   `service.simulation.step_table`, its decode times a speed calibration's scale where one
+   has the candidate's key, as a capacity answer's): the batch b a replica runs is the largest
+   that memory (num_gpu_blocks // blocks of a mean request), max_num_seqs and the TPOT target
+   allow; a request then holds a replica for prefill(I) + O x decode(b) / b ms (I, O the mean
+   input and output tokens), so one replica serves mu = 1000 / that requests per second, and
+   Little's law puts rate x (prefill(I) + O x decode(b)) / 1000 requests in flight. The
+   replicas are max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)).
 2. Simulated, the FINALISTS cheapest (by the analytic replicas x the price per replica): one
    replica of the option under the workload at request_rate / replicas
    (`service.simulation.run`, vLLM's V1 scheduler), fewer replicas tried while the targets
@@ -43,7 +44,9 @@ from ..simulation import (
     step_table,
 )
 from ..sizing import (
+    Capacity,
     Engine,
+    Gpu,
     ModelArchitecture,
     Plan,
     PlanOption,
@@ -288,7 +291,10 @@ def plan_for_rate(
     found = search_plans(arch, gpus, request, pool)
     means = means_of(workload)
     rejected = list(found.rejected)
-    candidates = _analytic(arch, found, _Load(rate, means, targets), rejected)
+    # A speed calibration with a candidate's key scales its decode steps, in the analytic pass
+    # and the simulation alike; the hook remembers it for the option's speed_calibrated_from.
+    speed = hook.speed_scale if hook.may_match_speed else None
+    candidates = _analytic(arch, found, _Load(rate, means, targets), rejected, speed)
     chosen = _simulated(
         candidates, workload, _Load(rate, means, targets), fields.max_replicas, rejected
     )
@@ -341,9 +347,14 @@ class _Load:
 
 
 def _analytic(
-    arch: ModelArchitecture, found: Plan, load: _Load, rejected: list[Rejection]
+    arch: ModelArchitecture,
+    found: Plan,
+    load: _Load,
+    rejected: list[Rejection],
+    speed_scale: Callable[[Capacity, Gpu], float | None] | None = None,
 ) -> list[_Candidate]:
-    """Every option the planner found, with the analytic pass's replicas (cheapest first)."""
+    """Every option the planner found, with the analytic pass's replicas (cheapest first);
+    each step table's decode times the option's speed calibration, where one matches."""
     candidates = []
     for option in (*((found.recommendation,) if found.recommendation else ()), *found.alternatives):
         if option.data_parallel_size > 1:
@@ -351,12 +362,14 @@ def _analytic(
         try:
             served, _ = served_model(arch, option.gpu, option.engine)
             config = engine_config(option.capacity)
+            scale = None if speed_scale is None else speed_scale(option.capacity, option.gpu)
             table = step_table(
                 served,
                 option.gpu,
                 option.capacity,
                 config,
                 weight_format=option.engine.weight_format,
+                decode_scale=1.0 if scale is None else scale,
             )
         except SimulationError as exc:
             rejected.append(_rejection(option, f"{exc.field}: {exc.reason}", NO_ESTIMATE))

@@ -27,14 +27,18 @@ def simulate(
     *,
     targets: Targets | None = None,
     weight_format: WeightFormat | None = None,
+    decode_scale: float = 1.0,
 ) -> Summary:
-    """One replica of a sized deployment under a workload or a trace."""
+    """One replica of a sized deployment under a workload or a trace; each decode step
+    kvplan's times `decode_scale` (a speed calibration's, deployment.py)."""
     if capacity.parallel.data_parallel_size > 1:
         raise SimulationError(
             "data_parallel_size", "one replica (one data-parallel rank) is simulated; ask with 1"
         )
     config = engine_config(capacity)
-    table = step_table(arch, gpu, capacity, config, weight_format=weight_format)
+    table = step_table(
+        arch, gpu, capacity, config, weight_format=weight_format, decode_scale=decode_scale
+    )
     return run(config, table, traffic, targets=targets)
 
 

@@ -21,6 +21,11 @@ attend to each other). decode and prefill are read from tables the speed model f
 simulation: decode at B = 1, 2, 4, ... max_num_seqs and c = 16, 32, ... max_model_len
 (bilinear between), prefill at P = 1, 2, 4, ... max_model_len (linear between). Not counted:
 the pipeline stages' sends.
+
+A speed calibration (a benchmark's measured TPOT over kvplan's decode step for the same
+deployment) is `decode_scale`: the decode table is kvplan's times it, the prefill table kvplan's
+own, as a capacity answer scales its decode step and keeps its prefill
+(service/planning/calibrated.py `scaled_speed`).
 """
 
 from __future__ import annotations
@@ -161,8 +166,12 @@ def step_table(
     config: EngineConfig,
     *,
     weight_format: WeightFormat | None = None,
+    decode_scale: float = 1.0,
 ) -> StepTable:
-    """Fill the table from the speed model, or refuse when it has no estimate."""
+    """Fill the table from the speed model, or refuse when it has no estimate; the decode
+    times by `decode_scale` (a speed calibration's step-time scale, 1 without one)."""
+    if not (math.isfinite(decode_scale) and decode_scale > 0):
+        raise SimulationError("step_time_scale", "a speed calibration's scale must be positive")
     batches = batch_sizes(config.max_num_seqs)
     contexts = (
         _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
@@ -181,7 +190,7 @@ def step_table(
         curve = batch_curve(arch, gpu, question, batches)
         if isinstance(curve, NoEstimate):
             raise SimulationError("gpu", curve.warning)
-        rows.append(tuple(point.decode_ms_per_token for point in curve))
+        rows.append(tuple(point.decode_ms_per_token * decode_scale for point in curve))
     prompts = _powers(config.max_model_len)
     prefill = []
     for prompt in prompts:

@@ -12,6 +12,7 @@ from ..planning.schemas import (  # moved there: a plan for a rate takes them to
     CapacityQuery,
     CapacityRequest,
     DistributionOut,
+    SpeedCalibratedFrom,
     WorkloadIn,
 )
 
@@ -133,4 +134,11 @@ class SimulationAnswer(BaseModel):
     preemptions: int
     steps: int = Field(description="Engine steps (forward passes) simulated.")
     time_series: list[SampleOut]
+    speed_calibrated_from: SpeedCalibratedFrom | None = Field(
+        None,
+        description="Set when a stored speed calibration with the deployment's key (as a "
+        "capacity answer's `speed_calibrated_from`) measured its decode step: every simulated "
+        "step's decode part is kvplan's times its `step_time_scale`; the prefill chunks stay "
+        "kvplan's, as a capacity answer's prefill_ms does.",
+    )
     warnings: list[str]

@@ -1,5 +1,6 @@
 """Simulations' use case: size the deployment (planning's use case), then run the simulator
-on one replica of it (`service.simulation`)."""
+on one replica of it (`service.simulation`). Where a speed calibration has the deployment's key
+(the capacity answer's `speed_calibrated_from`), the simulator's decode steps take its scale."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import asdict
 
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.errors import InvalidRequest
-from ..planning.schemas import DistributionOut, WorkloadIn
+from ..planning.schemas import DistributionOut, SpeedCalibratedFrom, WorkloadIn
 from ..planning.service import CapacityQuestion, SizedDeployment, sized_deployment
 from ..simulation import (
     Distribution,
@@ -39,6 +40,14 @@ STEP_TIME_NOTE = (
     "for each prefill chunk, prefill(tokens before it + its tokens) - prefill(tokens before it) "
     "(service/simulation/deployment.py)"
 )
+
+
+def _calibrated_note(used: SpeedCalibratedFrom) -> str:
+    return (
+        f"decode steps are kvplan's times {used.step_time_scale:.4g}, the scale speed "
+        f"calibration {used.calibration_id} measured ({used.tool} at batch {used.batch}); the "
+        "prefill chunks are kvplan's own"
+    )
 
 
 def problem(exc: SimulationError) -> InvalidRequest:
@@ -99,6 +108,8 @@ def simulation(
         raise InvalidRequest(
             deployment.detail.reason or "the layout holds no sequence", field="max_model_len"
         )
+    # The deployment's speed calibration, found as capacity finds it (planning.calibrated).
+    used = deployment.detail.speed_calibrated_from
     try:
         summary = simulate(
             deployment.arch,
@@ -107,6 +118,7 @@ def simulation(
             traffic,
             targets=targets,
             weight_format=deployment.weight_format,
+            decode_scale=1.0 if used is None else used.step_time_scale,
         )
     except SimulationError as exc:
         raise problem(exc) from exc
@@ -124,7 +136,8 @@ def _answer(
     capacity = deployment.capacity
     settings = capacity.engine_settings
     config = engine_config(capacity)  # the limits the run used, read as it read them
-    warnings = [STEP_TIME_NOTE]
+    used = deployment.detail.speed_calibrated_from
+    warnings = [STEP_TIME_NOTE, *([] if used is None else [_calibrated_note(used)])]
     if summary.rejected_requests:
         warnings.append(
             f"{summary.rejected_requests} requests are longer than max_model_len "
@@ -163,5 +176,6 @@ def _answer(
         preemptions=summary.preemptions,
         steps=summary.steps,
         time_series=[SampleOut(**asdict(s)) for s in summary.samples],
+        speed_calibrated_from=used,
         warnings=warnings,
     )

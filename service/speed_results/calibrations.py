@@ -26,7 +26,7 @@ from ..kit.errors import Conflict, InvalidRequest, NotFound, PreconditionFailed
 from ..planning.service import CapacityQuestion
 from . import repository
 from .models import SpeedCalibrationRow
-from .parser import parse_result
+from .parser import choose, parse_report
 from .schemas import SpeedCalibrationRead
 from .service import compare
 
@@ -39,10 +39,14 @@ def create(
     question: CapacityQuestion,
     notes: str | None,
     catalog: CatalogSnapshot,
+    *,
+    benchmark: int | None = None,
 ) -> SpeedCalibrationRow:
     """Compare the run with kvplan's estimate and keep its scale under the deployment's key
-    (409 if the key has one; 422 for an inline model or where there is no estimate)."""
-    comparison = compare(parse_result(result), question, catalog)
+    (409 if the key has one; 422 for an inline model or where there is no estimate). Of a
+    guidellm report, the benchmark `benchmark` names (422 naming it when it holds several and
+    none is named)."""
+    comparison = compare(choose(parse_report(result), benchmark), question, catalog)
     if comparison.key is None:
         raise InvalidRequest(
             "an inline model has no calibration key: name a catalog model or attach its "

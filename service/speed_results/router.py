@@ -36,7 +36,8 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     404: {"description": "The model or GPU named in `deployment` is not in the catalog"},
     422: {
         "description": "The result file is not one kvplan reads, or a figure it needs is "
-        "missing or not a positive number (field `result`), or a deployment field is invalid"
+        "missing or not a positive number (field `result`, or the path in it), `benchmark` is "
+        "not in the report, or a deployment field is invalid"
     },
 }
 
@@ -46,19 +47,21 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     tags=["speed-results"],
     operation_id="explainSpeedResult",
     summary="Set a benchmark's measured speed against kvplan's estimate of the same run",
-    description="`result`: `vllm bench serve --save-result` JSON or genai-perf's "
-    "profile_export_genai_perf.json as written; `deployment`: the deployment that served it, "
-    "as POST /v1/capacity asks it. Answers the run's shape (batch from its concurrency, "
-    "context, prompt), each measured figure beside kvplan's estimate at that shape with the "
-    "ratio measured / estimated, and `step_time_scale` (measured TPOT over the estimated "
-    "decode step). Stores nothing.",
+    description="`result`: `vllm bench serve --save-result` JSON, genai-perf's "
+    "profile_export_genai_perf.json or guidellm's benchmarks.json as written; `deployment`: "
+    "the deployment that served it, as POST /v1/capacity asks it. Answers the run's shape "
+    "(batch from its concurrency, context, prompt), each measured figure beside kvplan's "
+    "estimate at that shape with the ratio measured / estimated, and `step_time_scale` "
+    "(measured TPOT over the estimated decode step). A guidellm report of several benchmarks "
+    "(a sweep) is compared benchmark by benchmark in `benchmarks`; `benchmark` picks the one "
+    "the top-level figures describe. Stores nothing.",
     response_model=SpeedResultAnswer,
     responses=PROBLEMS,
     openapi_extra=READ_OPENAPI,
 )
 def post_speed_result(body: SpeedResultRequest, catalog: CatalogDep) -> SpeedResultAnswer:
     question = CapacityQuestion.from_body(body.deployment)
-    return explain_result(body.result, question, catalog)
+    return explain_result(body.result, question, catalog, body.benchmark)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +103,8 @@ def _problems(*codes: int, ok: Responses | None = None) -> Responses:
     status_code=201,
     operation_id="createSpeedCalibration",
     summary="Keep a benchmark run as a speed calibration",
-    description="The body of POST /v1/speed-results plus `notes`. The run is compared with "
+    description="The body of POST /v1/speed-results plus `notes` (of a guidellm report of "
+    "several benchmarks, `benchmark` names the one kept). The run is compared with "
     "kvplan's estimate and its `step_time_scale` (measured TPOT over kvplan's decode step at "
     "the run's batch) stored under the deployment's key, the memory calibrations' key (model, "
     "GPU, engine and release, tensor and pipeline parallel sizes, KV dtype, weights' format, "
@@ -134,7 +138,9 @@ def post_speed_calibration(
     catalog: CatalogDep,
 ) -> SpeedCalibrationRead:
     question = CapacityQuestion.from_body(body.deployment)
-    row = calibrations.create(session, body.result, question, body.notes, catalog)
+    row = calibrations.create(
+        session, body.result, question, body.notes, catalog, benchmark=body.benchmark
+    )
     response.headers["ETag"] = conditional.etag(row.revision)
     root = request.scope.get("root_path", "")
     response.headers["Location"] = f"{root}{speed_calibrations_router.prefix}/{row.id}"

@@ -43,8 +43,18 @@ class SpeedResultRequest(BaseModel):
     )
 
     result: dict[str, Any] = Field(
-        description="`vllm bench serve --save-result` JSON, or genai-perf's "
-        "profile_export_genai_perf.json, as the tool wrote it."
+        description="`vllm bench serve --save-result` JSON, genai-perf's "
+        "profile_export_genai_perf.json (or AIPerf's), or guidellm's benchmarks.json, as the "
+        "tool wrote it."
+    )
+    benchmark: int | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="Which of a guidellm report's `benchmarks` (its index, from 0) the answer's "
+        "`run`, `figures` and `step_time_scale` describe, and a speed calibration keeps. A file "
+        "of one run needs none; a report of several (a sweep) without it is compared "
+        "benchmark by benchmark in `benchmarks` alone, and cannot be stored.",
     )
     deployment: CapacityRequest = Field(
         description="The deployment that served the run, as POST /v1/capacity asks it (model, "
@@ -54,6 +64,11 @@ class SpeedResultRequest(BaseModel):
 
 class RunOut(BaseModel):
     tool: str
+    strategy: str | None = Field(
+        None,
+        description="guidellm's strategy as it names it: synchronous, concurrent@N, "
+        "throughput@N (or @unlimited), constant@R, poisson@R; null for the other tools.",
+    )
     model_id: str | None
     completed: int | None
     mean_input_tokens: float
@@ -76,14 +91,40 @@ class ComparedOut(BaseModel):
     ratio: float | None = Field(description="measured / estimated.")
 
 
+class BenchmarkOut(BaseModel):
+    """One run of the file (one benchmark of a guidellm report) beside kvplan's estimate."""
+
+    index: int = Field(description="Its place in the file (guidellm's `benchmarks`), from 0.")
+    strategy: str | None = Field(description="guidellm's strategy; null for the other tools.")
+    run: RunOut | None = Field(description="Null when it is not compared (`not_compared`).")
+    figures: list[ComparedOut]
+    step_time_scale: float | None = Field(
+        description="Measured TPOT over kvplan's decode step at its batch."
+    )
+    estimate_unavailable: str | None = Field(description="Why there is no estimate, if none.")
+    not_compared: str | None = Field(
+        description="Why this benchmark cannot be compared (a figure the comparison needs is "
+        "missing or 0, no request completed), naming the field; null when it is."
+    )
+
+
 class SpeedResultAnswer(BaseModel):
-    run: RunOut
+    benchmark: int | None = Field(
+        description="The index of the run `run`, `figures` and `step_time_scale` describe: the "
+        "one asked, or 0 for a file of one run; null for a report of several when none was "
+        "asked (then only `benchmarks` compares them)."
+    )
+    run: RunOut | None
     figures: list[ComparedOut]
     step_time_scale: float | None = Field(
         description="Measured TPOT over kvplan's decode step at the run's batch: the factor on "
         "the estimate's step time that this run measured."
     )
     estimate_unavailable: str | None = Field(description="Why there is no estimate, if none.")
+    benchmarks: list[BenchmarkOut] = Field(
+        description="Every run in the file, in its order, each beside kvplan's estimate at its "
+        "own shape (a guidellm sweep: one per strategy; other tools: the one run)."
+    )
     capacity: CapacityDetail = Field(description="The deployment's capacity answer.")
 
 

@@ -22,6 +22,12 @@ faster, than kvplan said):
 
 `step_time_scale` is the measured TPOT over the estimated one: the factor on kvplan's decode
 step that this run measured.
+
+A guidellm report holds several runs (a sweep: one benchmark per strategy): each is compared
+at its own shape (`benchmarks` in the answer), and the one `benchmark` names (or the only one)
+is the answer's `run`, `figures` and `step_time_scale`, and what a speed calibration keeps. A
+benchmark that cannot be compared (no request completed, an inter-token latency of 0) is
+listed with the reason and the field, unless it is the one asked, which is then a 422.
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from ..planning import service as planning
 from ..planning.schemas import CapacityDetail
 from ..planning.service import CapacityQuestion
 from ..sizing import NoEstimate, PerformanceEstimate
-from .parser import BenchRun, parse_result
-from .schemas import ComparedOut, RunOut, SpeedResultAnswer
+from .parser import BenchRun, NotCompared, Report, choose, parse_report
+from .schemas import BenchmarkOut, ComparedOut, RunOut, SpeedResultAnswer
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,34 +150,103 @@ def compare(run: BenchRun, question: CapacityQuestion, catalog: CatalogSnapshot)
     return BenchComparison(run, shape, detail, estimate, unavailable, figures, estimated.key)
 
 
-def answer(comparison: BenchComparison) -> SpeedResultAnswer:
-    run, shape = comparison.run, comparison.shape
-    return SpeedResultAnswer(
-        run=RunOut(
-            tool=run.tool,
-            model_id=run.model_id,
-            completed=run.completed,
-            mean_input_tokens=run.mean_input_tokens,
-            mean_output_tokens=run.mean_output_tokens,
-            max_concurrency=run.max_concurrency,
-            request_rate=run.request_rate,
-            concurrency=shape.concurrency,
-            batch=shape.batch,
-            context_tokens=shape.context_tokens,
-            prompt_tokens=shape.prompt_tokens,
-        ),
+def _run_out(run: BenchRun, shape: RunShape) -> RunOut:
+    return RunOut(
+        tool=run.tool,
+        strategy=run.strategy,
+        model_id=run.model_id,
+        completed=run.completed,
+        mean_input_tokens=run.mean_input_tokens,
+        mean_output_tokens=run.mean_output_tokens,
+        max_concurrency=run.max_concurrency,
+        request_rate=run.request_rate,
+        concurrency=shape.concurrency,
+        batch=shape.batch,
+        context_tokens=shape.context_tokens,
+        prompt_tokens=shape.prompt_tokens,
+    )
+
+
+def _benchmark_out(index: int, compared: BenchComparison | NotCompared) -> BenchmarkOut:
+    if isinstance(compared, NotCompared):
+        return BenchmarkOut(
+            index=index,
+            strategy=compared.strategy,
+            run=None,
+            figures=[],
+            step_time_scale=None,
+            estimate_unavailable=None,
+            not_compared=(
+                compared.reason
+                if compared.field in compared.reason
+                else f"{compared.field}: {compared.reason}"
+            ),
+        )
+    return BenchmarkOut(
+        index=index,
+        strategy=compared.run.strategy,
+        run=_run_out(compared.run, compared.shape),
         figures=[
             ComparedOut(name=f.name, measured=f.measured, estimated=f.estimated, ratio=f.ratio)
-            for f in comparison.figures
+            for f in compared.figures
         ],
-        step_time_scale=comparison.step_time_scale,
-        estimate_unavailable=comparison.unavailable,
-        capacity=comparison.detail,
+        step_time_scale=compared.step_time_scale,
+        estimate_unavailable=compared.unavailable,
+        not_compared=None,
+    )
+
+
+def compare_report(
+    report: Report, question: CapacityQuestion, catalog: CatalogSnapshot, benchmark: int | None
+) -> tuple[int | None, list[BenchComparison | NotCompared]]:
+    """Each run of the file beside kvplan's estimate; the index of the one asked (or of the
+    only one), None for several when none was asked. The run asked must compare (else its 422);
+    another that cannot is `NotCompared`, the reason named."""
+    chosen = None
+    if benchmark is not None or len(report) == 1:
+        choose(report, benchmark)  # 422 naming `benchmark` or the run's field
+        chosen = benchmark or 0
+    compared: list[BenchComparison | NotCompared] = []
+    for index, run in enumerate(report):
+        if isinstance(run, NotCompared):
+            compared.append(run)
+            continue
+        try:
+            compared.append(compare(run, question, catalog))
+        except InvalidRequest as exc:
+            if index == chosen:
+                raise
+            compared.append(NotCompared(run.strategy, exc.detail, exc.field or "result"))
+    return chosen, compared
+
+
+def answer(
+    chosen: int | None, compared: list[BenchComparison | NotCompared], detail: CapacityDetail
+) -> SpeedResultAnswer:
+    benchmarks = [_benchmark_out(index, c) for index, c in enumerate(compared)]
+    one = None if chosen is None else benchmarks[chosen]
+    return SpeedResultAnswer(
+        benchmark=chosen,
+        run=None if one is None else one.run,
+        figures=[] if one is None else one.figures,
+        step_time_scale=None if one is None else one.step_time_scale,
+        estimate_unavailable=None if one is None else one.estimate_unavailable,
+        benchmarks=benchmarks,
+        capacity=detail,
     )
 
 
 def explain_result(
-    result: object, question: CapacityQuestion, catalog: CatalogSnapshot
+    result: object,
+    question: CapacityQuestion,
+    catalog: CatalogSnapshot,
+    benchmark: int | None = None,
 ) -> SpeedResultAnswer:
-    """Parse the file, compare, answer: every door's one use case."""
-    return answer(compare(parse_result(result), question, catalog))
+    """Parse the file, compare each run, answer: every door's one use case."""
+    chosen, compared = compare_report(parse_report(result), question, catalog, benchmark)
+    done = [c for c in compared if isinstance(c, BenchComparison)]
+    if done:
+        detail = done[0].detail
+    else:  # no run of the report compares: the deployment's answer alone
+        detail = planning.capacity(dataclasses.replace(question, explain=False), catalog)
+    return answer(chosen, compared, detail)
