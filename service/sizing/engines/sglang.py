@@ -1273,11 +1273,16 @@ def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
     asked = dp_attention_asked(engine.sglang_parallel)
     attn_dp = inputs.parallel.data_parallel_size if asked else 1
     rank = inputs.facts.rank_weights
-    lora = sglang_lora_buffers(
-        inputs.arch,
-        engine,
-        version=sglang_release(engine.engine_version).version,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+    # the release is read only where LoRA is asked (plans size hundreds of budgets)
+    lora = (
+        sglang_lora_buffers(
+            inputs.arch,
+            engine,
+            version=sglang_release(engine.engine_version).version,
+            tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        )
+        if engine.enable_lora
+        else None
     )
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,
