@@ -107,6 +107,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("lora_dtype"),
     Option("max_cpu_loras"),
     Option("fully_sharded_loras", kind="switch"),
+    Option("max_loras_per_batch"),
+    Option("lora_target_modules"),
     # issue 21: multimodal encoders
     Option("limit_mm_per_prompt", help='vLLM JSON, e.g. {"image": 2, "video": 0}'),
     Option("skip_mm_profiling", kind="switch"),

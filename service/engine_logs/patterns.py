@@ -834,6 +834,15 @@ PATTERNS: tuple[LinePattern, ...] = (
         "python/sglang/srt/mem_cache/memory_pool.py MHATokenToKVPool: GB = 1024 * 1024 * 1024",
     ),
     _p(
+        # 0.4.3's MHATokenToKVPool._create_buffers printed the sizes without the count
+        "sglang_kv_allocated_sizes",
+        "sglang",
+        r"KV Cache is allocated\. K size: (?P<k>" + NUM + r") GB, V size: (?P<v>" + NUM + r") GB",
+        (_gib("k", "k_cache_bytes", "GB"), _gib("v", "v_cache_bytes", "GB")),
+        "python/sglang/srt/mem_cache/memory_pool.py MHATokenToKVPool (0.4.3): GB = 1024 * 1024 "
+        "* 1024",
+    ),
+    _p(
         "sglang_kv_allocated_mla",
         "sglang",
         r"KV Cache is allocated\. #tokens: (?P<t>\d+), KV size: (?P<kv>" + NUM + r") GB",

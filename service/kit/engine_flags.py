@@ -6,9 +6,10 @@ reads its flags off an SGLang or TensorRT-LLM command line writes `context_lengt
 same way on every door (GET query parameters, POST JSON bodies, the columns of a table of
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
-(SGLang's LoRA adapters, TensorRT-LLM's attention DP, LMCache's connector) is refused by name
-rather than sized as if it were absent. Any other name is left alone: a GET ignores it (and
-says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it as an unknown field.
+(SGLang's LoRA adapters read from --lora-paths, TensorRT-LLM's attention DP, LMCache's
+connector) is refused by name rather than sized as if it were absent. Any other name is left
+alone: a GET ignores it (and says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it
+as an unknown field.
 
 Names are compared as written, and also as a command-line flag is spelt (`--tp-size` and
 `tp-size` read as `tp_size`).
@@ -107,11 +108,12 @@ class Unmodelled:
 
 
 # issue 21: vLLM's LoRA flags (enable_lora, max_loras, max_lora_rank, lora_dtype, max_cpu_loras,
-# fully_sharded_loras), --speculative-config and SGLang's --speculative-* flags are fields now
-# (engines/lora.py, engines/speculative.py); SGLang's LoRA flags and TensorRT-LLM's stay refused.
+# fully_sharded_loras), SGLang's (enable_lora, max_loras_per_batch, max_lora_rank,
+# lora_target_modules), --speculative-config and SGLang's --speculative-* flags are fields now
+# (engines/lora.py, engines/speculative.py); SGLang's --lora-paths (kvplan reads no adapter:
+# give max_lora_rank and lora_target_modules) and TensorRT-LLM's LoRA stay refused.
 _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
-    Unmodelled("lora_paths", "SGLang", "LoRA adapter memory"),
-    Unmodelled("max_loras_per_batch", "SGLang", "LoRA adapter slots on the GPU"),
+    Unmodelled("lora_paths", "SGLang", "LoRA adapter memory read from the adapters"),
     Unmodelled("lora_config", "TensorRT-LLM", "LoRA adapter memory"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),

@@ -368,8 +368,9 @@ class EngineFields(BaseModel):
     # issue 21: LoRA
     enable_lora: bool = Field(
         False,
-        description="vLLM `--enable-lora`: the adapters' stacked A/B buffers for every wrapped "
-        "module (dense decoders) are allocated with the model, before the KV pool is sized.",
+        description="vLLM's and SGLang's `--enable-lora`: the adapters' stacked A/B buffers "
+        "for every wrapped module (dense decoders) are allocated with the model, before the KV "
+        "pool is sized.",
     )
     max_loras: int | None = Field(
         None, ge=1, le=1024, description="vLLM `--max-loras`: adapter slots on the GPU (1)."
@@ -378,7 +379,8 @@ class EngineFields(BaseModel):
         None,
         ge=1,
         le=512,
-        description="vLLM `--max-lora-rank` (16): 1, 8, 16, 32, 64, 128, 256, 320 or 512.",
+        description="vLLM's and SGLang's `--max-lora-rank`: vLLM's default 16, and one of 1, "
+        "8, 16, 32, 64, 128, 256, 320 or 512; SGLang needs it without `--lora-paths`.",
     )
     lora_dtype: Literal["auto", "float16", "bfloat16"] | None = Field(
         None, description="vLLM `--lora-dtype` (auto: the model's dtype)."
@@ -393,6 +395,21 @@ class EngineFields(BaseModel):
         False,
         description="vLLM `--fully-sharded-loras`: column layers' A rank and row layers' B "
         "output sharded over the TP ranks.",
+    )
+    max_loras_per_batch: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="SGLang `--max-loras-per-batch`: adapter slots on the GPU, the base "
+        "model's among them (8).",
+    )
+    lora_target_modules: str | None = Field(
+        None,
+        max_length=200,
+        description="SGLang `--lora-target-modules`, space- or comma-separated: q_proj, k_proj, "
+        "v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, embed_tokens, "
+        "lm_head, or `all` (0.5.12+: every linear module, embed_tokens and lm_head). Needed "
+        "with SGLang's enable_lora, as SGLang needs it without `--lora-paths`.",
     )
     # issue 21: multimodal encoders (sizing engines/encoder.py)
     limit_mm_per_prompt: str | None = Field(

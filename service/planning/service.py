@@ -577,9 +577,16 @@ _ONE_ENGINE_FLAGS = (
     ("speculative_eagle_topk", Engine.SGLANG),
     ("speculative_num_draft_tokens", Engine.SGLANG),
     ("limit_mm_per_prompt", Engine.VLLM),  # issue 21: multimodal encoders
+    # issue 21: LoRA, each engine's own flags (max_lora_rank is both engines')
+    ("max_loras", Engine.VLLM),
+    ("lora_dtype", Engine.VLLM),
+    ("max_cpu_loras", Engine.VLLM),
+    ("max_loras_per_batch", Engine.SGLANG),
+    ("lora_target_modules", Engine.SGLANG),
     # switches: given when true (false is every engine's default)
     ("skip_mm_profiling", Engine.VLLM),
     ("disable_custom_all_reduce", Engine.VLLM),
+    ("fully_sharded_loras", Engine.VLLM),
 )
 
 

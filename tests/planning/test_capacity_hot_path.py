@@ -120,6 +120,7 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}',
         "enable_lora": "true", "max_loras": "2", "max_lora_rank": "8", "lora_dtype": "auto",
         "max_cpu_loras": "4", "fully_sharded_loras": "true",
+        "max_loras_per_batch": "4", "lora_target_modules": "q_proj v_proj",
         "speculative_algorithm": "EAGLE3", "speculative_draft_model_path": "a",
         "speculative_num_steps": "3", "speculative_eagle_topk": "1",
         "speculative_num_draft_tokens": "4",

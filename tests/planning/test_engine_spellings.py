@@ -188,10 +188,11 @@ def test_two_spellings_of_one_field_are_a_422_naming_both(client: TestClient) ->
 
 
 @pytest.mark.parametrize(
-    # (vLLM's enable_lora and the speculative flags, SGLang's DP attention and ep_size are
-    # sized since issue 21: SGLang's LoRA flags and TensorRT-LLM's parallel flags are not)
+    # (vLLM's and SGLang's LoRA flags and the speculative flags, SGLang's DP attention and
+    # ep_size are sized since issue 21: SGLang's --lora-paths, read from the adapters, and
+    # TensorRT-LLM's parallel flags are not)
     "flag",
-    ["lora_paths=a", "max_loras_per_batch=2", "max_beam_width=4", "moe_expert_parallel_size=8"],
+    ["lora_paths=a", "max_total_tokens=2", "max_beam_width=4", "moe_expert_parallel_size=8"],
 )
 def test_a_memory_flag_kvplan_does_not_model_is_a_422_naming_it(
     client: TestClient, fastapi_only: TestClient, flag: str
@@ -214,9 +215,9 @@ def test_a_memory_flag_is_refused_in_bodies_and_tables_too(client: TestClient) -
     question = {"model": "llama-3.1-8b", "max_model_len": 8192, "peak_concurrency": 4}
     body = problem(client.post("/v1/plans", json={**question, "enable_attention_dp": True}), 422)
     assert body["field"] == "enable_attention_dp"
-    csv_body = "model,max_model_len,peak_concurrency,max_loras_per_batch\nllama-3.1-8b,8192,4,2\n"
+    csv_body = "model,max_model_len,peak_concurrency,max_total_tokens\nllama-3.1-8b,8192,4,2\n"
     body = problem(client.post("/v1/plans", content=csv_body, headers=CSV), 422)
-    assert body["field"] == "max_loras_per_batch"
+    assert body["field"] == "max_total_tokens"
 
 
 def test_a_memory_switch_given_off_changes_nothing_and_is_named_ignored(

@@ -45,11 +45,9 @@ def test_lora_flags_without_enable_lora_are_refused_by_name(client: TestClient) 
     assert response.json()["field"] == "max_loras"
 
 
-def test_lora_on_sglang_is_refused_by_name(client: TestClient) -> None:
-    response = client.post("/v1/capacity", json={**QUESTION, **LORA, "engine": "sglang"})
-    assert response.status_code == 422
-    assert response.json()["field"] == "enable_lora"
-    # SGLang's own LoRA flags stay refused as unmodelled
+def test_lora_paths_on_sglang_stay_refused_by_name(client: TestClient) -> None:
+    # SGLang's LoRA pool is sized from its own flags (test_sglang_lora_api.py); kvplan reads no
+    # adapter, so --lora-paths stays refused as unmodelled
     refused = client.get("/v1/capacity", params={**QUESTION, "lora_paths": "a=/x"})
     assert refused.status_code == 422
     assert refused.json()["field"] == "lora_paths"

@@ -113,7 +113,8 @@ def test_fully_sharded_loras_shard_the_rank_of_column_a_and_row_b() -> None:
         (EngineOptions(enable_lora=True, max_loras=4, max_cpu_loras=2), "max_cpu_loras"),
         (EngineOptions(enable_lora=True, lora_dtype="float32"), "lora_dtype"),
         (EngineOptions(max_loras=4), "max_loras"),
-        (EngineOptions(engine=Engine.SGLANG, enable_lora=True), "enable_lora"),
+        # SGLang's pool is sized (test_sglang_lora.py); TensorRT-LLM's is not
+        (EngineOptions(engine=Engine.TRTLLM, enable_lora=True), "enable_lora"),
     ],
 )
 def test_what_vllm_refuses_or_kvplan_does_not_model_is_named(

@@ -226,6 +226,13 @@ SGLANG_REQS_FROM_FINAL_TOKENS: Final[SglangVersion] = (0, 5, 10, 0)  # _resolve_
 SGLANG_SSM_DTYPE_FROM_CONFIG: Final[SglangVersion] = (0, 5, 10, 0)  # config mamba_ssm_dtype
 SGLANG_MAMBA_EXTRA_BUFFER: Final[SglangVersion] = (0, 5, 14, 0)  # "auto" -> extra_buffer
 SGLANG_MAMBA_PADDING_SLOT: Final[SglangVersion] = (0, 5, 17, 0)  # slot 0 charged to the budget
+# LoRA (engines/lora.py), read in the wheels 0.4.9 ... 0.5.23 (sglang/srt/lora/mem_pool.py,
+# lora_manager.py, utils.py): 0.4.10 added --enable-lora, --max-lora-rank and
+# --lora-target-modules but stacked B as (c, slots, output, rank); 0.5.1 has the layout kvplan
+# sizes; 0.5.12 resolves `all` from the model, with embed_tokens and lm_head buffers, and gives
+# qkv_proj's B one head_dim of K and V per rank where the KV heads are fewer than the ranks.
+SGLANG_LORA_POOL: Final[SglangVersion] = (0, 5, 1, 0)
+SGLANG_LORA_MODEL_TARGETS: Final[SglangVersion] = (0, 5, 12, 0)
 
 SGLANG_SWA_FULL_TOKENS_RATIO: Final = 0.8  # ServerArgs.swa_full_tokens_ratio (fallback 0.8)
 SGLANG_MAMBA_FULL_MEMORY_RATIO: Final = 0.9  # ServerArgs.mamba_full_memory_ratio

@@ -113,15 +113,19 @@ class EngineOptions:
     # issue 21: speculative decoding. vLLM --speculative-config, parsed
     # (engines/speculative.py parse_speculative_config), its draft model resolved by the caller.
     speculative_config: SpeculativeConfig | None = None
-    # issue 21: LoRA. vLLM --enable-lora and its flags (vllm/config/lora.py LoRAConfig; None =
-    # vLLM's default: max_loras 1, max_lora_rank 16, lora_dtype auto = the model's dtype,
-    # max_cpu_loras = max_loras); engines/lora.py sizes the adapters' GPU buffers.
+    # issue 21: LoRA. vLLM's and SGLang's --enable-lora and vLLM's flags (vllm/config/lora.py
+    # LoRAConfig; None = vLLM's default: max_loras 1, max_lora_rank 16, lora_dtype auto = the
+    # model's dtype, max_cpu_loras = max_loras); engines/lora.py sizes the adapters' GPU buffers.
     enable_lora: bool = False
     max_loras: int | None = None
     max_lora_rank: int | None = None
     lora_dtype: FloatDtype | None = None  # parsed once, here (`auto` is None)
     max_cpu_loras: int | None = None
     fully_sharded_loras: bool = False
+    # SGLang's: --max-loras-per-batch (8), --lora-target-modules as given (space- or
+    # comma-separated names, or `all`); --max-lora-rank is max_lora_rank above.
+    max_loras_per_batch: int | None = None
+    lora_target_modules: str | None = None
     # issue 21: multimodal encoders (engines/encoder.py reads them). vLLM
     # --limit-mm-per-prompt as its JSON text ({"image": 2, "video": 0}; a modality not named
     # may have 999 items) and --skip-mm-profiling (no encoder profile in the peak).

@@ -29,6 +29,31 @@ the buffers are held before determine_available_memory and the pool shrinks by t
 kvplan sizes the dense decoder layout (Llama, Qwen, Mistral: q/k/v, o, gate/up, down, the
 embeddings and the head); MLA and mixture-of-experts layers (FusedMoEWithLoRA) are refused by
 name until they are read.
+
+SGLang (read in the wheels 0.4.9 ... 0.5.23; milestones in calibration.py): ModelRunner.initialize
+builds the LoRAManager (`maybe_init_lora_manager`) after load_model and before the KV pool is
+sized, and the pool is what get_available_gpu_memory then finds free less the static reserve
+(mem_cache/kv_cache_configurator.py `_profile_available_bytes`: "whatever is already resident
+... is charged against it"), so the buffers come out of rest_memory. sglang/srt/lora/mem_pool.py
+`LoRAMemoryPool.init_buffers` allocates, for every target module and each of the
+num_hidden_layers, in the model's dtype, with `--max-loras-per-batch` slots (8 by default, the
+base model's slot among them):
+
+* get_lora_A_shape: (slots, rank x c, input), c = get_stacked_multiply (qkv_proj 3,
+  gate_up_proj 2, else 1); a row-parallel module's (o_proj, down_proj) input is its TP share.
+* get_lora_B_shape: (slots, output, rank); a column-parallel module's output is its TP share
+  (qkv_proj `_column_parallel_lora_b_per_rank_dim`: q / tp + 2 x head_dim where the KV heads are
+  fewer than the ranks, from 0.5.12).
+* get_embedding_lora_A_shape / _B_shape (0.5.12 here): embed_tokens A (slots, rank, vocab), B
+  (slots, hidden, rank); lm_head A (slots, rank, hidden), B (slots, the rank's vocabulary
+  shard, rank).
+
+Without --lora-paths SGLang needs --max-lora-rank and --lora-target-modules
+(lora_manager.py `init_state`); kvplan reads no adapter, so it needs them always.
+`--lora-target-modules` names are normalised as utils.py `get_normalized_target_modules` does
+(q/k/v_proj -> qkv_proj, gate/up_proj -> gate_up_proj); `all` is utils.py
+`auto_detect_lora_target_modules` plus embed_tokens and lm_head (0.5.12). The backend's batch
+metadata is allocated with the CUDA graphs, inside the static reserve.
 """
 
 from __future__ import annotations
@@ -39,13 +64,33 @@ from ..errors import SizingError
 from ..frozen import frozen
 from ..model.architecture import FullAttention, ModelArchitecture, NoCache, SlidingWindowAttention
 from ..model.dtypes import FloatDtype
+from ..units import cdiv
+from . import calibration as cal
 from .common import BudgetLine, EngineOptions
+from .sglang_dp import dp_attention_asked
 
 DEFAULT_MAX_LORAS: Final = 1
 DEFAULT_MAX_LORA_RANK: Final = 16
 RANKS: Final = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 INT64_BYTES: Final = 8
 INT32_BYTES: Final = 4
+SGLANG_DEFAULT_MAX_LORAS_PER_BATCH: Final = 8  # ServerArgs.max_loras_per_batch
+# utils.py get_normalized_target_modules, over the dense names of SUPPORTED_LORA_TARGET_MODULES
+SGLANG_TARGETS: Final = {
+    "q_proj": "qkv_proj",
+    "k_proj": "qkv_proj",
+    "v_proj": "qkv_proj",
+    "qkv_proj": "qkv_proj",
+    "o_proj": "o_proj",
+    "gate_proj": "gate_up_proj",
+    "up_proj": "gate_up_proj",
+    "gate_up_proj": "gate_up_proj",
+    "down_proj": "down_proj",
+    "embed_tokens": "embed_tokens",
+    "lm_head": "lm_head",
+}
+SGLANG_EMBEDDINGS: Final = frozenset({"embed_tokens", "lm_head"})
+VOCAB_PADDING: Final = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
 
 @frozen
@@ -81,12 +126,13 @@ class LoraBuffers:
 
     def budget_line(self) -> BudgetLine:
         parts = ", ".join(f"{m.name} {m.bytes(self.element_bytes):,} B" for m in self.modules)
+        if self.punica_bytes:
+            parts += f"; punica metadata {self.punica_bytes:,} B"
         return BudgetLine(
             "lora_adapters",
             -self.bytes,
             f"{self.max_loras} LoRA slot(s) of rank {self.max_lora_rank} at "
-            f"{self.element_bytes} B ({parts}; punica metadata {self.punica_bytes:,} B), "
-            "allocated with the model",
+            f"{self.element_bytes} B ({parts}), allocated with the model",
         )
 
 
@@ -190,7 +236,9 @@ def _dense_modules(
     )
 
 
-def _attention_geometry(arch: ModelArchitecture) -> tuple[int, int]:
+def _attention_geometry(
+    arch: ModelArchitecture, experts: str = "vllm/lora/layers/fused_moe.py"
+) -> tuple[int, int]:
     """(num_kv_heads, head_dim) of a dense decoder whose every layer is softmax attention."""
     found: tuple[int, int] | None = None
     for layer in arch.layers:
@@ -209,7 +257,7 @@ def _attention_geometry(arch: ModelArchitecture) -> tuple[int, int]:
         raise SizingError(
             "enable_lora",
             "kvplan sizes LoRA buffers for dense decoders; the experts' LoRA buffers "
-            "(vllm/lora/layers/fused_moe.py) are not modelled yet",
+            f"({experts}) are not modelled yet",
         )
     if found is None:
         raise SizingError("enable_lora", "the model has no attention layer to wrap")
@@ -217,9 +265,16 @@ def _attention_geometry(arch: ModelArchitecture) -> tuple[int, int]:
 
 
 def _refuse_flags_without_lora(options: EngineOptions) -> None:
-    """vLLM reads the LoRA flags only with --enable-lora: giving them without it is a mistake
-    kvplan names rather than answering as if they applied."""
-    for name in ("max_loras", "max_lora_rank", "lora_dtype", "max_cpu_loras"):
+    """The engines read the LoRA flags only with --enable-lora: giving them without it is a
+    mistake kvplan names rather than answering as if they applied."""
+    for name in (
+        "max_loras",
+        "max_lora_rank",
+        "lora_dtype",
+        "max_cpu_loras",
+        "max_loras_per_batch",
+        "lora_target_modules",
+    ):
         if getattr(options, name) is not None:
             raise SizingError(name, "applies with enable_lora=true")
     if options.fully_sharded_loras:
@@ -228,27 +283,153 @@ def _refuse_flags_without_lora(options: EngineOptions) -> None:
 
 def refuse_lora(engine: str, options: EngineOptions) -> None:
     """Raise for LoRA flags given without --enable-lora, and where kvplan does not size LoRA:
-    another engine's adapter pool."""
+    TensorRT-LLM's adapter pool."""
     if not options.enable_lora:
         _refuse_flags_without_lora(options)
-    elif engine != "vllm":
+    elif engine not in ("vllm", "sglang"):
         raise SizingError(
             "enable_lora",
-            f"kvplan sizes vLLM's LoRA buffers only; {engine}'s adapter pool is not modelled yet",
+            f"kvplan sizes vLLM's and SGLang's LoRA buffers; {engine}'s adapter pool is not "
+            "modelled yet",
         )
 
 
 def lora_flags(options: EngineOptions) -> list[str]:
-    """vLLM's flags for the LoRA slots kvplan sized (none without --enable-lora)."""
+    """The engine's own flags for the LoRA slots kvplan sized (none without --enable-lora)."""
     if not options.enable_lora:
         return []
+    sglang = options.engine.value == "sglang"
+    names = (
+        ("max_loras_per_batch", "max_lora_rank")
+        if sglang
+        else ("max_loras", "max_lora_rank", "max_cpu_loras")
+    )
     flags = ["--enable-lora"]
-    for name in ("max_loras", "max_lora_rank", "max_cpu_loras"):
+    for name in names:
         value = getattr(options, name)
         if value is not None:
             flags.append(f"--{name.replace('_', '-')} {value}")
+    if sglang and options.lora_target_modules is not None:
+        flags.append(f"--lora-target-modules {' '.join(options.lora_target_modules.split(','))}")
     if options.lora_dtype is not None:
         flags.append(f"--lora-dtype {options.lora_dtype.value}")
     if options.fully_sharded_loras:
         flags.append("--fully-sharded-loras")
     return flags
+
+
+# --- SGLang -------------------------------------------------------------------------------
+
+
+def sglang_lora_buffers(
+    arch: ModelArchitecture,
+    options: EngineOptions,
+    *,
+    version: cal.SglangVersion,
+    tensor_parallel_size: int,
+) -> LoraBuffers | None:
+    """SGLang's LoRAMemoryPool on one GPU (module docstring), or None without --enable-lora."""
+    if not options.enable_lora:
+        return None
+    _refuse_sglang_lora(options, version)
+    if options.max_lora_rank is None or options.lora_target_modules is None:
+        missing = "max_lora_rank" if options.max_lora_rank is None else "lora_target_modules"
+        raise SizingError(
+            missing,
+            "SGLang needs both --max-lora-rank and --lora-target-modules without --lora-paths "
+            "(lora_manager.py init_state), and kvplan reads no adapter",
+        )
+    targets = sglang_target_modules(options.lora_target_modules, version)
+    tp = tensor_parallel_size
+    kv_heads, _ = _attention_geometry(arch, "sglang/srt/lora/mem_pool.py, its MoE buffers")
+    if kv_heads < tp and version < cal.SGLANG_LORA_MODEL_TARGETS:
+        raise SizingError(
+            "lora_target_modules",
+            f"{kv_heads} KV heads over {tp} ranks: SGLang before 0.5.12 splits qkv_proj's B "
+            "without replicating KV heads, which kvplan does not size",
+        )
+    slots = options.max_loras_per_batch or SGLANG_DEFAULT_MAX_LORAS_PER_BATCH
+    rank = options.max_lora_rank
+    layers = arch.num_layers
+    every = _dense_modules(arch, layers, loras=slots, rank=rank, tp=tp, fully_sharded=False)
+    modules = tuple(
+        _sglang_lm_head(m, arch, slots=slots, rank=rank, tp=tp) if m.name == "lm_head" else m
+        for m in every
+        if m.name in targets
+    )
+    return LoraBuffers(
+        max_loras=slots,
+        max_lora_rank=rank,
+        element_bytes=arch.dtype.element_bytes,
+        modules=modules,
+        punica_bytes=0,
+    )
+
+
+def _refuse_sglang_lora(options: EngineOptions, version: cal.SglangVersion) -> None:
+    """What kvplan does not size of SGLang's LoRA, by name."""
+    if version < cal.SGLANG_LORA_POOL:
+        raise SizingError(
+            "enable_lora",
+            "kvplan sizes SGLang's LoRA pool from 0.5.1 (0.4.10 stacked B as (c, slots, "
+            "output, rank); before it the flags did not exist)",
+        )
+    for name in ("max_loras", "lora_dtype", "max_cpu_loras"):
+        if getattr(options, name) is not None:
+            raise SizingError(name, "applies to engine=vllm, not sglang")
+    if options.fully_sharded_loras:
+        raise SizingError("fully_sharded_loras", "applies to engine=vllm, not sglang")
+    if options.speculative_config is not None:
+        raise SizingError(
+            "enable_lora",
+            "kvplan sizes SGLang's LoRA pool without speculative decoding (the draft's "
+            "runner and its LoRA limits are not modelled)",
+        )
+    if dp_attention_asked(options.sglang_parallel):
+        raise SizingError(
+            "enable_lora",
+            "kvplan sizes SGLang's LoRA pool without DP attention (attention TP 1 per group "
+            "is not modelled)",
+        )
+
+
+def sglang_target_modules(text: str, version: cal.SglangVersion) -> frozenset[str]:
+    """--lora-target-modules (space- or comma-separated) as SGLang's normalised names."""
+    names = [n for n in text.replace(",", " ").split() if n]
+    if names == ["all"]:
+        if version < cal.SGLANG_LORA_MODEL_TARGETS:
+            raise SizingError(
+                "lora_target_modules",
+                "`all` before SGLang 0.5.12 was its whole SUPPORTED_LORA_TARGET_MODULES list "
+                "less what the LoRA backend drops: give the modules by name",
+            )
+        return frozenset(SGLANG_TARGETS.values())
+    if not names or "all" in names:
+        raise SizingError("lora_target_modules", "give module names, or `all` alone")
+    unknown = sorted(n for n in names if n not in SGLANG_TARGETS)
+    if unknown:
+        raise SizingError(
+            "lora_target_modules",
+            f"{', '.join(unknown)}: kvplan sizes {', '.join(SGLANG_TARGETS)} (dense decoders)",
+        )
+    targets = frozenset(SGLANG_TARGETS[n] for n in names)
+    if targets & SGLANG_EMBEDDINGS and version < cal.SGLANG_LORA_MODEL_TARGETS:
+        raise SizingError(
+            "lora_target_modules",
+            "kvplan sizes SGLang's embed_tokens and lm_head buffers from 0.5.12",
+        )
+    return targets
+
+
+def _sglang_lm_head(
+    module: LoraModule, arch: ModelArchitecture, *, slots: int, rank: int, tp: int
+) -> LoraModule:
+    """lm_head's B holds the rank's share of the vocabulary (utils.py
+    get_lm_head_lora_b_shard_size: ParallelLMHead's shard_indices.num_org_elements, the
+    vocabulary padded to 64 and split over the ranks; rank 0's, the largest)."""
+    if tp == 1:
+        return module
+    vocab = arch.vocab_size
+    assert vocab is not None  # _dense_modules refused a model without one
+    shard = min(vocab, cdiv(cdiv(vocab, VOCAB_PADDING) * VOCAB_PADDING, tp))
+    return LoraModule(module.name, 1, module.a_elements, slots * shard * rank)

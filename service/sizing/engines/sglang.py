@@ -56,6 +56,7 @@ from .common import (
     single_group_layout,
 )
 from .kv import kv_heads_per_gpu, state_shape, token_bytes_per_layer
+from .lora import sglang_lora_buffers
 from .offload import offloaded_weight_bytes, sglang_tiers, with_weight_offload
 from .sglang_dp import (
     dp_attention_asked,
@@ -103,9 +104,12 @@ def sglang_budget(
     options: EngineOptions,
     attn_dp_size: int = 1,
     weights_note: str | None = None,
+    held: BudgetLine | None = None,
 ) -> MemoryBudget:
     """`tensor_parallel_size`: SGLang's --tp-size (every GPU of the engine, DP attention's
-    groups included); `attn_dp_size`: DP attention's width (sglang_dp.py)."""
+    groups included); `attn_dp_size`: DP attention's width (sglang_dp.py); `held`: what
+    ModelRunner.initialize allocates after the weights and before the pool is sized (the LoRA
+    buffers, engines/lora.py), a line taken from rest_memory."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -123,7 +127,7 @@ def sglang_budget(
     loaded = int(weights_per_gpu * (1 + cal.SGLANG_LOAD_OVERHEAD_FRACTION))
     reserved = int(free_at_start * (1 - fraction))
     # rest_memory = free after loading - free_at_start x (1 - mem_fraction_static)
-    pool = free_at_start - loaded - reserved
+    pool = free_at_start - loaded - reserved + (0 if held is None else held.bytes)
     lines = (
         BudgetLine("total_memory", total_bytes, "total memory as the CUDA runtime reports"),
         BudgetLine("startup", -startup, "CUDA context and NCCL before SGLang reads free memory"),
@@ -133,6 +137,7 @@ def sglang_budget(
             "model weights on this GPU, with loading slack"
             + ("" if weights_note is None else f" ({weights_note})"),
         ),
+        *(() if held is None else (held,)),
         BudgetLine(
             "reserved",
             -reserved,
@@ -1268,6 +1273,17 @@ def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
     asked = dp_attention_asked(engine.sglang_parallel)
     attn_dp = inputs.parallel.data_parallel_size if asked else 1
     rank = inputs.facts.rank_weights
+    # the release is read only where LoRA is asked (plans size hundreds of budgets)
+    lora = (
+        sglang_lora_buffers(
+            inputs.arch,
+            engine,
+            version=sglang_release(engine.engine_version).version,
+            tensor_parallel_size=inputs.parallel.tensor_parallel_size,
+        )
+        if engine.enable_lora
+        else None
+    )
     budget = sglang_budget(
         total_bytes=inputs.gpu.memory_bytes,
         weights_per_gpu=inputs.facts.weights_bytes_per_gpu - offloaded,
@@ -1275,6 +1291,7 @@ def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
         options=engine,
         attn_dp_size=attn_dp,
         weights_note=None if rank is None else rank.note,
+        held=None if lora is None else lora.budget_line(),
     )
     return with_weight_offload(budget, offloaded), attn_dp
 

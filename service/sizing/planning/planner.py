@@ -310,7 +310,10 @@ def engine_flags(
         drafter = speculative_flags(options.speculative_config)
         vllm += drafter["vllm"]
         sglang += drafter["sglang"]
-    vllm += lora_flags(options)
+    if options.engine is Engine.SGLANG:
+        sglang += lora_flags(options)
+    else:
+        vllm += lora_flags(options)
     offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
     encoder = encoder_flags(options.limit_mm_per_prompt, options.skip_mm_profiling)
     if options.engine is Engine.SGLANG and dp_attention_asked(options.sglang_parallel):
