@@ -35,8 +35,10 @@ from typing import Final
 from ..catalog.snapshot import CatalogSnapshot
 from ..simulation import (
     DisaggregatedSummary,
+    EngineConfig,
     Pool,
     SimulationError,
+    StepTable,
     Workload,
     run_disaggregated,
 )
@@ -129,19 +131,19 @@ def prefill_pools(search: Search, rejected: list[Rejection]) -> list[Tabled]:
     return tabled(search.arch, found, rejected)
 
 
-def prefill_replicas(pool: Tabled, load: Load) -> int:
+def prefill_replicas(table: StepTable, load: Load) -> int:
     """The analytic prefill pool: rate x prefill(I) ms of work a second, at UTILISATION."""
-    busy = load.rate * pool.table.prefill(math.ceil(load.means.input_tokens)) / 1000
+    busy = load.rate * table.prefill(math.ceil(load.means.input_tokens)) / 1000
     return max(1, math.ceil(busy / UTILISATION))
 
 
-def decode_replicas(pool: Tabled, load: Load) -> int | str:
+def decode_replicas(table: StepTable, config: EngineConfig, load: Load) -> int | str:
     """The analytic decode pool: each request holds one of b slots for O x decode(b) ms."""
-    batch = decode_batch(pool.table, pool.config, load.means, load.targets)
+    batch = decode_batch(table, config, load.means, load.targets)
     if isinstance(batch, str):
         return batch
     context = load.means.input_tokens + load.means.output_tokens / 2
-    held_ms = load.means.output_tokens * pool.table.decode(batch, context)
+    held_ms = load.means.output_tokens * table.decode(batch, context)
     return max(1, math.ceil(load.rate * held_ms / batch / 1000 / UTILISATION))
 
 
@@ -158,12 +160,12 @@ def pairs(
     """The analytic pass over pairs of the cheapest pools of one platform, cheapest first."""
     sized_decodes = []
     for pool in decodes:
-        replicas = decode_replicas(pool, load)
+        replicas = decode_replicas(pool.table, pool.config, load)
         if isinstance(replicas, str):
             rejected.append(rejection(pool.option, f"decode pool: {replicas}", SPLIT_MISS))
             continue
         sized_decodes.append(_Sized(pool, replicas))
-    sized_prefills = [_Sized(p, prefill_replicas(p, load)) for p in prefills]
+    sized_prefills = [_Sized(p, prefill_replicas(p.table, load)) for p in prefills]
     ttft = min((t.ms for t in load.targets if t.metric == "ttft_ms"), default=math.inf)
     prompt = math.ceil(load.means.input_tokens)
     found = []
@@ -312,7 +314,7 @@ def _pool_out(pool: Tabled, replicas: int, role: str) -> PoolOut:
         replicas=replicas,
         total_gpus=option.total_gpus * replicas,
         cost_per_hour_usd=None if cost is None else round(cost * replicas, 6),
-        max_num_seqs=pool.config.max_num_seqs,
+        max_num_seqs=option.max_num_seqs,
         max_num_batched_tokens=pool.config.max_num_batched_tokens,
         kv_pool_bytes=option.capacity.kv_pool_bytes,
         kv_cache_tokens=option.capacity.kv_cache_tokens,

@@ -124,9 +124,9 @@ def check(fields: PlanFields) -> None:
     if fields.workload is None:
         if fields.peak_concurrency is None:
             raise SizingError("peak_concurrency", "give peak_concurrency or a workload")
-        for name in RATE_TARGETS:
+        for name in (*RATE_TARGETS, "disaggregated"):
             if getattr(fields, name) is not None:
-                raise SizingError(name, "a target of a plan for a rate: give a workload")
+                raise SizingError(name, "a plan for a rate's field: give a workload")
         return
     for name, instead in PEAK_ONLY.items():
         if getattr(fields, name) is not None:

@@ -1140,7 +1140,10 @@ class PoolOut(BaseModel):
     replicas: int
     total_gpus: int
     cost_per_hour_usd: float | None = Field(description="The pool's GPUs x price_usd_per_hour.")
-    max_num_seqs: int = Field(description="The pool's engine setting, per replica.")
+    max_num_seqs: int = Field(
+        description="Per replica, at max_model_len, as the flags set it (the prefill pool's "
+        "at most 16: its prompts' KV is held only until it is sent)."
+    )
     max_num_batched_tokens: int = Field(description="The pool's engine setting, per replica.")
     kv_pool_bytes: int = Field(description="Per GPU, sized with the pool's own settings.")
     kv_cache_tokens: int = Field(description="Per replica, as the engine logs it.")
