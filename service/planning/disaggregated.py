@@ -128,7 +128,7 @@ def prefill_pools(search: Search, rejected: list[Rejection]) -> list[Tabled]:
         headroom_fraction=0.0,
     )
     found = search_plans(search.arch, search.gpus, request, search.pool)
-    return tabled(search.arch, found, rejected)
+    return tabled(search.arch, found, rejected, prefill_only=True)
 
 
 def prefill_replicas(table: StepTable, load: Load) -> int:

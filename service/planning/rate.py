@@ -418,9 +418,11 @@ class Tabled:
     table: StepTable
 
 
-def tabled(arch: ModelArchitecture, found: Plan, rejected: list[Rejection]) -> list[Tabled]:
+def tabled(
+    arch: ModelArchitecture, found: Plan, rejected: list[Rejection], *, prefill_only: bool = False
+) -> list[Tabled]:
     """Every single-engine-core option the planner found, with its scheduler and step table
-    (an option the speed model cannot time is rejected)."""
+    (an option the speed model cannot time is rejected; `prefill_only`: a prefill pool's)."""
     out = []
     for option in (*((found.recommendation,) if found.recommendation else ()), *found.alternatives):
         if option.data_parallel_size > 1:
@@ -434,6 +436,7 @@ def tabled(arch: ModelArchitecture, found: Plan, rejected: list[Rejection]) -> l
                 option.capacity,
                 config,
                 weight_format=option.engine.weight_format,
+                prefill_only=prefill_only,
             )
         except SimulationError as exc:
             rejected.append(rejection(option, f"{exc.field}: {exc.reason}", NO_ESTIMATE))

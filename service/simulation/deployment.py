@@ -161,8 +161,15 @@ def step_table(
     config: EngineConfig,
     *,
     weight_format: WeightFormat | None = None,
+    prefill_only: bool = False,
 ) -> StepTable:
-    """Fill the table from the speed model, or refuse when it has no estimate."""
+    """Fill the table from the speed model, or refuse when it has no estimate.
+
+    `prefill_only`: a disaggregated prefill pool's, whose requests end at their first token
+    and never decode (simulation/disaggregated.py): its decode entry is the one-token pass."""
+    prompts, prefill = _prefill_curve(arch, gpu, capacity, config, weight_format)
+    if prefill_only:
+        return StepTable((1,), (1,), ((prefill[0],),), prompts, prefill)
     batches = batch_sizes(config.max_num_seqs)
     contexts = (
         _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
@@ -182,6 +189,19 @@ def step_table(
         if isinstance(curve, NoEstimate):
             raise SimulationError("gpu", curve.warning)
         rows.append(tuple(point.decode_ms_per_token for point in curve))
+    if not all(math.isfinite(v) and v > 0 for row in rows for v in row):
+        raise SimulationError("gpu", "the speed model gave a step time that is not positive")
+    return StepTable(batches, contexts, tuple(rows), prompts, prefill)
+
+
+def _prefill_curve(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    config: EngineConfig,
+    weight_format: WeightFormat | None,
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The prefill of one prompt at P = 1, 2, 4, ... max_model_len tokens."""
     prompts = _powers(config.max_model_len)
     prefill = []
     for prompt in prompts:
@@ -191,6 +211,4 @@ def step_table(
         if isinstance(speed, NoEstimate):
             raise SimulationError("gpu", speed.warning)
         prefill.append(speed.prefill_ms)
-    if not all(math.isfinite(v) and v > 0 for row in rows for v in row):
-        raise SimulationError("gpu", "the speed model gave a step time that is not positive")
-    return StepTable(batches, contexts, tuple(rows), prompts, tuple(prefill))
+    return prompts, tuple(prefill)
