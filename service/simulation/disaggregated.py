@@ -95,7 +95,10 @@ def run_disaggregated(
     prompts = [dataclasses.replace(r, output_tokens=1) for r in drawn]
     prefilled = Engine(prefill.config, prefill.table).run(prompts).finished
     by_arrival = {f.arrival_s: f for f in prefilled}
-    at_decode = dataclasses.replace(workload, request_rate=rate / replicas[1])
+    # the same requests at the decode replica's share (a duration's count is the prefill run's)
+    at_decode = dataclasses.replace(
+        workload, request_rate=rate / replicas[1], num_requests=len(drawn), duration_s=None
+    )
     delays: dict[float, float] = {}  # a decode arrival's delay, by its arrival
     shifted: list[Request] = []
     for first, second in zip(

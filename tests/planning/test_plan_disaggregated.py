@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,7 +20,7 @@ from fastapi.testclient import TestClient
 from service.cli import main
 from service.planning.disaggregated import decode_replicas, prefill_replicas
 from service.planning.rate import Load, Means, Target
-from service.simulation import Lengths, Pool, Workload, run_disaggregated
+from service.simulation import Lengths, Pool, Workload, draw_requests, run_disaggregated
 from service.sizing import Parallelism, compute_capacity, kv_transfer
 from service.sizing import Workload as SizingWorkload
 from tests.planning.test_plan_for_rate import CONFIG, TABLE
@@ -194,3 +195,18 @@ def test_the_shell_csv_and_http_give_the_same_split_plan(
     assert int(row["prefill_replicas"]) == pools["prefill_pool"]["replicas"]
     assert int(row["decode_replicas"]) == pools["decode_pool"]["replicas"]
     assert float(row["kv_transfer_ms"]) == pools["kv_transfer_ms"]
+
+
+def test_a_workload_given_by_duration_runs_the_same_requests_through_both_pools() -> None:
+    # 60 s at 2 requests/s: the prefill replica (1 of 2) sees 1/s, the decode replica (the one)
+    # 2/s; both runs are the same requests, so every one that finished is counted once.
+    workload = Workload(
+        Lengths.of("input_tokens", 1000),
+        Lengths.of("output_tokens", 10),
+        request_rate=2.0,
+        duration_s=60.0,
+    )
+    result = run_disaggregated(Pool(CONFIG, TABLE), Pool(CONFIG, TABLE), workload, (2, 1), 0.001)
+    prefill_share = len(draw_requests(replace(workload, request_rate=1.0), CONFIG.block_size))
+    assert result.summary.completed_requests == prefill_share
+    assert result.summary.rejected_requests == 0
