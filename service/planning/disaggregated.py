@@ -104,6 +104,10 @@ class _Pair:
     decode: _Sized
     transfer_ms_per_token: float
 
+    def alone_ms(self, prompt: int) -> float:
+        """A prompt's prefill and KV transfer, with no queue: the least TTFT can be."""
+        return self.prefill.pool.table.prefill(prompt) + self.transfer_ms_per_token * prompt
+
     @property
     def rank(self) -> tuple[bool, float, int]:
         costs = (self.prefill.cost, self.decode.cost)
@@ -165,20 +169,31 @@ def pairs(
             rejected.append(rejection(pool.option, f"decode pool: {replicas}", SPLIT_MISS))
             continue
         sized_decodes.append(_Sized(pool, replicas))
-    sized_prefills = [_Sized(p, prefill_replicas(p.table, load)) for p in prefills]
     ttft = min((t.ms for t in load.targets if t.metric == "ttft_ms"), default=math.inf)
     prompt = math.ceil(load.means.input_tokens)
+    sized_prefills = []
+    for pool in prefills:
+        alone = _Pair(_Sized(pool, 1), _Sized(pool, 1), _per_token(pool, pool)).alone_ms(prompt)
+        if alone > ttft:
+            reason = f"prefill pool: a mean prompt's prefill and KV transfer take {alone:.1f} ms"
+            rejected.append(rejection(pool.option, reason, SPLIT_MISS))
+            continue
+        sized_prefills.append(_Sized(pool, prefill_replicas(pool.table, load)))
     found = []
     for on in sorted({platform(s.pool.option.gpu) for s in sized_prefills}):
         for prefill in _cheapest(sized_prefills, on):
             for decode in _cheapest(sized_decodes, on):
-                options = (prefill.pool.option, decode.pool.option)
-                per_token = kv_transfer(options[0].capacity, options[0].gpu, options[1].gpu, 1)
-                alone = prefill.pool.table.prefill(prompt) + per_token.transfer_ms * prompt
-                if alone <= ttft:
-                    found.append(_Pair(prefill, decode, per_token.transfer_ms))
+                pair = _Pair(prefill, decode, _per_token(prefill.pool, decode.pool))
+                if pair.alone_ms(prompt) <= ttft:  # the decode GPU's link may be the slower
+                    found.append(pair)
     found.sort(key=lambda p: p.rank)
     return found
+
+
+def _per_token(prefill: Tabled, decode: Tabled) -> float:
+    """The KV transfer's ms per prompt token between the two pools' GPUs."""
+    sent = kv_transfer(prefill.option.capacity, prefill.option.gpu, decode.option.gpu, 1)
+    return sent.transfer_ms
 
 
 def choose_pools(
@@ -372,6 +387,8 @@ def _statement(
 ) -> str:
     if mode == "only":
         return "disaggregated=only: single-pool options were not planned, so not compared"
+    if split is None and one is None:
+        return "no priced option of either kind (one pool, or split pools) meets the targets"
     if split is None:
         return "no priced disaggregated option meets the targets: one pool it is"
     if one is None:
