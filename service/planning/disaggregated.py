@@ -117,6 +117,20 @@ class _Pair:
         return (False, costs[0] + costs[1], gpus)
 
 
+def split_options(
+    search: Search,
+    decodes: Sequence[Tabled],
+    traffic: tuple[Workload, Load],
+    rejected: list[Rejection],
+) -> tuple[list[Chosen], int]:
+    """The disaggregated options (module docstring), and how many pairs the analytic pass
+    sized; `decodes` are the single-pool options, whose settings the decode pool keeps."""
+    workload, load = traffic
+    found = pairs(prefill_pools(search, rejected), decodes, load, rejected)
+    chosen = simulated(found, workload, load, search.fields.max_replicas, rejected)
+    return chosen, len(found)
+
+
 def prefill_pools(search: Search, rejected: list[Rejection]) -> list[Tabled]:
     """Every prefill pool: the planner's options with the prefill settings, one replica each."""
     asked = search.fields.model_copy(

@@ -321,22 +321,22 @@ def plan_for_rate(
     candidates = [] if mode == "only" else _analytic(pools, load, rejected)
     chosen = _simulated(candidates, workload, load, fields.max_replicas, rejected)
     split: list[Chosen] = []
-    if mode != "never":
-        search = disaggregated.Search(arch, gpus, fields, catalog, pool)
-        noted = rejected if mode == "only" else []
-        prefills = disaggregated.prefill_pools(search, noted)
-        split = disaggregated.simulated(
-            disaggregated.pairs(prefills, pools, load, noted),
-            workload,
-            load,
-            fields.max_replicas,
-            noted,
-        )
     note = (
         f"a plan for a rate: {len(candidates)} candidates sized analytically, the "
         f"{min(len(candidates), FINALISTS)} cheapest simulated ({len(draw_requests(workload, 16))} "
         "requests each run, one replica at request_rate / replicas)"
     )
+    if mode != "never":
+        search = disaggregated.Search(arch, gpus, fields, catalog, pool)
+        # a split pool's rejections are listed when only split pools are planned
+        split, paired = disaggregated.split_options(
+            search, pools, (workload, load), rejected if mode == "only" else []
+        )
+        note += (
+            f"; {paired} disaggregated pairs of pools sized analytically, the "
+            f"{min(paired, disaggregated.FINALISTS)} cheapest simulated (a prefill and a decode "
+            "replica chained, each at its pool's share of request_rate)"
+        )
     answer = _answer(
         question, catalog, found, [*chosen, *split], rejected=rejected, context=(label, hook, load)
     )
