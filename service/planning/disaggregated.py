@@ -343,7 +343,7 @@ def _pool_out(pool: Tabled, replicas: int, role: str) -> PoolOut:
         replicas=replicas,
         total_gpus=option.total_gpus * replicas,
         cost_per_hour_usd=None if cost is None else round(cost * replicas, 6),
-        max_num_seqs=option.max_num_seqs,
+        max_num_seqs=min(option.sequences_per_replica, option.max_num_seqs) or 1,  # as flagged
         max_num_batched_tokens=pool.config.max_num_batched_tokens,
         kv_pool_bytes=option.capacity.kv_pool_bytes,
         kv_cache_tokens=option.capacity.kv_cache_tokens,

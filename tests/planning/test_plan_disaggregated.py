@@ -113,11 +113,23 @@ def test_a_prefill_heavy_workload_is_cheaper_disaggregated(client: TestClient) -
     if prefill["tensor_parallel_size"] == 1:
         assert pools["kv_transfer_bytes_per_gpu"] == 1_048_576_000
         assert pools["kv_transfer_ms"] == pytest.approx(20.972, abs=1e-3)
+    assert prefill["max_num_seqs"] == 16  # disaggregated.PREFILL_MAX_NUM_SEQS
+    assert "--max-num-seqs 16 " in prefill["engine_flags"]["vllm"]
     assert "--max-num-batched-tokens 16384" in prefill["engine_flags"]["vllm"]
     assert "NixlConnector" in decode["engine_flags"]["vllm"]
     assert "--disaggregation-mode prefill" in prefill["engine_flags"]["sglang"]
     assert "--disaggregation-mode decode" in decode["engine_flags"]["sglang"]
     assert "--pd-disaggregation" in pools["router"]["sglang"]
+    # each pool's memory is kvplan's capacity answer for its own settings
+    for pool, settings in ((prefill, {"max_num_seqs": 16, "max_num_batched_tokens": 16384}),
+                           (decode, {})):  # fmt: skip
+        question = {
+            "model": "llama-3.1-8b-instruct", "gpu": pool["gpu"], "max_model_len": 16384,
+            "tensor_parallel_size": pool["tensor_parallel_size"], **settings,
+        }  # fmt: skip
+        sized = client.post("/v1/capacity", json=question).json()
+        assert sized["kv_pool_bytes"] == pool["kv_pool_bytes"]
+        assert sized["num_gpu_blocks"] == pool["num_gpu_blocks"]
     said = answer["disaggregation"]
     one, split = (
         said["aggregated_cost_per_million_output_tokens_usd"],
