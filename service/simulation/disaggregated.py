@@ -10,9 +10,10 @@ answer. Two engines are stepped, each as `engine.py` steps vLLM's scheduler:
    d_i = (first token - arrival) + transfer_ms_per_token x input_i (queue, prefill, transfer).
 2. The decode replica, at request_rate / decode replicas (the same seed, so request i has the
    same lengths in both runs: `draw_requests` draws each request's gap and lengths in turn),
-   each request arriving d_i after its own arrival. Its prompt's KV arrives computed (vLLM's
-   NixlConnector reports the prompt as externally computed tokens, vllm/distributed/
-   kv_transfer/kv_connector/v1/nixl_connector.py `get_num_new_matched_tokens`), so a decode
+   each request arriving d_i after its own arrival. Its prompt's KV arrives computed (a KV
+   connector reports the prompt as externally computed tokens to the scheduler: vllm/
+   distributed/kv_transfer/kv_connector/v1/base.py `KVConnectorBase_V1.
+   get_num_new_matched_tokens`, which NixlConnector answers for a remote prefill), so a decode
    step is timed as decodes alone (`DecodeOnly`): no prefill chunk is computed there and none
    of the budget is spent on it, but the blocks of the whole prompt are taken from the pool
    when it is admitted, as the decode instance allocates them before the transfer.
@@ -20,7 +21,9 @@ answer. Two engines are stepped, each as `engine.py` steps vLLM's scheduler:
 The client's figures are request i's: TTFT = d_i + the decode replica's wait and its first step;
 TPOT and the end-to-end latency from the decode run, shifted by d_i. The two replicas are
 simulated apart (one replica of each pool, each at its share of the rate), as plans for a rate
-simulate one replica of a single pool.
+simulate one replica of a single pool. Not modelled: the prefill instance keeps a prompt's
+blocks until the decode instance has read them (the connector's `request_finished` delays
+their release), which the prefill replica's pool, sized for few prompts, holds well within.
 """
 
 from __future__ import annotations
