@@ -23,7 +23,7 @@ TPOT and the end-to-end latency from the decode run, shifted by d_i. The two rep
 simulated apart (one replica of each pool, each at its share of the rate), as plans for a rate
 simulate one replica of a single pool. Not modelled: the prefill instance keeps a prompt's
 blocks until the decode instance has read them (the connector's `request_finished` delays
-their release), which the prefill replica's pool, sized for few prompts, holds well within.
+their release): here a prefill replica frees them at the first token.
 """
 
 from __future__ import annotations
