@@ -222,3 +222,20 @@ def test_a_workload_given_by_duration_runs_the_same_requests_through_both_pools(
     prefill_share = len(draw_requests(replace(workload, request_rate=1.0), CONFIG.block_size))
     assert result.summary.completed_requests == prefill_share
     assert result.summary.rejected_requests == 0
+
+
+def test_a_table_of_questions_answers_a_split_plan_as_the_json_door(client: TestClient) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    columns = ["model", "max_model_len", "gpus", "workload", "ttft_p99_ms", "tpot_p99_ms"]
+    writer.writerow([*columns, "disaggregated"])
+    workload = json.dumps(PREFILL_HEAVY["workload"])
+    writer.writerow(["llama-3.1-8b-instruct", 16384, "h100-sxm-80gb", workload, 3000, 25, "auto"])
+    csv_body = {"content": out.getvalue(), "headers": {"Content-Type": "text/csv"}}
+    response = client.post("/v1/plans", **csv_body)
+    assert response.status_code == 200, response.text
+    row = next(csv.DictReader(io.StringIO(response.text)))
+    pools = client.post("/v1/plans", json=PREFILL_HEAVY).json()["recommendation"]["disaggregated"]
+    assert (row["status"], row["kind"]) == ("ok", "disaggregated")
+    assert int(row["prefill_replicas"]) == pools["prefill_pool"]["replicas"]
+    assert row["prefill_vllm_flags"] == pools["prefill_pool"]["engine_flags"]["vllm"]
