@@ -26,8 +26,10 @@ over its own inter-node NIC (NIXL and Mooncake move each rank's blocks rank to r
 
 The pools are taken to be on different nodes (each pool's replicas scale on their own), so the
 link is the inter-node one (`multinode.internode_gb_s`: one 400 Gb/s NIC per GPU, 50 GB/s),
-the slower of the two pools' GPUs; NVLink is never assumed. Recurrent state (Mamba layers)
-travels too and is not counted here: it is per sequence, not per token.
+the slower of the two pools' GPUs; NVLink is never assumed. Two approximations, said here:
+recurrent state (Mamba layers) travels too and is not counted (it is per sequence, not per
+token), and a sliding-window layer is counted for every prompt token though only the blocks
+its window holds need to travel (an upper bound for such models).
 
 The pools are paired within one platform (`platform`: CUDA or ROCm): the connectors move
 blocks between GPU memories registered with one transfer library (NIXL over UCX, Mooncake), and
