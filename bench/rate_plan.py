@@ -5,7 +5,8 @@ python -m bench.rate_plan [--repeat N]
 Llama-3.1-8B-Instruct, max_model_len 8192, every catalog GPU and layout; 20 requests/s of
 2,000 input and 300 output tokens; p99 TTFT 2 s and p99 TPOT 50 ms (the issue's example).
 The analytic pass sizes every candidate, the simulator runs the cheapest four
-(service/planning/rate.py), 2,000 requests a run.
+(service/planning/rate.py) and the two cheapest disaggregated pairs
+(service/planning/disaggregated.py), 2,000 requests a run.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def bench_rate_plan(repeat: int = 3) -> None:
     found = (
         "no plan"
         if best is None
-        else f"{best.replicas} x {best.gpu} TP{best.tensor_parallel_size}, "
+        else f"{best.replicas} x {best.gpu} TP{best.tensor_parallel_size} ({best.kind}), "
         f"${best.cost_per_million_output_tokens_usd} per million output tokens"
     )
+    if answer.disaggregation is not None:
+        found += f"; {answer.disaggregation.statement}"
     print(
         f"\nPlan for a rate (whole catalog, 20 req/s, 2000 in / 300 out, p99 TTFT 2 s, p99 "
         f"TPOT 50 ms): {min(walls):.2f} s best of {repeat} (first {walls[0]:.2f} s); {found}"

@@ -154,6 +154,7 @@ PLAN_OPTIONS: tuple[Option, ...] = (
     Option("max_alternatives", help="how many ranked alternatives to list besides the best"),
     # issue 23: a plan for a rate's targets (the workload: cli.py's _rate_args)
     *(Option(name) for name in RATE_TARGETS),
+    Option("disaggregated", help="auto, never or only: split prefill/decode pools (auto)"),
     *ENGINE_OPTIONS,
 )
 

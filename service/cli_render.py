@@ -19,6 +19,7 @@ from .planning.schemas import (
     PLAN_HEADLINE,
     CapacityAnswer,
     CapacityDetail,
+    DisaggregatedOut,
     PlanAnswer,
     no_plan_reason,
     plan_table_columns,
@@ -45,6 +46,8 @@ _PLAN_COLUMNS = (
 # decode step at a peak.
 _RATE_PLAN_COLUMNS = (
     *_PLAN_COLUMNS[:-1],
+    "kind",
+    "prefill_replicas",
     "cost_per_million_output_tokens_usd",
     "ttft_p99_ms",
     "tpot_p99_ms",
@@ -122,11 +125,24 @@ def plan_table(answer: PlanAnswer) -> str:
             for engine, nodes in best.node_flags.items()
             for rank, flags in enumerate(nodes)
         )
-    else:
+    elif best.disaggregated is None:
         out += "".join(f"{engine} flags: {flags}\n" for engine, flags in best.engine_flags.items())
+    else:
+        out += _pools(best.disaggregated)
     if answer.rejected:
         out += f"{len(answer.rejected)} layouts rejected (--format json lists them with why)\n"
     return out + _listed("warning", [*best.warnings, *answer.warnings])
+
+
+def _pools(pools: DisaggregatedOut) -> str:
+    """A disaggregated recommendation: each pool's flags, and what fronts them."""
+    out = ""
+    for role, pool in (("prefill", pools.prefill_pool), ("decode", pools.decode_pool)):
+        out += "".join(
+            f"{role} pool ({pool.replicas} x {pool.gpu}) {engine} flags: {flags}\n"
+            for engine, flags in pool.engine_flags.items()
+        )
+    return out + "".join(f"{engine} router: {line}\n" for engine, line in pools.router.items())
 
 
 def capacity_output(detail: CapacityDetail, fmt: OutputFormat) -> str:

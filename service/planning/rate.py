@@ -59,6 +59,7 @@ from . import calibrated, service
 from .schemas import (
     PEAK_ONLY,
     RATE_TARGETS,
+    DisaggregatedOut,
     DistributionOut,
     PlanAnswer,
     PlanFields,
@@ -126,9 +127,9 @@ def check(fields: PlanFields) -> None:
     if fields.workload is None:
         if fields.peak_concurrency is None:
             raise SizingError("peak_concurrency", "give peak_concurrency or a workload")
-        for name in RATE_TARGETS:
+        for name in (*RATE_TARGETS, "disaggregated"):
             if getattr(fields, name) is not None:
-                raise SizingError(name, "a target of a plan for a rate: give a workload")
+                raise SizingError(name, "a plan for a rate's field: give a workload")
         return
     for name, instead in PEAK_ONLY.items():
         if getattr(fields, name) is not None:
@@ -188,6 +189,26 @@ def analytic_replicas(
     targets: Sequence[Target],
 ) -> int | str:
     """The analytic pass (module docstring): replicas, or why no count of them will do."""
+    context = means.input_tokens + means.output_tokens / 2
+    prefill = table.prefill(math.ceil(means.input_tokens))
+    batch = memory_batch(config, means)
+    if isinstance(batch, str):
+        return batch
+    for target in targets:
+        if target.metric == "ttft_ms" and prefill > target.ms:
+            return f"{target.name}: one prefill alone takes {prefill:.1f} ms"
+    batch = decode_batch(table, config, means, targets)
+    if isinstance(batch, str):
+        return batch
+    decode = table.decode(batch, context)
+    held_ms = prefill + means.output_tokens * decode / batch
+    busy = rate * held_ms / 1000 / UTILISATION
+    in_flight = rate * (prefill + means.output_tokens * decode) / 1000
+    return max(1, math.ceil(busy), math.ceil(in_flight / batch))
+
+
+def memory_batch(config: EngineConfig, means: Means) -> int | str:
+    """The batch memory and max_num_seqs allow: num_gpu_blocks // blocks of a mean request."""
     tokens = means.input_tokens + means.output_tokens
     blocks = max(1, math.ceil(tokens / config.block_size))
     batch = min(config.max_num_seqs, config.num_gpu_blocks // blocks)
@@ -195,28 +216,31 @@ def analytic_replicas(
         return f"a mean request ({tokens:.0f} tokens) needs {blocks} blocks; the pool holds " + (
             f"{config.num_gpu_blocks}"
         )
+    return batch
+
+
+def decode_batch(
+    table: StepTable, config: EngineConfig, means: Means, targets: Sequence[Target]
+) -> int | str:
+    """The batch a replica decodes: the largest that memory, max_num_seqs and the TPOT
+    targets allow; or why none does."""
+    batch = memory_batch(config, means)
+    if isinstance(batch, str):
+        return batch
     context = means.input_tokens + means.output_tokens / 2
-    prefill = table.prefill(math.ceil(means.input_tokens))
     for target in targets:
-        if target.metric == "ttft_ms" and prefill > target.ms:
-            return f"{target.name}: one prefill alone takes {prefill:.1f} ms"
-        if target.metric == "tpot_ms":
-            if table.decode(1, context) > target.ms:
-                return f"{target.name}: one sequence's decode step takes " + (
-                    f"{table.decode(1, context):.1f} ms"
-                )
-            low, high = 1, batch  # decode grows with the batch: the largest within the target
-            while low < high:
-                mid = (low + high + 1) // 2
-                low, high = (
-                    (mid, high) if table.decode(mid, context) <= target.ms else (low, mid - 1)
-                )
-            batch = low
-    decode = table.decode(batch, context)
-    held_ms = prefill + means.output_tokens * decode / batch
-    busy = rate * held_ms / 1000 / UTILISATION
-    in_flight = rate * (prefill + means.output_tokens * decode) / 1000
-    return max(1, math.ceil(busy), math.ceil(in_flight / batch))
+        if target.metric != "tpot_ms":
+            continue
+        if table.decode(1, context) > target.ms:
+            return f"{target.name}: one sequence's decode step takes " + (
+                f"{table.decode(1, context):.1f} ms"
+            )
+        low, high = 1, batch  # decode grows with the batch: the largest within the target
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if table.decode(mid, context) <= target.ms else (low, mid - 1)
+        batch = low
+    return batch
 
 
 def choose_replicas(
@@ -264,20 +288,25 @@ class _Candidate:
 
 
 @dataclass(frozen=True, slots=True)
-class _Chosen:
+class Chosen:
+    """A simulated option: one pool, or a disaggregated one (`disaggregated` its two pools;
+    `option` then the decode pool's, with both pools' GPUs and cost)."""
+
     option: PlanOption  # with its replicas
     summary: Summary
+    disaggregated: DisaggregatedOut | None = None
 
 
 def plan_for_rate(
     question: service.PlanQuestion, catalog: CatalogSnapshot, metrics: Metrics | None = None
 ) -> PlanAnswer:
-    """POST /v1/plans with a workload (module docstring)."""
+    """POST /v1/plans with a workload (module docstring; disaggregated.py for split pools)."""
+    from . import disaggregated  # noqa: PLC0415 (disaggregated.py builds on this module)
+
     fields = question.fields
     assert fields.workload is not None
     workload = workload_of(fields.workload)
-    targets = targets_of(fields)
-    rate = float(fields.workload.request_rate or 0)
+    load = Load(float(fields.workload.request_rate or 0), means_of(workload), targets_of(fields))
     label, arch = service._resolve_model(question.model, catalog)
     gpus = service._candidate_gpus(question.gpus, catalog)
     hook = calibrated.CalibrationHook(
@@ -289,35 +318,75 @@ def plan_for_rate(
         service._plan_request(one, catalog), max_alternatives=100_000, headroom_fraction=0.0
     )
     found = search_plans(arch, gpus, request, pool)
-    means = means_of(workload)
     rejected = list(found.rejected)
+    mode = fields.disaggregated or "auto"
     # A speed calibration with a candidate's key scales its decode steps, in the analytic pass
     # and the simulation alike; the hook remembers it for the option's speed_calibrated_from.
     speed = hook.speed_scale if hook.may_match_speed else None
-    candidates = _analytic(arch, found, _Load(rate, means, targets), rejected, speed)
-    chosen = _simulated(
-        candidates, workload, _Load(rate, means, targets), fields.max_replicas, rejected
-    )
-    chosen.sort(key=lambda c: _rank(c.option))
-    if metrics is not None:
-        metrics.plans.labels("feasible" if chosen else "infeasible").inc()
-    shown = chosen[: 1 + fields.max_alternatives]
-    warnings = [
+    pools = tabled(arch, found, rejected, speed_scale=speed)
+    candidates = [] if mode == "only" else _analytic(pools, load, rejected)
+    chosen = _simulated(candidates, workload, load, fields.max_replicas, rejected)
+    split: list[Chosen] = []
+    note = (
         f"a plan for a rate: {len(candidates)} candidates sized analytically, the "
         f"{min(len(candidates), FINALISTS)} cheapest simulated ({len(draw_requests(workload, 16))} "
-        "requests each run, one replica at request_rate / replicas)",
-    ]
+        "requests each run, one replica at request_rate / replicas)"
+    )
+    if mode != "never":
+        search = disaggregated.Search(arch, gpus, fields, catalog, pool)
+        # a split pool's rejections are listed when only split pools are planned
+        split, paired = disaggregated.split_options(
+            search, pools, (workload, load), rejected if mode == "only" else []
+        )
+        note += (
+            f"; {paired} disaggregated pairs of pools sized analytically, the "
+            f"{min(paired, disaggregated.FINALISTS)} cheapest simulated (a prefill and a decode "
+            "replica chained, each at its pool's share of request_rate)"
+        )
+    answer = _answer(
+        question, catalog, found, [*chosen, *split], rejected=rejected, context=(label, hook, load)
+    )
+    answer.warnings.append(note)
+    if mode != "never":
+        answer.disaggregation = disaggregated.comparison(
+            mode, [*chosen, *split], lambda c: _per_million(c, load)
+        )
+        answer.warnings.append(answer.disaggregation.statement)
+    if metrics is not None:
+        metrics.plans.labels("feasible" if answer.recommendation else "infeasible").inc()
+    return answer
+
+
+def _per_million(chosen: Chosen, load: Load) -> float | None:
+    value = cost_per_million(chosen.option.cost_per_hour_usd, load.rate * load.means.output_tokens)
+    return None if value is None else round(value, 4)
+
+
+def _answer(
+    question: service.PlanQuestion,
+    catalog: CatalogSnapshot,
+    found: Plan,
+    chosen: list[Chosen],
+    *,
+    rejected: list[Rejection],
+    context: tuple[str, calibrated.CalibrationHook, Load],
+) -> PlanAnswer:
+    """The simulated options ranked and shown, each with the rate's figures."""
+    label, hook, load = context
+    fields = question.fields
+    chosen.sort(key=lambda c: _rank(c.option))
+    shown = chosen[: 1 + fields.max_alternatives]
     result = Plan(
-        request=request,
+        request=found.request,
         recommendation=shown[0].option if shown else None,
         alternatives=tuple(c.option for c in shown[1:]),
         rejected=tuple(rejected),
-        warnings=(*found.warnings, *warnings),
+        warnings=found.warnings,
         alternatives_omitted=len(chosen) - len(shown),
     )
     answer = service._plan_answer(result, label, catalog.version, question.explain, hook)
     outs = [
-        _with_rate(out, c, rate, means)
+        _with_rate(out, c, load.rate, load.means)
         for out, c in zip(
             [o for o in (answer.recommendation, *answer.alternatives) if o is not None],
             shown,
@@ -327,7 +396,7 @@ def plan_for_rate(
     answer.recommendation = outs[0] if outs else None
     answer.alternatives = outs[1:]
     answer.peak_concurrency = None
-    answer.request_rate = rate
+    answer.request_rate = load.rate
     answer.kv_cache_dtype = fields.kv_cache_dtype
     answer.warnings[:0] = service._notes(question.model)
     return answer
@@ -340,22 +409,33 @@ def _rank(option: PlanOption) -> tuple[bool, float, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Load:
+class Load:
     rate: float
     means: Means
     targets: tuple[Target, ...]
 
 
-def _analytic(
+@dataclass(frozen=True, slots=True)
+class Tabled:
+    """One replica of an option the planner found, as the simulator takes it."""
+
+    option: PlanOption
+    config: EngineConfig
+    table: StepTable
+
+
+def tabled(
     arch: ModelArchitecture,
     found: Plan,
-    load: _Load,
     rejected: list[Rejection],
+    *,
+    prefill_only: bool = False,
     speed_scale: Callable[[Capacity, Gpu], float | None] | None = None,
-) -> list[_Candidate]:
-    """Every option the planner found, with the analytic pass's replicas (cheapest first);
-    each step table's decode times the option's speed calibration, where one matches."""
-    candidates = []
+) -> list[Tabled]:
+    """Every single-engine-core option the planner found, with its scheduler and step table
+    (an option the speed model cannot time is rejected; `prefill_only`: a prefill pool's); each
+    step table's decode times the option's speed calibration, where one matches."""
+    out = []
     for option in (*((found.recommendation,) if found.recommendation else ()), *found.alternatives):
         if option.data_parallel_size > 1:
             continue  # the simulator runs one engine core
@@ -370,15 +450,24 @@ def _analytic(
                 config,
                 weight_format=option.engine.weight_format,
                 decode_scale=1.0 if scale is None else scale,
+                prefill_only=prefill_only,
             )
         except SimulationError as exc:
-            rejected.append(_rejection(option, f"{exc.field}: {exc.reason}", NO_ESTIMATE))
+            rejected.append(rejection(option, f"{exc.field}: {exc.reason}", NO_ESTIMATE))
             continue
-        replicas = analytic_replicas(table, config, load.rate, load.means, load.targets)
+        out.append(Tabled(option, config, table))
+    return out
+
+
+def _analytic(options: Sequence[Tabled], load: Load, rejected: list[Rejection]) -> list[_Candidate]:
+    """Every option with the analytic pass's replicas (cheapest first)."""
+    candidates = []
+    for one in options:
+        replicas = analytic_replicas(one.table, one.config, load.rate, load.means, load.targets)
         if isinstance(replicas, str):
-            rejected.append(_rejection(option, replicas, _miss_code(replicas)))
+            rejected.append(rejection(one.option, replicas, _miss_code(replicas)))
             continue
-        candidates.append(_Candidate(option, config, table, replicas))
+        candidates.append(_Candidate(one.option, one.config, one.table, replicas))
     candidates.sort(
         key=lambda c: (
             c.option.cost_per_hour_usd is None,
@@ -392,13 +481,13 @@ def _analytic(
 def _simulated(
     candidates: Sequence[_Candidate],
     workload: Workload,
-    load: _Load,
+    load: Load,
     max_replicas: int,
     rejected: list[Rejection],
-) -> list[_Chosen]:
+) -> list[Chosen]:
     """The finalists simulated, each at the replicas that meet the targets; a finalist that
     cannot is rejected and the next candidate takes its place."""
-    chosen: list[_Chosen] = []
+    chosen: list[Chosen] = []
     for candidate in candidates:
         if len(chosen) >= FINALISTS:
             break
@@ -410,13 +499,13 @@ def _simulated(
         try:
             outcome = choose_replicas(at, candidate.replicas, load.targets, max_replicas)
         except SimulationError as exc:
-            rejected.append(_rejection(candidate.option, exc.reason, NO_ESTIMATE))
+            rejected.append(rejection(candidate.option, exc.reason, NO_ESTIMATE))
             continue
         if isinstance(outcome, str):
-            rejected.append(_rejection(candidate.option, outcome, SIMULATED_MISS))
+            rejected.append(rejection(candidate.option, outcome, SIMULATED_MISS))
             continue
         replicas, summary = outcome
-        chosen.append(_Chosen(_replicated(candidate.option, replicas), summary))
+        chosen.append(Chosen(_replicated(candidate.option, replicas), summary))
     return chosen
 
 
@@ -433,19 +522,19 @@ def _replicated(option: PlanOption, replicas: int) -> PlanOption:
     )
 
 
-def _rejection(option: PlanOption, reason: str, code: str) -> Rejection:
+def rejection(option: PlanOption, reason: str, code: str) -> Rejection:
     return Rejection(
         option.gpu, option.tensor_parallel_size, code, reason, option.pipeline_parallel_size
     )
 
 
-def _distribution(value: Distribution) -> DistributionOut:
+def distribution_out(value: Distribution) -> DistributionOut:
     return DistributionOut(
         **{k: None if math.isnan(v) else round(v, 3) for k, v in dataclasses.asdict(value).items()}
     )
 
 
-def _with_rate(out: PlanOptionOut, chosen: _Chosen, rate: float, means: Means) -> PlanOptionOut:
+def _with_rate(out: PlanOptionOut, chosen: Chosen, rate: float, means: Means) -> PlanOptionOut:
     """The option's answer with the rate's figures: cost per million tokens, percentiles."""
     output_per_s = rate * means.output_tokens
     cost = chosen.option.cost_per_hour_usd
@@ -462,9 +551,22 @@ def _with_rate(out: PlanOptionOut, chosen: _Chosen, rate: float, means: Means) -
             "cost_per_million_input_tokens_usd": (
                 None if per_million_in is None else round(per_million_in, 4)
             ),
-            "ttft_ms": _distribution(summary.ttft_ms),
-            "tpot_ms": _distribution(summary.tpot_ms),
-            "e2e_latency_ms": _distribution(summary.e2e_latency_ms),
+            "ttft_ms": distribution_out(summary.ttft_ms),
+            "tpot_ms": distribution_out(summary.tpot_ms),
+            "e2e_latency_ms": distribution_out(summary.e2e_latency_ms),
             "tokens_per_dollar": (None if not cost else round(output_per_s * 3600 / cost, 1)),
+            **_split(chosen.disaggregated),
         }
     )
+
+
+def _split(pools: DisaggregatedOut | None) -> dict[str, object]:
+    """A disaggregated option's kind, pools, and the decode pool's flags to paste."""
+    if pools is None:
+        return {}
+    return {
+        "kind": "disaggregated",
+        "disaggregated": pools,
+        "engine_flags": pools.decode_pool.engine_flags,
+        "node_flags": {},
+    }

@@ -64,6 +64,7 @@ from .schemas import (
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    disaggregated_row,
     distribution_columns,
     no_plan_reason,
     plan_table_columns,
@@ -310,6 +311,8 @@ def option_row(option: PlanOptionOut) -> dict[str, Any]:
         option.model_dump(mode="json", exclude={"engine_flags", "node_flags", "warnings"})
     )
     data = gib_twins(data, OPTION_GIB_COLUMNS)
+    data.pop("disaggregated", None)
+    data |= disaggregated_row(option.disaggregated)
     for name in OPTION_DISTRIBUTIONS:  # a plan for a rate's percentiles, one column each
         values = data.pop(name, None) or {}
         for stat, column in zip(DISTRIBUTION_STATS, distribution_columns(name), strict=True):

@@ -107,6 +107,8 @@ PlanField = Literal[
 ]
 PerformanceBound = Literal["bandwidth", "compute", "interconnect"]
 RankBy = Literal["cost", "gpu_count", "tokens_per_dollar"]
+DisaggregatedMode = Literal["auto", "never", "only"]
+OptionKind = Literal["aggregated", "disaggregated"]
 PriceOrigin = Literal["catalog", "caller's override"]
 AVG_PROMPT_TOKENS_DOC = (
     "Average prompt length: the prefill (`prefill_ms`, and the time to first token) is timed "
@@ -1080,6 +1082,14 @@ class PlanFields(EngineFields):
     tpot_p50_ms: float | None = Field(
         None, gt=0, description=TARGET_DOC.format("50", "time per output token")
     )
+    disaggregated: DisaggregatedMode | None = Field(
+        None,
+        description="With a workload: whether options may split prefill and decode into two "
+        "pools (a prefill pool and a decode pool, the prompt's KV sent between them): `auto` "
+        "(the default with a workload) weighs both kinds and the answer's `disaggregation` "
+        "says whether the cheapest split is cheaper than one pool and by how much; `never` "
+        "plans one pool; `only` plans split pools alone.",
+    )
 
 
 class PlanRequestBody(PlanFields):
@@ -1136,6 +1146,73 @@ class PlanQuery(PlanFields):
         description="Answer with this one value of the recommendation as text/plain. "
         "`format=text` without it answers `total_gpus`.",
     )
+
+
+class PoolOut(BaseModel):
+    """One pool of a disaggregated option: its GPU, layout, replicas, settings and memory."""
+
+    gpu: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    replicas: int
+    total_gpus: int
+    cost_per_hour_usd: float | None = Field(description="The pool's GPUs x price_usd_per_hour.")
+    max_num_seqs: int = Field(
+        description="Per replica, at max_model_len, as the flags set it (the prefill pool's "
+        "at most 16: its prompts' KV is held only until it is sent)."
+    )
+    max_num_batched_tokens: int = Field(description="The pool's engine setting, per replica.")
+    kv_pool_bytes: int = Field(description="Per GPU, sized with the pool's own settings.")
+    kv_cache_tokens: int = Field(description="Per replica, as the engine logs it.")
+    num_gpu_blocks: int
+    engine_flags: dict[str, str] = Field(
+        description="Flags to paste on each of the pool's instances, per engine, the KV "
+        "connector (vLLM) or the disaggregation mode (SGLang) included."
+    )
+
+
+class DisaggregatedOut(BaseModel):
+    """A disaggregated option's two pools and the KV transfer between them."""
+
+    prefill_pool: PoolOut
+    decode_pool: PoolOut
+    kv_transfer_bytes_per_gpu: int = Field(
+        description="A mean prompt's KV sent by each prefill GPU: input tokens x "
+        "kv_bytes_per_token_per_gpu of the prefill layout."
+    )
+    kv_transfer_ms: float = Field(description="That over link_gb_s, ms (a mean prompt).")
+    link_gb_s: float = Field(
+        description="The inter-node link per GPU, GB/s (10^9 B/s), one direction: the pools "
+        "are taken to be on different nodes (the slower GPU's)."
+    )
+    router: dict[str, str] = Field(
+        description="What fronts the pools, per engine: SGLang's router in PD mode, vLLM's "
+        "NIXL proxy ($PREFILL_IP, $DECODE_IP the pools' addresses)."
+    )
+    before_decode_ms: DistributionOut = Field(
+        description="Simulated: arrival to the decode pool (prefill queue, prefill, transfer)."
+    )
+    decode_wait_ms: DistributionOut = Field(
+        description="Simulated: the decode pool's wait for a slot and its first step."
+    )
+
+
+class DisaggregationOut(BaseModel):
+    """A plan for a rate's comparison of split pools with one pool."""
+
+    mode: DisaggregatedMode
+    aggregated_cost_per_million_output_tokens_usd: float | None = Field(
+        description="The cheapest single-pool option's (null: none, or unpriced)."
+    )
+    disaggregated_cost_per_million_output_tokens_usd: float | None = Field(
+        description="The cheapest disaggregated option's (null: none, or unpriced)."
+    )
+    cheaper_fraction: float | None = Field(
+        description="(aggregated - disaggregated) / aggregated cost: positive when split pools "
+        "are cheaper (0.25: 25% cheaper), negative when they cost more; null when either is "
+        "missing."
+    )
+    statement: str = Field(description="The comparison in one sentence.")
 
 
 class PlanOptionOut(BaseModel):
@@ -1251,6 +1328,17 @@ class PlanOptionOut(BaseModel):
         "the model (same key as a capacity question's): its step-time scale is on the "
         "option's decode figures and on the latency targets' check.",
     )
+    kind: OptionKind = Field(
+        "aggregated",
+        description="`aggregated`: one pool, each replica prefilling and decoding; "
+        "`disaggregated` (a plan for a rate): a prefill pool and a decode pool, in "
+        "`disaggregated`. A disaggregated option's per-replica fields (gpu, layout, replicas, "
+        "pool, engine_flags) are its decode pool's; total_gpus, cost_per_hour_usd and the "
+        "costs per token are both pools'.",
+    )
+    disaggregated: DisaggregatedOut | None = Field(
+        None, description="A disaggregated option's two pools and the KV transfer."
+    )
 
 
 class RejectedOut(BaseModel):
@@ -1282,6 +1370,11 @@ class PlanAnswer(BaseModel):
     warnings: list[str]
     explanation: dict[str, Any] | None = None
     catalog_version: int
+    disaggregation: DisaggregationOut | None = Field(
+        None,
+        description="A plan for a rate: the cheapest disaggregated option against the cheapest "
+        "single pool (null for a peak's plan and with disaggregated=never).",
+    )
 
 
 def no_plan_reason(answer: PlanAnswer) -> str:
@@ -1339,10 +1432,42 @@ _ID_COLUMNS = {
 }
 
 
+# A disaggregated option's pools in a flat row: each pool's columns, role first.
+POOL_COLUMNS = (
+    "gpu", "tensor_parallel_size", "pipeline_parallel_size", "replicas", "total_gpus",
+    "cost_per_hour_usd", "max_num_seqs", "max_num_batched_tokens", "kv_pool_bytes",
+    "num_gpu_blocks",
+)  # fmt: skip
+TRANSFER_COLUMNS = ("kv_transfer_bytes_per_gpu", "kv_transfer_ms", "link_gb_s")
+
+
+def disaggregated_columns() -> list[str]:
+    columns = []
+    for role in ("prefill", "decode"):
+        columns += [f"{role}_{name}" for name in POOL_COLUMNS]
+        columns += [f"{role}_vllm_flags", f"{role}_sglang_flags"]
+    return [*columns, *TRANSFER_COLUMNS]
+
+
+def disaggregated_row(value: DisaggregatedOut | None) -> dict[str, Any]:
+    """A disaggregated option's pools as flat cells (empty for one pool)."""
+    if value is None:
+        return dict.fromkeys(disaggregated_columns())
+    row: dict[str, Any] = {}
+    for role, pool in (("prefill", value.prefill_pool), ("decode", value.decode_pool)):
+        row |= {f"{role}_{name}": getattr(pool, name) for name in POOL_COLUMNS}
+        for engine in ("vllm", "sglang"):
+            row[f"{role}_{engine}_flags"] = pool.engine_flags.get(engine, "")
+    return row | {name: getattr(value, name) for name in TRANSFER_COLUMNS}
+
+
 def _option_columns() -> list[str]:
     columns: list[str] = []
     for name in PlanOptionOut.model_fields:
         if name in _ROW_ONLY:
+            continue
+        if name == "disaggregated":
+            columns.extend(disaggregated_columns())
             continue
         if name in OPTION_DISTRIBUTIONS:
             columns.extend(distribution_columns(name))

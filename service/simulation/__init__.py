@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat
 from .deployment import StepTable, engine_config, step_table
+from .disaggregated import DecodeOnly, DisaggregatedSummary, Pool, run_disaggregated
 from .engine import Engine, EngineConfig, Finished, Run, Sample, StepTimer
 from .errors import SimulationError
 from .results import Distribution, Goodput, Summary, Targets, Throughput, summarise
@@ -66,12 +67,15 @@ def run(
 
 
 __all__ = [
+    "DecodeOnly",
+    "DisaggregatedSummary",
     "Distribution",
     "Engine",
     "EngineConfig",
     "Finished",
     "Goodput",
     "Lengths",
+    "Pool",
     "Request",
     "Run",
     "Sample",
@@ -91,6 +95,7 @@ __all__ = [
     "requests_of",
     "rows_trace",
     "run",
+    "run_disaggregated",
     "simulate",
     "step_table",
     "summarise",

@@ -167,11 +167,18 @@ def step_table(
     *,
     weight_format: WeightFormat | None = None,
     decode_scale: float = 1.0,
+    prefill_only: bool = False,
 ) -> StepTable:
     """Fill the table from the speed model, or refuse when it has no estimate; the decode
-    times by `decode_scale` (a speed calibration's step-time scale, 1 without one)."""
+    times by `decode_scale` (a speed calibration's step-time scale, 1 without one).
+
+    `prefill_only`: a disaggregated prefill pool's, whose requests end at their first token
+    and never decode (simulation/disaggregated.py): its decode entry is the one-token pass."""
     if not (math.isfinite(decode_scale) and decode_scale > 0):
         raise SimulationError("step_time_scale", "a speed calibration's scale must be positive")
+    prompts, prefill = _prefill_curve(arch, gpu, capacity, config, weight_format)
+    if prefill_only:
+        return StepTable((1,), (1,), ((prefill[0],),), prompts, prefill)
     batches = batch_sizes(config.max_num_seqs)
     contexts = (
         _powers(config.max_model_len, 16) if config.max_model_len > 16 else (config.max_model_len,)
@@ -191,6 +198,19 @@ def step_table(
         if isinstance(curve, NoEstimate):
             raise SimulationError("gpu", curve.warning)
         rows.append(tuple(point.decode_ms_per_token * decode_scale for point in curve))
+    if not all(math.isfinite(v) and v > 0 for row in rows for v in row):
+        raise SimulationError("gpu", "the speed model gave a step time that is not positive")
+    return StepTable(batches, contexts, tuple(rows), prompts, prefill)
+
+
+def _prefill_curve(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    capacity: Capacity,
+    config: EngineConfig,
+    weight_format: WeightFormat | None,
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The prefill of one prompt at P = 1, 2, 4, ... max_model_len tokens."""
     prompts = _powers(config.max_model_len)
     prefill = []
     for prompt in prompts:
@@ -200,6 +220,4 @@ def step_table(
         if isinstance(speed, NoEstimate):
             raise SimulationError("gpu", speed.warning)
         prefill.append(speed.prefill_ms)
-    if not all(math.isfinite(v) and v > 0 for row in rows for v in row):
-        raise SimulationError("gpu", "the speed model gave a step time that is not positive")
-    return StepTable(batches, contexts, tuple(rows), prompts, tuple(prefill))
+    return prompts, tuple(prefill)

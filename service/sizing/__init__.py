@@ -17,6 +17,13 @@ from .engines import calibration as engines_calibration
 from .engines import releases as engines_releases
 from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
+from .engines.disaggregation import (
+    KvTransfer,
+    disaggregation_flags,
+    kv_transfer,
+    platform,
+    router_commands,
+)
 from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
 from .engines.sglang_dp import SglangParallel
@@ -111,6 +118,7 @@ __all__ = [
     "Gpu",
     "GpuPerformance",
     "KvCacheDtype",
+    "KvTransfer",
     "LatencyTargets",
     "Layer",
     "LayerKind",
@@ -147,6 +155,7 @@ __all__ = [
     "capacity_speed",
     "compute_capacity",
     "config_assumptions",
+    "disaggregation_flags",
     "engines_calibration",
     "engines_releases",
     "explain",
@@ -155,6 +164,7 @@ __all__ = [
     "frozen",
     "gib_to_bytes",
     "kv_bytes_per_token",
+    "kv_transfer",
     "leave_one_source_out",
     "max_model_len_limit",
     "mixed_step_ms",
@@ -167,7 +177,9 @@ __all__ = [
     "parse_weight_format",
     "performance_steps",
     "plan",
+    "platform",
     "replica_speed",
+    "router_commands",
     "served_model",
     "sglang_speculative_config",
     "target_steps",
