@@ -109,6 +109,8 @@ def test_a_plan_for_a_rate_says_which_option_was_calibrated(client: TestClient) 
         "workload": {"request_rate": 4, "input_tokens": 256, "output_tokens": 128},
         "ttft_p99_ms": 2000,
         "tpot_p99_ms": 50,
+        # single pools only: each option is then one layout, keyed by its TP size below
+        "disaggregated": "never",
     }
     before = client.post("/v1/plans", json=body).json()
     assert before["recommendation"]["speed_calibrated_from"] is None
