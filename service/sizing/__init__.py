@@ -19,6 +19,7 @@ from .engines.activation import forward_bytes_per_token
 from .engines.common import Engine, EngineOptions
 from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
+from .engines.sglang import default_chunked_prefill_size
 from .engines.sglang_dp import SglangParallel
 from .engines.speculative import (
     SpeculativeConfig,
@@ -147,6 +148,7 @@ __all__ = [
     "capacity_speed",
     "compute_capacity",
     "config_assumptions",
+    "default_chunked_prefill_size",
     "engines_calibration",
     "engines_releases",
     "explain",
