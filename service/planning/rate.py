@@ -13,8 +13,14 @@ targets, in two passes:
    max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)).
 2. Simulated, the FINALISTS cheapest (by the analytic replicas x the price per replica): one
    replica of the option under the workload at request_rate / replicas
-   (`service.simulation.run`, vLLM's V1 scheduler), fewer replicas tried while the targets
-   still hold, more while they do not.
+   (`service.simulation.run`: the candidate's engine's scheduler, vLLM's V1 or SGLang's; the
+   planner searches one engine, the question's), fewer replicas tried while the targets
+   still hold, more while they do not. An engine whose scheduler is not simulated (TensorRT-
+   LLM) is refused by name.
+
+Each candidate is simulated with the running cap its flags paste (`max_num_seqs`: vLLM
+--max-num-seqs, SGLang --max-running-requests), and its answer pastes the flags of the engine
+simulated only (another engine's scheduler would meet other latencies).
 
 Each option then carries its cost per million output (and input) tokens: cost_per_hour_usd /
 (tokens per second x 3600) x 10^6, the whole cost over one kind of token.
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.metrics import Metrics
 from ..simulation import (
+    SIMULATED_ENGINES,
     Distribution,
     EngineConfig,
     Lengths,
@@ -43,7 +50,6 @@ from ..simulation import (
     step_table,
 )
 from ..sizing import (
-    Engine,
     ModelArchitecture,
     Plan,
     PlanOption,
@@ -136,8 +142,12 @@ def check(fields: PlanFields) -> None:
         raise SizingError(
             "rank_by", "a plan for a rate ranks by cost per million output tokens (cost)"
         )
-    if fields.engine != Engine.VLLM.value:
-        raise SizingError("engine", "a plan for a rate simulates vLLM's scheduler only so far")
+    if fields.engine not in {engine.value for engine in SIMULATED_ENGINES}:
+        raise SizingError(
+            "engine",
+            f"a plan for a rate simulates the engine's scheduler: vLLM's or SGLang's, not "
+            f"{fields.engine}'s (engine=vllm or engine=sglang)",
+        )
     if not targets_of(fields):
         raise SizingError("ttft_p99_ms", "a workload needs a target: ttft_p99_ms, tpot_p99_ms")
 
@@ -350,7 +360,13 @@ def _analytic(
             continue  # the simulator runs one engine core
         try:
             served, _ = served_model(arch, option.gpu, option.engine)
-            config = engine_config(option.capacity)
+            # the running cap the option's flags paste (--max-num-seqs, --max-running-requests)
+            config = dataclasses.replace(
+                engine_config(
+                    option.capacity, enable_prefix_caching=option.engine.enable_prefix_caching
+                ),
+                max_num_seqs=option.max_num_seqs,
+            )
             table = step_table(
                 served,
                 option.gpu,
@@ -439,8 +455,11 @@ def _with_rate(out: PlanOptionOut, chosen: _Chosen, rate: float, means: Means) -
     per_million_out = cost_per_million(cost, output_per_s)
     per_million_in = cost_per_million(cost, rate * means.input_tokens)
     summary = chosen.summary
+    engine = chosen.option.engine.engine.value  # the flags of the engine simulated, only
     return out.model_copy(
         update={
+            "engine_flags": {k: v for k, v in out.engine_flags.items() if k == engine},
+            "node_flags": {k: v for k, v in out.node_flags.items() if k == engine},
             "request_rate_per_replica": round(rate / chosen.option.replicas, 6),
             "output_tokens_per_second_at_rate": round(output_per_s, 1),
             "cost_per_million_output_tokens_usd": (

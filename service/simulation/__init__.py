@@ -12,7 +12,7 @@ through a use case of their own (tests/test_layers.py holds both rules).
 from __future__ import annotations
 
 from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat
-from .deployment import StepTable, engine_config, step_table
+from .deployment import SIMULATED_ENGINES, StepTable, engine_config, step_table
 from .engine import Engine, EngineConfig, Finished, Run, Sample, SglangLimits, StepTimer
 from .errors import SimulationError
 from .results import Distribution, Goodput, Summary, Targets, Throughput, summarise
@@ -67,6 +67,7 @@ def run(
 
 
 __all__ = [
+    "SIMULATED_ENGINES",
     "Distribution",
     "Engine",
     "EngineConfig",

@@ -153,7 +153,7 @@ def test_a_plan_for_a_rate_over_http(client: TestClient) -> None:
         ({"max_tpot_ms": 50}, "max_tpot_ms"),
         ({"avg_prompt_tokens": 2000}, "avg_prompt_tokens"),
         ({"rank_by": "gpu_count"}, "rank_by"),
-        ({"engine": "sglang"}, "engine"),
+        ({"engine": "trtllm"}, "engine"),
         ({"ttft_p99_ms": None, "tpot_p99_ms": None}, "ttft_p99_ms"),
         (
             {"workload": {"max_concurrency": 8, "input_tokens": 10, "output_tokens": 10}},
