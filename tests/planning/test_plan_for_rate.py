@@ -170,6 +170,24 @@ def test_what_does_not_combine_with_a_workload_is_refused_by_name(
     assert response.json()["field"] == field
 
 
+def test_a_plan_for_a_rate_on_sglang_simulates_sglang_and_pastes_its_flags(
+    client: TestClient,
+) -> None:
+    # engine=sglang: every candidate is one SGLang replica stepped by SGLang's scheduler, at
+    # the --max-running-requests its flags paste; the answer pastes SGLang's flags only.
+    response = client.post("/v1/plans", json={**RATE_BODY, "engine": "sglang"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    best = answer["recommendation"]
+    assert answer["engine"] == "sglang"
+    assert set(best["engine_flags"]) == {"sglang"}
+    assert f"--max-running-requests {best['max_num_seqs']}" in best["engine_flags"]["sglang"]
+    assert best["ttft_ms"]["p99"] <= 2000
+    assert best["tpot_ms"]["p99"] <= 50
+    vllm = client.post("/v1/plans", json=RATE_BODY).json()["recommendation"]
+    assert set(vllm["engine_flags"]) == {"vllm"}
+
+
 def test_a_target_without_a_workload_is_refused_by_name(client: TestClient) -> None:
     body = {"model": "llama-3.1-8b-instruct", "max_model_len": 8192, "ttft_p99_ms": 2000}
     response = client.post("/v1/plans", json={**body, "peak_concurrency": 8})
