@@ -1,6 +1,7 @@
 """One deployment's engine, stepped as SGLang's scheduler steps it.
 
-Read in SGLang v0.5.23 (the wheel on PyPI; the same rules in v0.5.5), `python/sglang/srt/`:
+Read in SGLang v0.5.23 (the wheel on PyPI; the same rules in v0.5.5), `python/sglang/srt/`
+(the table of rules and files: docs/engines/sglang.md#scheduler):
 
 1. Prefill first (managers/scheduler.py `Scheduler.get_next_batch_to_run`): each iteration
    first tries to build a prefill batch (`get_new_batch_prefill`); when it has one, that batch
