@@ -157,9 +157,10 @@ class SglangEngine(Engine):
         return self.tick + self.prefill_steps
 
     def _fits(self, input_tokens: int, output_tokens: int) -> bool:
-        """Alone in the pool, admitted: its tokens + min(output, 4096) + a page below the
-        pool's tokens (`add_one_req`), its blocks within the pool."""
-        total = input_tokens + min(output_tokens, CLIP_MAX_NEW_TOKENS) + self.limits.page_size
+        """Alone in the pool, admitted (`add_one_req`: new tokens + min(output left, 4096) + a
+        page below the pool's tokens), then or after a retraction (its prompt and output so
+        far to prefill again, the rest of its output to come): prompt + output + a page."""
+        total = input_tokens + output_tokens + self.limits.page_size
         pool_tokens = self.config.num_gpu_blocks * self.config.block_size
         return super()._fits(input_tokens, output_tokens) and total < pool_tokens
 
