@@ -198,22 +198,24 @@ def test_a_target_without_a_workload_is_refused_by_name(client: TestClient) -> N
     assert neither.json()["field"] == "peak_concurrency"
 
 
+@pytest.mark.parametrize("engine_name", ["vllm", "sglang"])
 def test_the_shell_and_http_give_the_same_plan_for_a_rate(
-    client: TestClient, capsys: pytest.CaptureFixture[str]
+    client: TestClient, capsys: pytest.CaptureFixture[str], engine_name: str
 ) -> None:
     code = main(
         [
             "plan", "--offline", "--model", "llama-3.1-8b-instruct", "--max-model-len", "8192",
             "--gpu", "h100-sxm-80gb", "--rate", "20", "--input-tokens", "2000",
             "--output-tokens", "300", "--ttft-p99-ms", "2000", "--tpot-p99-ms", "50",
-            "--format", "json",
+            "--engine", engine_name, "--format", "json",
         ]
     )  # fmt: skip
     assert code == 0
     shell = json.loads(capsys.readouterr().out)
-    http = client.post("/v1/plans", json=RATE_BODY).json()
+    http = client.post("/v1/plans", json={**RATE_BODY, "engine": engine_name}).json()
     for name in ("replicas", "cost_per_million_output_tokens_usd", "ttft_ms", "tpot_ms"):
         assert shell["recommendation"][name] == http["recommendation"][name]
+    assert set(shell["recommendation"]["engine_flags"]) == {engine_name}
     assert math.isclose(shell["request_rate"], 20)
 
 
