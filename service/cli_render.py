@@ -189,10 +189,7 @@ def catalog_output(
 def simulation_table(answer: SimulationAnswer) -> str:
     """The replica, the latency percentiles side by side, throughput and the engine's load."""
     e = answer.engine
-    head = (
-        f"{answer.model} on {answer.gpu}: {e.num_gpu_blocks:,} blocks of {e.block_size} tokens, "
-        f"max_num_seqs {e.max_num_seqs:,}, max_num_batched_tokens {e.max_num_batched_tokens:,}\n"
-    )
+    head = f"{answer.model} on {answer.gpu} ({e.engine}'s scheduler): {e.limits_text()}\n"
     cells = [["", "mean", "p50", "p90", "p99"]]
     for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "queue_time_ms"):
         d = getattr(answer, name)

@@ -80,11 +80,8 @@ def _footer(text: str) -> list[Item]:
 def traffic_subtitle(answer: SimulationAnswer) -> str:
     engine = answer.engine
     version = f" {engine.engine_version}" if engine.engine_version else ""
-    return (
-        f"vLLM{version}, one replica: {engine.num_gpu_blocks:,} blocks of "
-        f"{engine.block_size} tokens, max_num_seqs {engine.max_num_seqs:,}, "
-        f"max_num_batched_tokens {engine.max_num_batched_tokens:,}"
-    )
+    name = "SGLang" if engine.engine == "sglang" else "vLLM"
+    return f"{name}{version}, one replica: {engine.limits_text()}"
 
 
 def timeline_scene(answer: SimulationAnswer) -> Scene:

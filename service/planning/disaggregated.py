@@ -325,7 +325,7 @@ def _chosen(
         kv_transfer_bytes_per_gpu=sent.bytes_per_gpu,
         kv_transfer_ms=round(sent.transfer_ms, 3),
         link_gb_s=sent.link_gb_s,
-        router=router_commands(),
+        router={k: v for k, v in router_commands().items() if k == "vllm"},
         before_decode_ms=distribution_out(result.before_decode_ms),
         decode_wait_ms=distribution_out(result.decode_wait_ms),
     )
@@ -348,9 +348,10 @@ def _pool_out(pool: Tabled, replicas: int, role: str) -> PoolOut:
         kv_pool_bytes=option.capacity.kv_pool_bytes,
         kv_cache_tokens=option.capacity.kv_cache_tokens,
         num_gpu_blocks=option.capacity.num_gpu_blocks,
-        engine_flags={
+        engine_flags={  # vLLM's alone: split pools are simulated on its scheduler only
             engine: " ".join([*flags, *extra.get(engine, [])])
             for engine, flags in option.engine_flags.items()
+            if engine == "vllm"
         },
     )
 

@@ -14,8 +14,14 @@ targets, in two passes:
    replicas are max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)).
 2. Simulated, the FINALISTS cheapest (by the analytic replicas x the price per replica): one
    replica of the option under the workload at request_rate / replicas
-   (`service.simulation.run`, vLLM's V1 scheduler), fewer replicas tried while the targets
-   still hold, more while they do not.
+   (`service.simulation.run`: the candidate's engine's scheduler, vLLM's V1 or SGLang's; the
+   planner searches one engine, the question's), fewer replicas tried while the targets
+   still hold, more while they do not. An engine whose scheduler is not simulated (TensorRT-
+   LLM) is refused by name.
+
+Each candidate is simulated with the running cap its flags paste (`max_num_seqs`: vLLM
+--max-num-seqs, SGLang --max-running-requests), and its answer pastes the flags of the engine
+simulated only (another engine's scheduler would meet other latencies).
 
 Each option then carries its cost per million output (and input) tokens: cost_per_hour_usd /
 (tokens per second x 3600) x 10^6, the whole cost over one kind of token.
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.metrics import Metrics
 from ..simulation import (
+    SIMULATED_ENGINES,
     Distribution,
     EngineConfig,
     Lengths,
@@ -45,7 +52,6 @@ from ..simulation import (
 )
 from ..sizing import (
     Capacity,
-    Engine,
     Gpu,
     ModelArchitecture,
     Plan,
@@ -74,6 +80,12 @@ UTILISATION = 0.8
 FINALISTS = 4
 MAX_SIMULATIONS = 10
 DEFAULT_NUM_REQUESTS = 2000
+# Split pools are chained on vLLM's scheduler (simulation/disaggregated.py); SGLang's decode
+# instance runs its own disaggregation loop, which the simulator does not step.
+SPLIT_VLLM_ONLY = (
+    "disaggregated prefill/decode pools are simulated on vLLM's scheduler only: not planned "
+    "for engine=sglang (its disaggregated decode loop is not modelled)"
+)
 # Rejection codes, as the planner's latency targets spell theirs (sizing TargetMiss).
 SIMULATED_MISS = "percentile-over-target"
 NO_ESTIMATE = "no-speed-estimate"
@@ -140,10 +152,16 @@ def check(fields: PlanFields) -> None:
         raise SizingError(
             "rank_by", "a plan for a rate ranks by cost per million output tokens (cost)"
         )
-    if fields.engine != Engine.VLLM.value:
-        raise SizingError("engine", "a plan for a rate simulates vLLM's scheduler only so far")
+    if fields.engine not in {engine.value for engine in SIMULATED_ENGINES}:
+        raise SizingError(
+            "engine",
+            f"a plan for a rate simulates the engine's scheduler: vLLM's or SGLang's, not "
+            f"{fields.engine}'s (engine=vllm or engine=sglang)",
+        )
     if not targets_of(fields):
         raise SizingError("ttft_p99_ms", "a workload needs a target: ttft_p99_ms, tpot_p99_ms")
+    if fields.disaggregated == "only" and fields.engine != "vllm":
+        raise SizingError("disaggregated", SPLIT_VLLM_ONLY)
 
 
 def workload_of(body: WorkloadIn) -> Workload:
@@ -320,6 +338,8 @@ def plan_for_rate(
     found = search_plans(arch, gpus, request, pool)
     rejected = list(found.rejected)
     mode = fields.disaggregated or "auto"
+    if fields.engine != "vllm":
+        mode = "never"  # SPLIT_VLLM_ONLY: said among the warnings below
     # A speed calibration with a candidate's key scales its decode steps, in the analytic pass
     # and the simulation alike; the hook remembers it for the option's speed_calibrated_from.
     speed = hook.speed_scale if hook.may_match_speed else None
@@ -347,6 +367,8 @@ def plan_for_rate(
         question, catalog, found, [*chosen, *split], rejected=rejected, context=(label, hook, load)
     )
     answer.warnings.append(note)
+    if fields.engine != "vllm" and fields.disaggregated != "never":
+        answer.warnings.append(SPLIT_VLLM_ONLY)
     if mode != "never":
         answer.disaggregation = disaggregated.comparison(
             mode, [*chosen, *split], lambda c: _per_million(c, load)
@@ -441,7 +463,13 @@ def tabled(
             continue  # the simulator runs one engine core
         try:
             served, _ = served_model(arch, option.gpu, option.engine)
-            config = engine_config(option.capacity)
+            # the running cap the option's flags paste (--max-num-seqs, --max-running-requests)
+            config = dataclasses.replace(
+                engine_config(
+                    option.capacity, enable_prefix_caching=option.engine.enable_prefix_caching
+                ),
+                max_num_seqs=option.max_num_seqs,
+            )
             scale = None if speed_scale is None else speed_scale(option.capacity, option.gpu)
             table = step_table(
                 served,
@@ -541,8 +569,11 @@ def _with_rate(out: PlanOptionOut, chosen: Chosen, rate: float, means: Means) ->
     per_million_out = cost_per_million(cost, output_per_s)
     per_million_in = cost_per_million(cost, rate * means.input_tokens)
     summary = chosen.summary
+    engine = chosen.option.engine.engine.value  # the flags of the engine simulated, only
     return out.model_copy(
         update={
+            "engine_flags": {k: v for k, v in out.engine_flags.items() if k == engine},
+            "node_flags": {k: v for k, v in out.node_flags.items() if k == engine},
             "request_rate_per_replica": round(rate / chosen.option.replicas, 6),
             "output_tokens_per_second_at_rate": round(output_per_s, 1),
             "cost_per_million_output_tokens_usd": (

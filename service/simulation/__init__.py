@@ -1,7 +1,8 @@
 """The traffic simulator: pure like `service.sizing`, beside it.
 
 A simulation replays requests (arrivals, prompt and output lengths, prefix blocks) against one
-replica of a deployment as vLLM's V1 scheduler runs it (`engine.py`), with the KV pool the
+replica of a deployment as its engine's scheduler runs it (vLLM's V1 scheduler, `engine.py`;
+SGLang's, `sglang_scheduler.py`), with the KV pool the
 capacity answer sized and each step timed by kvplan's speed model (`deployment.py`), and
 reports latency percentiles, throughput and the engine's load (`results.py`). Like sizing it
 imports no web, database or I/O and reads sizing only through its facade; the slices reach it
@@ -11,11 +12,12 @@ through a use case of their own (tests/test_layers.py holds both rules).
 from __future__ import annotations
 
 from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat
-from .deployment import StepTable, engine_config, step_table
+from .deployment import SIMULATED_ENGINES, StepTable, engine_config, step_table
 from .disaggregated import DecodeOnly, DisaggregatedSummary, Pool, run_disaggregated
-from .engine import Engine, EngineConfig, Finished, Run, Sample, StepTimer
+from .engine import Engine, EngineConfig, Finished, Run, Sample, SglangLimits, StepTimer
 from .errors import SimulationError
 from .results import Distribution, Goodput, Summary, Targets, Throughput, summarise
+from .sglang_scheduler import SglangEngine
 from .traces import Trace, TraceRow, csv_trace, mooncake_trace, requests_of, rows_trace
 from .workload import Lengths, Request, Workload, draw_requests
 
@@ -29,14 +31,16 @@ def simulate(
     targets: Targets | None = None,
     weight_format: WeightFormat | None = None,
     decode_scale: float = 1.0,
+    enable_prefix_caching: bool | None = None,
 ) -> Summary:
-    """One replica of a sized deployment under a workload or a trace; each decode step
-    kvplan's times `decode_scale` (a speed calibration's, deployment.py)."""
+    """One replica of a sized deployment under a workload or a trace, stepped by its engine's
+    scheduler (vLLM's or SGLang's; `enable_prefix_caching`: the caller's flag); each decode
+    step kvplan's times `decode_scale` (a speed calibration's, deployment.py)."""
     if capacity.parallel.data_parallel_size > 1:
         raise SimulationError(
             "data_parallel_size", "one replica (one data-parallel rank) is simulated; ask with 1"
         )
-    config = engine_config(capacity)
+    config = engine_config(capacity, enable_prefix_caching=enable_prefix_caching)
     table = step_table(
         arch, gpu, capacity, config, weight_format=weight_format, decode_scale=decode_scale
     )
@@ -57,7 +61,8 @@ def run(
     else:
         requests = draw_requests(traffic, config.block_size)
         concurrency = traffic.max_concurrency
-    result = Engine(config, step_ms).run(requests, max_concurrency=concurrency)
+    scheduler = Engine if config.sglang is None else SglangEngine
+    result = scheduler(config, step_ms).run(requests, max_concurrency=concurrency)
     if not result.finished:
         raise SimulationError(
             "workload",
@@ -67,6 +72,7 @@ def run(
 
 
 __all__ = [
+    "SIMULATED_ENGINES",
     "DecodeOnly",
     "DisaggregatedSummary",
     "Distribution",
@@ -79,6 +85,8 @@ __all__ = [
     "Request",
     "Run",
     "Sample",
+    "SglangEngine",
+    "SglangLimits",
     "SimulationError",
     "StepTable",
     "StepTimer",

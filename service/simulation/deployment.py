@@ -46,24 +46,41 @@ from ..sizing import (
     batch_curve,
     batch_sizes,
     capacity_speed,
+    default_chunked_prefill_size,
 )
-from .engine import EngineConfig
+from .engine import EngineConfig, SglangLimits
 from .errors import SimulationError
+from .sglang_scheduler import sglang_block_size
+
+SIMULATED_ENGINES = (Engine.VLLM, Engine.SGLANG)
 
 
-def engine_config(capacity: Capacity) -> EngineConfig:
-    """The scheduler's limits and pool of one replica (one data-parallel rank)."""
-    if capacity.engine is not Engine.VLLM:
-        raise SimulationError("engine", "only vLLM's scheduler is simulated so far")
+def _whole(capacity: Capacity, name: str) -> int:
+    value = capacity.engine_settings.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SimulationError(name, "the capacity answer has no value for it")
+    return value
+
+
+def engine_config(capacity: Capacity, *, enable_prefix_caching: bool | None = None) -> EngineConfig:
+    """The scheduler's limits and pool of one replica (one data-parallel rank), for the
+    engine's own scheduler (vLLM's, SGLang's); another engine is refused by name.
+    `enable_prefix_caching`: the caller's flag, read for SGLang (its radix cache; vLLM's
+    settings carry it)."""
+    if capacity.engine not in SIMULATED_ENGINES:
+        raise SimulationError(
+            "engine",
+            f"{capacity.engine.value}'s scheduler is not simulated; the simulator steps "
+            "vLLM's and SGLang's (engine=vllm or engine=sglang)",
+        )
     if not capacity.fits:
         raise SimulationError("model", capacity.reason or "the deployment holds no sequence")
+    if capacity.engine is Engine.SGLANG:
+        return _sglang_config(capacity, enable_prefix_caching)
     settings = capacity.engine_settings
 
     def whole(name: str) -> int:
-        value = settings.get(name)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise SimulationError(name, "the capacity answer has no value for it")
-        return value
+        return _whole(capacity, name)
 
     block_size = whole("block_size")
     return EngineConfig(
@@ -73,6 +90,40 @@ def engine_config(capacity: Capacity) -> EngineConfig:
         max_num_batched_tokens=whole("max_num_batched_tokens"),
         max_model_len=capacity.max_model_len,
         enable_prefix_caching=settings.get("enable_prefix_caching") is not False,
+    )
+
+
+def _sglang_config(capacity: Capacity, enable_prefix_caching: bool | None) -> EngineConfig:
+    """SGLang's token pool (max_total_num_tokens: kvplan's kv_cache_tokens) in the simulator's
+    blocks, max_running_requests, and chunked_prefill_size as SGLang defaults it by the GPU's
+    memory (sglang_scheduler.py). Its hybrid pools (sliding-window, Mamba) and HiCache's host
+    tier have admission rules of their own, refused by name."""
+    settings = capacity.engine_settings
+    if "full_max_total_num_tokens" in settings or "radix_cache" in settings:
+        raise SimulationError(
+            "model",
+            "SGLang's hybrid pools (sliding-window or recurrent state) are not simulated; "
+            "its scheduler is simulated for one full-attention token pool",
+        )
+    if capacity.kv_tiers is not None:
+        raise SimulationError(
+            "enable_hierarchical_cache",
+            "KV tiers beyond the GPU are not simulated; ask without them",
+        )
+    page_size = _whole(capacity, "page_size")
+    tokens = capacity.kv_cache_tokens
+    block_size = sglang_block_size(page_size)
+    chunk = default_chunked_prefill_size(capacity.budget.total_bytes)
+    return EngineConfig(
+        num_gpu_blocks=tokens // block_size,
+        block_size=block_size,
+        max_num_seqs=_whole(capacity, "max_running_requests"),
+        max_num_batched_tokens=chunk,
+        max_model_len=capacity.max_model_len,
+        enable_prefix_caching=enable_prefix_caching is not False,
+        sglang=SglangLimits(
+            max_total_num_tokens=tokens, chunked_prefill_size=chunk, page_size=page_size
+        ),
     )
 
 

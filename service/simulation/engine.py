@@ -57,8 +57,30 @@ StepTimer = Callable[[int, int, Sequence[tuple[int, int]]], float]
 
 
 @dataclass(frozen=True, slots=True)
+class SglangLimits:
+    """What SGLang's scheduler takes beyond the pool and the running cap (read in SGLang
+    v0.5.23 `arg_groups/fields/schedule.py` `ServerArgs`; sglang_scheduler.py uses them)."""
+
+    max_total_num_tokens: int  # the token pool (kvplan's SGLang capacity)
+    chunked_prefill_size: int  # a prefill batch's chunk budget, tokens
+    page_size: int = 1
+    max_prefill_tokens: int = 16384  # a prefill batch's input budget, tokens
+    schedule_conservativeness: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_total_num_tokens", "chunked_prefill_size", "page_size"):
+            if getattr(self, name) < 1:
+                raise SimulationError(name, "must be at least 1")
+        if not self.schedule_conservativeness > 0:
+            raise SimulationError("schedule_conservativeness", "must be above 0")
+
+
+@dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """The scheduler's limits and the KV pool kvplan sized for the deployment."""
+    """The scheduler's limits and the KV pool kvplan sized for the deployment. With `sglang`
+    set, SGLang's scheduler runs (sglang_scheduler.py) over blocks of `block_size` tokens
+    cut from its token pool; `max_num_seqs` is its max_running_requests and
+    `max_num_batched_tokens` is not read."""
 
     num_gpu_blocks: int
     block_size: int
@@ -66,6 +88,7 @@ class EngineConfig:
     max_num_batched_tokens: int
     max_model_len: int
     enable_prefix_caching: bool = True
+    sglang: SglangLimits | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -254,6 +277,14 @@ class Engine:
 
     def _preempt_last(self) -> _Live:
         live, _ = self.running.popitem()
+        self._preempt(live)
+        self.waiting.appendleft(live)
+        return live
+
+    def _preempt(self, live: _Live) -> None:
+        """Take a request out of the running list (its caller puts it back in the queue):
+        its blocks freed, its computed tokens 0 (recompute, not swap)."""
+        self.running.pop(live, None)
         if live.phase == DECODE:
             # Tokens computed: one a step after t0, up to the last step whose pass ran; its
             # blocks: up to the step its decode was last given room for.
@@ -273,8 +304,6 @@ class Engine:
         live.gen += 1
         live.preempted += 1
         self.preemptions += 1
-        self.waiting.appendleft(live)
-        return live
 
     def _push(self, heap: list[tuple[int, int, int, _Live]], step: int, live: _Live) -> None:
         self.seq += 1
@@ -429,6 +458,20 @@ class Engine:
 
     # --- the run --------------------------------------------------------------------------
 
+    def _fits(self, input_tokens: int, output_tokens: int) -> bool:
+        """Within max_model_len and the whole pool (else rejected, never run)."""
+        tokens = input_tokens + output_tokens
+        config = self.config
+        return tokens <= config.max_model_len and self._blocks_for(tokens) <= config.num_gpu_blocks
+
+    def _on_idle(self) -> None:
+        """Nothing runs or waits (a subclass's scheduler may reset an estimate)."""
+
+    def _steps_run(self) -> int:
+        """Forward passes run: one per tick here (a subclass may run passes that no decode
+        takes part in)."""
+        return self.tick
+
     def _record(self, dt: float) -> None:
         """The step's share of the averages, and a sample for the picture when one is due."""
         pool = self.pool
@@ -530,12 +573,7 @@ class Engine:
     def run(self, requests: Sequence[Request], *, max_concurrency: int | None = None) -> Run:
         """Every request from arrival to its last token. Closed loop: `max_concurrency`
         clients, each sending the next request (arrivals ignored) when its last one ends."""
-        config = self.config
-        accepted = [
-            r for r in requests
-            if r.input_tokens + r.output_tokens <= config.max_model_len
-            and self._blocks_for(r.input_tokens + r.output_tokens) <= config.num_gpu_blocks
-        ]  # fmt: skip
+        accepted = [r for r in requests if self._fits(r.input_tokens, r.output_tokens)]
         queue = deque(accepted)
         if max_concurrency is not None:
             for _ in range(min(max_concurrency, len(queue))):
@@ -546,6 +584,7 @@ class Engine:
                     r = queue.popleft()
                     self.waiting.append(_Live(r, r.arrival_s))
             if not self.running and not self.waiting:
+                self._on_idle()
                 if not queue:
                     break
                 self.now = max(self.now, queue[0].arrival_s)
@@ -563,7 +602,7 @@ class Engine:
                 for _ in range(min(ended, len(queue))):
                     self.waiting.append(_Live(queue.popleft(), self.now))
         return Run(
-            tuple(self.finished), len(requests) - len(accepted), self.tick, self.preemptions,
-            self.now, self.running_integral, self.waiting_integral, self.peak, self.kv_integral,
-            tuple(self.samples),
+            tuple(self.finished), len(requests) - len(accepted), self._steps_run(),
+            self.preemptions, self.now, self.running_integral, self.waiting_integral, self.peak,
+            self.kv_integral, tuple(self.samples),
         )  # fmt: skip

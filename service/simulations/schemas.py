@@ -98,15 +98,41 @@ class SampleOut(BaseModel):
 
 
 class EngineOut(BaseModel):
-    """The replica simulated: its pool and its scheduler's limits, as vLLM runs them."""
+    """The replica simulated: its pool and its scheduler's limits, as its engine runs them."""
 
+    engine: Literal["vllm", "sglang"] = Field(
+        description="Whose scheduler was stepped: vLLM's V1 scheduler or SGLang's."
+    )
     engine_version: str | None
-    num_gpu_blocks: int
+    num_gpu_blocks: int = Field(
+        description="The pool in blocks of block_size tokens (SGLang: its max_total_num_tokens "
+        "in the simulator's blocks, 16 tokens at page_size 1, its page otherwise)."
+    )
     block_size: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
+    max_num_seqs: int = Field(description="vLLM max_num_seqs; SGLang max_running_requests.")
+    max_num_batched_tokens: int | None = Field(
+        description="vLLM: the tokens one step computes. Null for SGLang (chunked_prefill_size)."
+    )
+    chunked_prefill_size: int | None = Field(
+        None, description="SGLang: a prefill batch's chunk, tokens (its default by GPU memory)."
+    )
+    max_total_num_tokens: int | None = Field(None, description="SGLang: the token pool.")
+    page_size: int | None = Field(None, description="SGLang: tokens per page.")
     max_model_len: int
-    enable_prefix_caching: bool
+    enable_prefix_caching: bool = Field(description="vLLM's prefix cache; SGLang's radix cache.")
+
+    def limits_text(self) -> str:
+        """The pool and the limits in one line (the CLI's table, the pictures' subtitle)."""
+        pool = f"{self.num_gpu_blocks:,} blocks of {self.block_size} tokens"
+        if self.engine == "sglang":
+            return (
+                f"{self.max_total_num_tokens or 0:,} tokens ({pool}), max_running_requests "
+                f"{self.max_num_seqs:,}, chunked_prefill_size {self.chunked_prefill_size or 0:,}"
+            )
+        return (
+            f"{pool}, max_num_seqs {self.max_num_seqs:,}, "
+            f"max_num_batched_tokens {self.max_num_batched_tokens or 0:,}"
+        )
 
 
 class SimulationAnswer(BaseModel):

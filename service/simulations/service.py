@@ -13,6 +13,7 @@ from ..planning.schemas import DistributionOut, SpeedCalibratedFrom, WorkloadIn
 from ..planning.service import CapacityQuestion, SizedDeployment, sized_deployment
 from ..simulation import (
     Distribution,
+    EngineConfig,
     Lengths,
     SimulationError,
     Summary,
@@ -25,6 +26,7 @@ from ..simulation import (
     rows_trace,
     simulate,
 )
+from ..sizing import Capacity
 from .schemas import (
     EngineOut,
     GoodputOut,
@@ -39,6 +41,12 @@ STEP_TIME_NOTE = (
     "each step's time is composed from kvplan's speed model: decode(batch, mean context) + "
     "for each prefill chunk, prefill(tokens before it + its tokens) - prefill(tokens before it) "
     "(service/simulation/deployment.py)"
+)
+SGLANG_NOTE = (
+    "SGLang's scheduler (service/simulation/sglang_scheduler.py): prefill batches run alone "
+    "(no --enable-mixed-chunk), fcfs, chunked_prefill_size by GPU memory, requests sent "
+    "without ignore_eos with max_tokens their output length; its pool counted in blocks of "
+    "block_size tokens, prefix hits in whole blocks"
 )
 
 
@@ -119,10 +127,11 @@ def simulation(
             targets=targets,
             weight_format=deployment.weight_format,
             decode_scale=1.0 if used is None else used.step_time_scale,
+            enable_prefix_caching=question.fields.enable_prefix_caching,
         )
     except SimulationError as exc:
         raise problem(exc) from exc
-    return _answer(deployment, traffic, summary)
+    return _answer(deployment, traffic, summary, question.fields.enable_prefix_caching)
 
 
 def _distribution(value: Distribution) -> DistributionOut:
@@ -130,33 +139,47 @@ def _distribution(value: Distribution) -> DistributionOut:
     return DistributionOut(**{k: None if math.isnan(v) else v for k, v in asdict(value).items()})
 
 
+def _engine_out(capacity: Capacity, config: EngineConfig) -> EngineOut:
+    """The replica's limits as the run read them, in its engine's names."""
+    version = capacity.engine_settings.get("engine_version")
+    sglang = config.sglang
+    return EngineOut(
+        engine="vllm" if sglang is None else "sglang",
+        engine_version=version if isinstance(version, str) else None,
+        num_gpu_blocks=config.num_gpu_blocks,
+        block_size=config.block_size,
+        max_num_seqs=config.max_num_seqs,
+        max_num_batched_tokens=config.max_num_batched_tokens if sglang is None else None,
+        chunked_prefill_size=None if sglang is None else sglang.chunked_prefill_size,
+        max_total_num_tokens=None if sglang is None else sglang.max_total_num_tokens,
+        page_size=None if sglang is None else sglang.page_size,
+        max_model_len=config.max_model_len,
+        enable_prefix_caching=config.enable_prefix_caching,
+    )
+
+
 def _answer(
-    deployment: SizedDeployment, traffic: Workload | Trace, summary: Summary
+    deployment: SizedDeployment,
+    traffic: Workload | Trace,
+    summary: Summary,
+    enable_prefix_caching: bool | None,
 ) -> SimulationAnswer:
     capacity = deployment.capacity
-    settings = capacity.engine_settings
-    config = engine_config(capacity)  # the limits the run used, read as it read them
+    # the limits the run used, read as it read them
+    config = engine_config(capacity, enable_prefix_caching=enable_prefix_caching)
     used = deployment.detail.speed_calibrated_from
-    warnings = [STEP_TIME_NOTE, *([] if used is None else [_calibrated_note(used)])]
+    warnings = [STEP_TIME_NOTE] + ([] if config.sglang is None else [SGLANG_NOTE])
+    warnings += [] if used is None else [_calibrated_note(used)]
     if summary.rejected_requests:
         warnings.append(
             f"{summary.rejected_requests} requests are longer than max_model_len "
             f"({capacity.max_model_len}) and were not run"
         )
     trace = traffic if isinstance(traffic, Trace) else None
-    engine_version = settings.get("engine_version")
     return SimulationAnswer(
         model=deployment.detail.model,
         gpu=deployment.detail.gpu,
-        engine=EngineOut(
-            engine_version=engine_version if isinstance(engine_version, str) else None,
-            num_gpu_blocks=config.num_gpu_blocks,
-            block_size=config.block_size,
-            max_num_seqs=config.max_num_seqs,
-            max_num_batched_tokens=config.max_num_batched_tokens,
-            max_model_len=config.max_model_len,
-            enable_prefix_caching=config.enable_prefix_caching,
-        ),
+        engine=_engine_out(capacity, config),
         traffic="trace" if trace else "workload",
         trace_format=trace.format if trace else None,
         skipped_rows=trace.skipped_rows if trace else 0,

@@ -26,6 +26,7 @@ from .engines.disaggregation import (
 )
 from .engines.expert_parallel import ExpertParallel
 from .engines.kv import kv_bytes_per_token
+from .engines.sglang import default_chunked_prefill_size
 from .engines.sglang_dp import SglangParallel
 from .engines.speculative import (
     SpeculativeConfig,
@@ -155,6 +156,7 @@ __all__ = [
     "capacity_speed",
     "compute_capacity",
     "config_assumptions",
+    "default_chunked_prefill_size",
     "disaggregation_flags",
     "engines_calibration",
     "engines_releases",

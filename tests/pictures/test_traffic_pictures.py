@@ -167,3 +167,15 @@ def test_the_readme_latency_example_answers_a_png(client: TestClient) -> None:
     )
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "image/png"
+
+
+def test_an_sglang_simulation_picture_names_sglangs_scheduler_and_limits(
+    client: TestClient,
+) -> None:
+    # The subtitle says whose scheduler ran, with SGLang's own limits (traffic_subtitle).
+    body = {**DEPLOYMENT, "engine": "sglang", "workload": {**WORKLOAD, "request_rate": 8}}
+    engine = _simulation(client, body)["engine"]
+    words = " ".join(texts(_svg(client, "/v1/pictures/simulation", body)))
+    assert "SGLang" in words
+    assert f"max_running_requests {engine['max_num_seqs']:,}" in words
+    assert f"chunked_prefill_size {engine['chunked_prefill_size']:,}" in words

@@ -117,9 +117,9 @@ def test_a_prefill_heavy_workload_is_cheaper_disaggregated(client: TestClient) -
     assert "--max-num-seqs 16 " in prefill["engine_flags"]["vllm"]
     assert "--max-num-batched-tokens 16384" in prefill["engine_flags"]["vllm"]
     assert "NixlConnector" in decode["engine_flags"]["vllm"]
-    assert "--disaggregation-mode prefill" in prefill["engine_flags"]["sglang"]
-    assert "--disaggregation-mode decode" in decode["engine_flags"]["sglang"]
-    assert "--pd-disaggregation" in pools["router"]["sglang"]
+    # vLLM's flags alone: split pools are simulated on vLLM's scheduler (rate.SPLIT_VLLM_ONLY)
+    assert set(prefill["engine_flags"]) == set(decode["engine_flags"]) == {"vllm"}
+    assert set(pools["router"]) == {"vllm"}
     # each pool's memory is kvplan's capacity answer for its own settings
     for pool, settings in ((prefill, {"max_num_seqs": 16, "max_num_batched_tokens": 16384}),
                            (decode, {})):  # fmt: skip
@@ -153,9 +153,16 @@ def test_the_issues_example_is_not_cheaper_split_and_says_so(client: TestClient)
     }
     answer = client.post("/v1/plans", json=body).json()
     said = answer["disaggregation"]
+    # on H100s alone the split pools buy nothing here: 4 GPUs either way at best (the pool
+    # running each step's prefill chunks beside its decodes still meets the 50 ms TPOT), so
+    # one pool ranks first and the statement says the split is not cheaper, or costs the same
     assert answer["recommendation"]["kind"] == "aggregated"
-    assert said["cheaper_fraction"] < 0
-    assert said["statement"].startswith("disaggregated prefill/decode is not cheaper")
+    assert said["cheaper_fraction"] <= 0
+    assert said["statement"].startswith(
+        "disaggregated prefill/decode costs the same"
+        if said["cheaper_fraction"] == 0
+        else "disaggregated prefill/decode is not cheaper"
+    )
     kinds = {o["kind"] for o in [answer["recommendation"], *answer["alternatives"]]}
     assert kinds == {"aggregated", "disaggregated"}  # both shown, ranked by cost
 
@@ -169,6 +176,21 @@ def test_never_and_only_keep_one_kind(client: TestClient) -> None:
     options = [only["recommendation"], *only["alternatives"]]
     assert {o["kind"] for o in options} == {"disaggregated"}
     assert only["disaggregation"]["aggregated_cost_per_million_output_tokens_usd"] is None
+
+
+def test_sglang_plans_single_pools_and_says_why(client: TestClient) -> None:
+    """SGLang's disaggregated decode loop is not simulated: never planned, said, or refused."""
+    auto = client.post("/v1/plans", json={**PREFILL_HEAVY, "engine": "sglang"})
+    assert auto.status_code == 200, auto.text
+    answer = auto.json()
+    options = [answer["recommendation"], *answer["alternatives"]]
+    assert {o["kind"] for o in options} == {"aggregated"}
+    assert any("vLLM's scheduler only" in w for w in answer["warnings"])
+    only = client.post(
+        "/v1/plans", json={**PREFILL_HEAVY, "engine": "sglang", "disaggregated": "only"}
+    )
+    assert only.status_code == 422
+    assert only.json()["field"] == "disaggregated"
 
 
 def test_disaggregated_without_a_workload_is_refused_by_name(client: TestClient) -> None:

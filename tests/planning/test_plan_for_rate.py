@@ -153,7 +153,7 @@ def test_a_plan_for_a_rate_over_http(client: TestClient) -> None:
         ({"max_tpot_ms": 50}, "max_tpot_ms"),
         ({"avg_prompt_tokens": 2000}, "avg_prompt_tokens"),
         ({"rank_by": "gpu_count"}, "rank_by"),
-        ({"engine": "sglang"}, "engine"),
+        ({"engine": "trtllm"}, "engine"),
         ({"ttft_p99_ms": None, "tpot_p99_ms": None}, "ttft_p99_ms"),
         (
             {"workload": {"max_concurrency": 8, "input_tokens": 10, "output_tokens": 10}},
@@ -170,6 +170,24 @@ def test_what_does_not_combine_with_a_workload_is_refused_by_name(
     assert response.json()["field"] == field
 
 
+def test_a_plan_for_a_rate_on_sglang_simulates_sglang_and_pastes_its_flags(
+    client: TestClient,
+) -> None:
+    # engine=sglang: every candidate is one SGLang replica stepped by SGLang's scheduler, at
+    # the --max-running-requests its flags paste; the answer pastes SGLang's flags only.
+    response = client.post("/v1/plans", json={**RATE_BODY, "engine": "sglang"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    best = answer["recommendation"]
+    assert answer["engine"] == "sglang"
+    assert set(best["engine_flags"]) == {"sglang"}
+    assert f"--max-running-requests {best['max_num_seqs']}" in best["engine_flags"]["sglang"]
+    assert best["ttft_ms"]["p99"] <= 2000
+    assert best["tpot_ms"]["p99"] <= 50
+    vllm = client.post("/v1/plans", json=RATE_BODY).json()["recommendation"]
+    assert set(vllm["engine_flags"]) == {"vllm"}
+
+
 def test_a_target_without_a_workload_is_refused_by_name(client: TestClient) -> None:
     body = {"model": "llama-3.1-8b-instruct", "max_model_len": 8192, "ttft_p99_ms": 2000}
     response = client.post("/v1/plans", json={**body, "peak_concurrency": 8})
@@ -180,22 +198,24 @@ def test_a_target_without_a_workload_is_refused_by_name(client: TestClient) -> N
     assert neither.json()["field"] == "peak_concurrency"
 
 
+@pytest.mark.parametrize("engine_name", ["vllm", "sglang"])
 def test_the_shell_and_http_give_the_same_plan_for_a_rate(
-    client: TestClient, capsys: pytest.CaptureFixture[str]
+    client: TestClient, capsys: pytest.CaptureFixture[str], engine_name: str
 ) -> None:
     code = main(
         [
             "plan", "--offline", "--model", "llama-3.1-8b-instruct", "--max-model-len", "8192",
             "--gpu", "h100-sxm-80gb", "--rate", "20", "--input-tokens", "2000",
             "--output-tokens", "300", "--ttft-p99-ms", "2000", "--tpot-p99-ms", "50",
-            "--format", "json",
+            "--engine", engine_name, "--format", "json",
         ]
     )  # fmt: skip
     assert code == 0
     shell = json.loads(capsys.readouterr().out)
-    http = client.post("/v1/plans", json=RATE_BODY).json()
+    http = client.post("/v1/plans", json={**RATE_BODY, "engine": engine_name}).json()
     for name in ("replicas", "cost_per_million_output_tokens_usd", "ttft_ms", "tpot_ms"):
         assert shell["recommendation"][name] == http["recommendation"][name]
+    assert set(shell["recommendation"]["engine_flags"]) == {engine_name}
     assert math.isclose(shell["request_rate"], 20)
 
 

@@ -84,3 +84,49 @@ def test_bad_traffic_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str]
     )
     assert code == 2
     assert json.loads(capsys.readouterr().err)["field"] == "workload.request_rate"
+
+
+def test_the_shell_and_http_give_the_same_sglang_simulation(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "simulate", "--offline", *DEPLOYMENT, "--engine", "sglang", "--format", "json",
+            "--request-rate", "3", "--input-tokens", "1500", "--output-tokens", "200",
+            "--num-requests", "200", "--seed", "5",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    shell = json.loads(capsys.readouterr().out)
+    body = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm-80gb",
+        "max_model_len": 8192,
+        "engine": "sglang",
+        "workload": {
+            "request_rate": 3,
+            "input_tokens": 1500,
+            "output_tokens": 200,
+            "num_requests": 200,
+            "seed": 5,
+        },
+    }
+    http = client.post("/v1/simulations", json=body).json()
+    assert shell["engine"] == http["engine"]
+    assert shell["engine"]["engine"] == "sglang"
+    for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "throughput", "steps"):
+        assert shell[name] == http[name]
+
+
+def test_the_shell_refuses_an_engine_not_simulated_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        [
+            "simulate", "--offline", *DEPLOYMENT, "--engine", "trtllm",
+            "--request-rate", "1", "--input-tokens", "100", "--output-tokens", "10",
+            "--num-requests", "10",
+        ]
+    )  # fmt: skip
+    assert code != 0
+    assert "engine" in capsys.readouterr().err

@@ -111,3 +111,79 @@ def test_over_capacity_the_served_rate_falls_short_and_the_wait_grows(client: Te
     assert long["throughput"]["requests_per_second"] < 10
     assert long["ttft_ms"]["p99"] > 1.5 * short["ttft_ms"]["p99"]
     assert long["peak_kv_usage"] > 0.95
+
+
+def test_engine_sglang_steps_sglangs_scheduler(client: TestClient) -> None:
+    # As the light workload above, on SGLang: its pool is kvplan's SGLang capacity
+    # (max_total_num_tokens), chunked_prefill_size 8,192 on an 80 GB H100 (server_args.py
+    # _handle_gpu_memory_settings; docs/engines/sglang.md#default-mem-fraction-static), and a
+    # request that finds the engine idle waits one prefill, the capacity answer's prefill_ms.
+    body = {
+        **DEPLOYMENT,
+        "engine": "sglang",
+        "workload": {
+            "request_rate": 0.01,
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "num_requests": 20,
+        },
+    }
+    response = client.post("/v1/simulations", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    engine = answer["engine"]
+    capacity = client.post(
+        "/v1/capacity", json={**DEPLOYMENT, "engine": "sglang", "avg_prompt_tokens": 1000}
+    ).json()
+    assert engine["engine"] == "sglang"
+    assert engine["max_total_num_tokens"] == capacity["kv_cache_tokens"]
+    assert engine["num_gpu_blocks"] == capacity["kv_cache_tokens"] // 16
+    assert engine["max_num_seqs"] == capacity["engine_settings"]["max_running_requests"]
+    assert (engine["chunked_prefill_size"], engine["max_num_batched_tokens"]) == (8192, None)
+    assert abs(answer["ttft_ms"]["p50"] - capacity["prefill_ms"]) < 0.01 * capacity["prefill_ms"]
+    assert answer["completed_requests"] == 20
+    assert any("SGLang's scheduler" in w for w in answer["warnings"])
+
+
+def test_an_engine_not_simulated_is_refused_by_name(client: TestClient) -> None:
+    body = {
+        **DEPLOYMENT,
+        "engine": "trtllm",
+        "workload": {
+            "request_rate": 1,
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "num_requests": 10,
+        },
+    }
+    response = client.post("/v1/simulations", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "engine"
+    # a trace posted as CSV: the same refusal, from the query string's engine
+    text = (TRACES / "azure_conv_2023_head.csv").read_text(encoding="utf-8")
+    csv = client.post(
+        "/v1/simulations",
+        params={**DEPLOYMENT, "engine": "trtllm"},
+        content=text,
+        headers={"Content-Type": "text/csv"},
+    )
+    assert (csv.status_code, csv.json()["field"]) == (422, "engine")
+
+
+def test_a_csv_trace_on_sglang_answers_as_its_json_rows(client: TestClient) -> None:
+    text = "arrival_s,input_tokens,output_tokens\n0,374,44\n4.314579,396,109\n"
+    csv = client.post(
+        "/v1/simulations",
+        params={**DEPLOYMENT, "engine": "sglang"},
+        content=text,
+        headers={"Content-Type": "text/csv"},
+    ).json()
+    rows = [
+        {"arrival_s": 0.0, "input_tokens": 374, "output_tokens": 44},
+        {"arrival_s": 4.314579, "input_tokens": 396, "output_tokens": 109},
+    ]
+    body = {**DEPLOYMENT, "engine": "sglang", "trace": rows}
+    http = client.post("/v1/simulations", json=body).json()
+    assert csv["engine"]["engine"] == http["engine"]["engine"] == "sglang"
+    for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "steps"):
+        assert csv[name] == http[name]

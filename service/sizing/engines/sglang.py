@@ -79,21 +79,33 @@ def default_mem_fraction_static(
     """
     gpu_mib = total_bytes / MiB
     tp = tensor_parallel_size
-    if gpu_mib < 20 * 1024:
-        chunked, graph_bs = 2048, 8
-    elif gpu_mib < 35 * 1024:
-        chunked, graph_bs = 2048, (80 if tp >= 4 else 16)
-    elif gpu_mib < 60 * 1024:
-        chunked, graph_bs = 4096, (160 if tp >= 4 else 32)
-    elif gpu_mib < 160 * 1024:
-        chunked, graph_bs = 8192, (512 if tp >= 4 else 256)
-    else:
-        chunked, graph_bs = 16384, 512
+    chunked, graph_bs = _gpu_memory_defaults(gpu_mib, tp)
     reserved = 512 + 1.5 * max(chunked, 2048) + 2 * graph_bs + tp / 8 * 1024
     reserved += dp_attention_reserve_mib(graph_bs, attn_dp_size)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def _gpu_memory_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
+    """chunked_prefill_size and cuda_graph_max_bs by the GPU's memory (server_args.py
+    `_handle_gpu_memory_settings`, 0.5.3 ... 0.5.10;
+    docs/engines/sglang.md#default-mem-fraction-static)."""
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        return 2048, (80 if tp >= 4 else 16)
+    if gpu_mib < 60 * 1024:
+        return 4096, (160 if tp >= 4 else 32)
+    if gpu_mib < 160 * 1024:
+        return 8192, (512 if tp >= 4 else 256)
+    return 16384, 512
+
+
+def default_chunked_prefill_size(total_bytes: int) -> int:
+    """SGLang's --chunked-prefill-size when not given: by the GPU's memory, the value the
+    default mem_fraction_static reserves activations for (`_gpu_memory_defaults`)."""
+    return _gpu_memory_defaults(total_bytes / MiB, 1)[0]
 
 
 def sglang_budget(

@@ -557,9 +557,14 @@ function showSimulation(answer) {
   $("traffic-engine").textContent =
     `${answer.model} on ${answer.gpu}: ${integer(answer.completed_requests)} requests in ` +
     `${figure(answer.duration_s)} s simulated, ${integer(answer.steps)} engine steps; ` +
-    `${integer(engine.num_gpu_blocks)} KV blocks of ${engine.block_size} tokens, ` +
-    `max_num_seqs ${integer(engine.max_num_seqs)}, ` +
-    `max_num_batched_tokens ${integer(engine.max_num_batched_tokens)}`;
+    (engine.engine === "sglang"
+      ? `SGLang's scheduler: ${integer(engine.max_total_num_tokens)} KV tokens ` +
+        `(${integer(engine.num_gpu_blocks)} blocks of ${engine.block_size}), ` +
+        `max_running_requests ${integer(engine.max_num_seqs)}, ` +
+        `chunked_prefill_size ${integer(engine.chunked_prefill_size)}`
+      : `vLLM's scheduler: ${integer(engine.num_gpu_blocks)} KV blocks of ` +
+        `${engine.block_size} tokens, max_num_seqs ${integer(engine.max_num_seqs)}, ` +
+        `max_num_batched_tokens ${integer(engine.max_num_batched_tokens)}`);
   const throughput = answer.throughput;
   setFigure(
     "traffic-requests-per-second",
