@@ -49,7 +49,9 @@ from ..sizing import (
     PlanOption,
     Rejection,
     SizingError,
+    left_out_warning,
     served_model,
+    without_flags,
 )
 from ..sizing import plan as search_plans
 from . import calibrated, service
@@ -301,12 +303,13 @@ def plan_for_rate(
         f"{min(len(candidates), FINALISTS)} cheapest simulated ({len(draw_requests(workload, 16))} "
         "requests each run, one replica at request_rate / replicas)",
     ]
+    options, notes = _vllm_flags_only([c.option for c in shown])
     result = Plan(
         request=request,
-        recommendation=shown[0].option if shown else None,
-        alternatives=tuple(c.option for c in shown[1:]),
+        recommendation=options[0] if options else None,
+        alternatives=tuple(options[1:]),
         rejected=tuple(rejected),
-        warnings=(*found.warnings, *warnings),
+        warnings=(*found.warnings, *warnings, *notes),
         alternatives_omitted=len(chosen) - len(shown),
     )
     answer = service._plan_answer(result, label, catalog.version, question.explain, hook)
@@ -325,6 +328,20 @@ def plan_for_rate(
     answer.kv_cache_dtype = fields.kv_cache_dtype
     answer.warnings[:0] = service._notes(question.model)
     return answer
+
+
+def _vllm_flags_only(options: list[PlanOption]) -> tuple[list[PlanOption], list[str]]:
+    """A plan for a rate's options with vLLM's flags alone: its replicas and percentiles are
+    vLLM's scheduler's (the simulator runs no other engine), so SGLang's equivalents would
+    paste numbers no simulation stands behind. Said once, unless the planner already left
+    SGLang out for the model (its own warning then says why)."""
+    if not options or all("sglang" in o.flags_left_out for o in options):
+        return options, []
+    reason = (
+        "a plan for a rate simulates vLLM's scheduler only (its replicas and percentiles are "
+        "vLLM's), so SGLang's flags would carry numbers no simulation checked"
+    )
+    return without_flags(options, ["sglang"]), [left_out_warning("sglang", reason)]
 
 
 def _rank(option: PlanOption) -> tuple[bool, float, int]:

@@ -52,8 +52,10 @@ from .planning.planner import (
     PlanOption,
     PlanRequest,
     Rejection,
+    left_out_warning,
     plan,
     with_given_pool,
+    without_flags,
 )
 from .speed.performance import (
     ERROR_BAND,
@@ -156,6 +158,7 @@ __all__ = [
     "gib_to_bytes",
     "kv_bytes_per_token",
     "leave_one_source_out",
+    "left_out_warning",
     "max_model_len_limit",
     "mixed_step_ms",
     "pace",
@@ -175,4 +178,5 @@ __all__ = [
     "vllm_release",
     "with_given_pool",
     "with_hf_quant_config",
+    "without_flags",
 ]

@@ -36,7 +36,7 @@ from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
 from ..engines.parallel import check_tensor_parallel
-from ..engines.sglang import sglang_release
+from ..engines.sglang import sglang_refusal, sglang_release
 from ..engines.sglang_dp import SGLANG_ATTN_DP_SIZE, dp_attention_asked
 from ..engines.speculative import speculative_flags
 from ..errors import InvalidDtype, SizingError
@@ -148,6 +148,10 @@ class PlanOption:
     # issue 21: a replica of DP engine cores (vLLM --data-parallel-size) sharing a MoE's
     # experts (--enable-expert-parallel); its capacity is one DP rank's.
     data_parallel_size: int = 1
+    # Engines whose flags the option leaves out (`flags_left_out`: kvplan cannot size that
+    # engine for the model, or the plan's numbers are another engine's simulation); the plan's
+    # warnings say why, naming each.
+    flags_left_out: tuple[str, ...] = ()
 
     @property
     def gpus_per_node(self) -> int:
@@ -177,9 +181,10 @@ class PlanOption:
         }
 
     def _flags(self) -> dict[str, list[str]]:
-        return engine_flags(
+        flags = engine_flags(
             self.capacity, min(self.sequences_per_replica, self.max_num_seqs) or 1, self.engine
         )
+        return {name: line for name, line in flags.items() if name not in self.flags_left_out}
 
     @property
     def rank_key(self) -> tuple[bool, float, int, float]:
@@ -324,6 +329,42 @@ def engine_flags(
     return {"vllm": vllm + offloaded[0] + encoder, "sglang": sglang + offloaded[1]}
 
 
+def flags_left_out(arch: ModelArchitecture, options: EngineOptions) -> dict[str, str]:
+    """The engines whose equivalent flags a plan sized for `options.engine` leaves out, each
+    with the reason: SGLang's beside another engine's numbers when kvplan cannot size SGLang
+    for this model at all (`sglang_refusal`: DeepSeek-V4, Kimi-K3, LFM2, MiniMax-M3, Jamba, ...).
+    A plan for SGLang itself is sized by SGLang's rules or refused, so it leaves nothing out."""
+    if options.engine is Engine.SGLANG:
+        return {}
+    refusal = sglang_refusal(arch)
+    return {} if refusal is None else {"sglang": refusal.reason}
+
+
+def left_out_warning(engine: str, reason: str) -> str:
+    """The plan-level warning for flags an option leaves out, naming the engine."""
+    label = {"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}.get(engine, engine)
+    return f"no {label} flags in any option ({engine} left out of engine_flags): {reason}"
+
+
+def without_flags(options: Sequence[PlanOption], engines: Sequence[str]) -> list[PlanOption]:
+    """The options with `engines`' flags left out (besides what each already leaves out)."""
+    return [
+        replace(o, flags_left_out=tuple(dict.fromkeys((*o.flags_left_out, *engines))))
+        for o in options
+    ]
+
+
+def _leaving_flags_out(
+    arch: ModelArchitecture, options: EngineOptions, shown: list[PlanOption]
+) -> tuple[list[PlanOption], list[str]]:
+    """The options shown without the flags `flags_left_out` names, and the warnings saying so."""
+    left_out = flags_left_out(arch, options)
+    if not (left_out and shown):
+        return shown, []
+    notes = [left_out_warning(name, reason) for name, reason in left_out.items()]
+    return without_flags(shown, list(left_out)), notes
+
+
 def _sglang_parallel_flags(capacity: Capacity, options: EngineOptions) -> list[str]:
     """SGLang's DP-attention and EP flags, by release: --attn-dp-size from 0.5.23 (its
     server_args.py deprecates --dp-size with --enable-dp-attention), else those two."""
@@ -398,6 +439,8 @@ def plan(
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
     shown = [timed(option) for option in ranked[: 1 + request.max_alternatives]]
     hidden = ranked[len(shown) :]
+    shown, notes = _leaving_flags_out(arch, request.engine, shown)
+    warnings.extend(notes)
     best = shown[0] if shown else None
     if best is None:
         warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
@@ -984,6 +1027,7 @@ def _expert_parallel_options(
         f"DP {node} with expert parallelism: kvplan's speed model times tensor-parallel "
         "replicas only"
     )
+    other = "vllm" if request.engine.engine is Engine.SGLANG else "sglang"
     return [
         replace(
             priced,
@@ -1000,7 +1044,11 @@ def _expert_parallel_options(
                 f"DP {node} x TP 1 with expert parallelism: each of the {node} DP ranks holds "
                 f"its own KV pool ({capacity.kv_cache_tokens:,} tokens, {capacity.max_num_seqs} "
                 "sequences at max_model_len); max_num_seqs and the pool are per rank",
+                f"no {other} flags for this layout ({other} left out of engine_flags): its "
+                f"DP ranks are sized by {request.engine.engine.value}'s rules, and the other "
+                "engine's data-parallel layout is sized apart (a plan with that engine)",
             ),
+            flags_left_out=(other,),
         )
     ]
 

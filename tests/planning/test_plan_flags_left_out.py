@@ -1,0 +1,112 @@
+"""A plan never pastes flags for an engine kvplan did not size or simulate for the model.
+
+Issue 20: a vLLM plan for DeepSeek-V4 offered SGLang flags (`--kv-cache-dtype fp8_ds_mla`,
+vLLM's max_num_seqs) though kvplan refuses SGLang for DeepSeek-V4 (engines/unmodelled.py), and
+a plan for a rate, whose replicas are vLLM's scheduler's (planning/rate.py), offered them too.
+Every door (POST and GET /v1/plans, CSV, `kvplan plan`) now leaves them out by name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.cli import main
+from tests.planning.test_plan_for_rate import RATE_BODY
+
+V4 = {
+    "model": "deepseek-v4-flash",
+    "max_model_len": 32768,
+    "peak_concurrency": 16,
+    "gpus": ["b300", "h200-141gb"],
+    "explain": False,
+}
+SGLANG_REFUSED = "no SGLang flags in any option (sglang left out of engine_flags)"
+
+
+def options(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    return [answer["recommendation"], *answer["alternatives"]]
+
+
+def test_a_deepseek_v4_plan_has_vllm_flags_only_and_says_why(client: TestClient) -> None:
+    response = client.post("/v1/plans", json=V4)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    for option in options(answer):
+        assert list(option["engine_flags"]) == ["vllm"], option["engine_flags"]
+        assert "--kv-cache-dtype fp8" in option["engine_flags"]["vllm"]
+    (said,) = [w for w in answer["warnings"] if w.startswith(SGLANG_REFUSED)]
+    assert "DeepSeek-V4's compressed sparse attention" in said
+    # the same refusal a capacity question for SGLang gets
+    refused = client.get(
+        "/v1/capacity",
+        params={"model": "deepseek-v4-flash", "gpu": "b300", "max_model_len": 32768,
+                "engine": "sglang"},
+    )  # fmt: skip
+    assert refused.status_code == 422
+    assert refused.json()["field"] == "engine"
+
+
+def test_the_spreadsheet_door_leaves_the_sglang_columns_empty(client: TestClient) -> None:
+    query = {**V4, "gpus": ",".join(V4["gpus"]), "format": "csv"}
+    response = client.get("/v1/plans", params=query)
+    assert response.status_code == 200, response.text
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert rows
+    assert all(r["vllm_flags"] and r["sglang_flags"] == "" for r in rows)
+    assert "no SGLang flags in any option" in response.headers["Kvplan-Warnings"]
+
+
+def test_a_model_sglang_can_size_keeps_both_engines_flags(client: TestClient) -> None:
+    question = {**V4, "model": "llama-3.1-8b", "max_model_len": 8192}
+    answer = client.post("/v1/plans", json=question).json()
+    for option in options(answer):
+        assert sorted(option["engine_flags"]) == ["sglang", "vllm"]
+    assert not [w for w in answer["warnings"] if "left out of engine_flags" in w]
+
+
+def test_a_plan_for_a_rate_pastes_vllm_flags_only(client: TestClient) -> None:
+    response = client.post("/v1/plans", json=RATE_BODY)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert all(list(o["engine_flags"]) == ["vllm"] for o in options(answer))
+    (said,) = [w for w in answer["warnings"] if w.startswith(SGLANG_REFUSED)]
+    assert "simulates vLLM's scheduler only" in said
+
+
+def test_a_dp_expert_parallel_option_says_which_engine_it_leaves_out(
+    client: TestClient,
+) -> None:
+    question = {
+        "model": "deepseek-v3",
+        "gpus": ["h200-141gb"],
+        "max_model_len": 32768,
+        "peak_concurrency": 256,
+        "explain": False,
+    }
+    answer = client.post("/v1/plans", json=question).json()
+    dp8 = next(o for o in options(answer) if o["data_parallel_size"] == 8)
+    assert list(dp8["engine_flags"]) == ["vllm"]
+    assert any("no sglang flags for this layout" in w for w in dp8["warnings"])
+    tp = next(o for o in options(answer) if o["data_parallel_size"] == 1)
+    assert sorted(tp["engine_flags"]) == ["sglang", "vllm"]
+
+
+def test_the_shell_says_the_same(client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--offline", "--model", "deepseek-v4-flash", "--max-model-len", "32768"]
+    args += ["--peak-concurrency", "16", "--gpu", "b300", "--gpu", "h200-141gb", "--no-explain"]
+    assert main([*args, "--format", "json"]) == 0
+    shell = json.loads(capsys.readouterr().out)
+    http = client.post("/v1/plans", json=V4).json()
+    assert shell["recommendation"]["engine_flags"] == http["recommendation"]["engine_flags"]
+    assert [w for w in shell["warnings"] if w.startswith(SGLANG_REFUSED)]
+    assert main([*args, "--format", "table"]) == 0
+    table = capsys.readouterr().out
+    assert "vllm flags:" in table
+    assert "sglang flags" not in table
+    assert f"warning: {SGLANG_REFUSED}" in table
