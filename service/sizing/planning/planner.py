@@ -476,15 +476,17 @@ def _ranking_warnings(
     """What the ranking left out or put last, said plainly."""
     warnings = []
     unpriced = sorted({o.gpu.slug for o in ranked if o.cost_per_hour_usd is None})
-    if (
-        unpriced
-        and request.rank_by != "gpu_count"
-        and len(unpriced) < len({o.gpu.slug for o in ranked})
-    ):
+    if unpriced and request.rank_by != "gpu_count":
+        some = len(unpriced) < len({o.gpu.slug for o in ranked})
+        how = (
+            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
+            "priced option, by GPU count"
+            if some
+            else "no option has a cost, and they rank by GPU count (then headroom)"
+        )
         warnings.append(
             f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no price, so "
-            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
-            f"priced option (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
+            f"{how} (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
             "gpu_count to rank by GPU count alone"
         )
     hidden = ranked[len(shown) :]
