@@ -110,3 +110,27 @@ def test_the_shell_says_the_same(client: TestClient, capsys: pytest.CaptureFixtu
     assert "vllm flags:" in table
     assert "sglang flags" not in table
     assert f"warning: {SGLANG_REFUSED}" in table
+
+
+def test_the_other_engines_flags_past_its_limit_name_its_override(client: TestClient) -> None:
+    # Llama-3.1-8B's config.json: max_position_embeddings 131,072, rope_type llama3 (which
+    # neither engine scales): both derive 131,072 (service/sizing/model/context_limit.py).
+    question = {
+        "model": "llama-3.1-8b",
+        "max_model_len": 1_000_000,
+        "peak_concurrency": 4,
+        "gpus": ["mi300x", "h200-141gb"],
+        "allow_long_max_model_len": True,
+        "explain": False,
+    }
+    answer = client.post("/v1/plans", json=question).json()
+    assert "--context-length 1000000" in answer["recommendation"]["engine_flags"]["sglang"]
+    assert (
+        "SGLang flags: --context-length 1000000 is above the 131072 tokens SGLang derives from "
+        "the model's config; SGLang refuses it at start-up unless "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set"
+    ) in answer["warnings"]
+    # vLLM's own override is the plan's first warning
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in answer["warnings"][0]
+    within = client.post("/v1/plans", json={**question, "max_model_len": 131_072}).json()
+    assert not [w for w in within["warnings"] if w.startswith("SGLang flags:")]

@@ -41,7 +41,11 @@ from ..engines.sglang_dp import SGLANG_ATTN_DP_SIZE, dp_attention_asked
 from ..engines.speculative import speculative_flags
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
-from ..model.context_limit import check_max_model_len
+from ..model.context_limit import (
+    check_max_model_len,
+    long_context_override,
+    max_model_len_limit,
+)
 from ..model.dtypes import KvCacheDtype, ModelDtype, parse_kv_cache_dtype
 from ..speed.performance import PerformanceEstimate
 from ..speed.replica import (
@@ -354,15 +358,36 @@ def without_flags(options: Sequence[PlanOption], engines: Sequence[str]) -> list
     ]
 
 
-def _leaving_flags_out(
-    arch: ModelArchitecture, options: EngineOptions, shown: list[PlanOption]
+# The engines whose equivalent flags a plan for each engine gives beside (or instead of) its own.
+_EQUIVALENTS = {
+    Engine.VLLM: (Engine.SGLANG,),
+    Engine.SGLANG: (Engine.VLLM,),
+    Engine.TRTLLM: (Engine.VLLM, Engine.SGLANG),
+}
+_LENGTH_FLAG = {Engine.VLLM: "--max-model-len", Engine.SGLANG: "--context-length"}
+
+
+def _equivalent_flags(
+    arch: ModelArchitecture, request: PlanRequest, shown: list[PlanOption]
 ) -> tuple[list[PlanOption], list[str]]:
-    """The options shown without the flags `flags_left_out` names, and the warnings saying so."""
-    left_out = flags_left_out(arch, options)
-    if not (left_out and shown):
+    """The options shown without the flags `flags_left_out` names, and the warnings: what was
+    left out, and each other engine's flags that engine would refuse at start-up (a length past
+    the limit it derives from the config, without its override; context_limit.py)."""
+    if not shown:
         return shown, []
+    left_out = flags_left_out(arch, request.engine)
     notes = [left_out_warning(name, reason) for name, reason in left_out.items()]
-    return without_flags(shown, list(left_out)), notes
+    for other in _EQUIVALENTS[request.engine.engine]:
+        limit = max_model_len_limit(arch, other)
+        if other.value in left_out or limit is None or request.max_model_len <= limit:
+            continue
+        label = {Engine.VLLM: "vLLM", Engine.SGLANG: "SGLang"}[other]
+        notes.append(
+            f"{label} flags: {_LENGTH_FLAG[other]} {request.max_model_len} is above the {limit} "
+            f"tokens {label} derives from the model's config; {label} refuses it at start-up "
+            f"unless {long_context_override(other)} is set"
+        )
+    return (without_flags(shown, list(left_out)) if left_out else shown), notes
 
 
 def _sglang_parallel_flags(capacity: Capacity, options: EngineOptions) -> list[str]:
@@ -439,7 +464,7 @@ def plan(
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
     shown = [timed(option) for option in ranked[: 1 + request.max_alternatives]]
     hidden = ranked[len(shown) :]
-    shown, notes = _leaving_flags_out(arch, request.engine, shown)
+    shown, notes = _equivalent_flags(arch, request, shown)
     warnings.extend(notes)
     best = shown[0] if shown else None
     if best is None:
