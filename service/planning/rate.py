@@ -326,7 +326,10 @@ def plan_for_rate(
     answer.peak_concurrency = None
     answer.request_rate = rate
     answer.kv_cache_dtype = fields.kv_cache_dtype
-    answer.warnings[:0] = service._notes(question.model)
+    answer.warnings[:0] = [
+        *service._notes(question.model),
+        *service._gpu_notes(question.gpus, catalog),
+    ]
     return answer
 
 

@@ -134,3 +134,29 @@ def test_the_other_engines_flags_past_its_limit_name_its_override(client: TestCl
     assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in answer["warnings"][0]
     within = client.post("/v1/plans", json={**question, "max_model_len": 131_072}).json()
     assert not [w for w in within["warnings"] if w.startswith("SGLang flags:")]
+
+
+def test_plan_level_facts_are_said_at_the_top(client: TestClient) -> None:
+    # A release newer than kvplan models: every option is sized as the newest modelled one.
+    question = {
+        "model": "llama-3.1-8b",
+        "max_model_len": 8192,
+        "peak_concurrency": 16,
+        "gpus": ["l4", "h100-sxm-80gb"],
+        "engine_version": "0.99.0",
+        "explain": False,
+    }
+    answer = client.post("/v1/plans", json=question).json()
+    newer = [w for w in answer["warnings"] if w.startswith("vLLM 0.99.0 is newer than")]
+    assert len(newer) == 1
+    assert all(newer[0] in o["warnings"] for o in options(answer))
+    # A GPU given by its bytes alone: the catalog GPU whose engine defaults it was sized with
+    # (85,048,803,328 B is within the driver spread of h100-sxm-80gb's 85,051,089,879 B), or
+    # that an unnamed GPU's were assumed (2^36 + 2^34 B = 80 GiB is no catalog total).
+    for total, said in [
+        (85_048_803_328, "is the runtime-reported total of h100-sxm-80gb"),
+        (80 * 2**30, "the engine defaults of an unnamed GPU of that size are assumed"),
+    ]:
+        asked = {**question, "engine_version": None, "gpus": ["l4", {"memory_bytes": total}]}
+        warnings = client.post("/v1/plans", json=asked).json()["warnings"]
+        assert [w for w in warnings if w.startswith("gpus.1: ") and said in w], warnings

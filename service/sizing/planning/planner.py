@@ -358,6 +358,17 @@ def without_flags(options: Sequence[PlanOption], engines: Sequence[str]) -> list
     ]
 
 
+def _shared_warnings(shown: Sequence[PlanOption], said: Sequence[str]) -> list[str]:
+    """The warnings every option shown carries, said once at the top as well (issue 20: every
+    plan-level fact in the plan's warnings): facts of the question, not of one GPU, such as the
+    release sized, the model's cache format, a speed kvplan does not model."""
+    if not shown:
+        return []
+    rest = [set(option.warnings) for option in shown[1:]]
+    common = [w for w in shown[0].warnings if all(w in other for other in rest)]
+    return [w for w in dict.fromkeys(common) if w not in said]
+
+
 # The engines whose equivalent flags a plan for each engine gives beside (or instead of) its own.
 _EQUIVALENTS = {
     Engine.VLLM: (Engine.SGLANG,),
@@ -466,6 +477,7 @@ def plan(
     hidden = ranked[len(shown) :]
     shown, notes = _equivalent_flags(arch, request, shown)
     warnings.extend(notes)
+    warnings.extend(_shared_warnings(shown, warnings))
     best = shown[0] if shown else None
     if best is None:
         warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
