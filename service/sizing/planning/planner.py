@@ -507,25 +507,35 @@ def _ranked(
     return options
 
 
+def _unpriced_warning(unpriced: list[str], ranked: Sequence[PlanOption], rank_by: str) -> str:
+    """Which GPUs have no price, and where the ranking put their options."""
+    one = len(unpriced) == 1
+    theirs = "its options" if one else "their options"
+    if rank_by == "gpu_count":
+        how = f"{theirs} rank by GPU count, after priced options of as many GPUs"
+    elif len(unpriced) < len({o.gpu.slug for o in ranked}):
+        how = f"{theirs} rank after every priced option, by GPU count"
+    else:
+        how = "no option has a cost, and they rank by GPU count (then headroom)"
+    advice = (
+        "give price_usd_per_hour to rank by cost"
+        if rank_by == "gpu_count"
+        else "give price_usd_per_hour, or rank_by gpu_count to rank by GPU count alone"
+    )
+    return (
+        f"{', '.join(unpriced)} {'has' if one else 'have'} no price, so {how} "
+        f"(rank_by {rank_by}); {advice}"
+    )
+
+
 def _ranking_warnings(
     ranked: Sequence[PlanOption], shown: Sequence[PlanOption], request: PlanRequest
 ) -> list[str]:
     """What the ranking left out or put last, said plainly."""
     warnings = []
     unpriced = sorted({o.gpu.slug for o in ranked if o.cost_per_hour_usd is None})
-    if unpriced and request.rank_by != "gpu_count":
-        some = len(unpriced) < len({o.gpu.slug for o in ranked})
-        how = (
-            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
-            "priced option, by GPU count"
-            if some
-            else "no option has a cost, and they rank by GPU count (then headroom)"
-        )
-        warnings.append(
-            f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no price, so "
-            f"{how} (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
-            "gpu_count to rank by GPU count alone"
-        )
+    if unpriced:
+        warnings.append(_unpriced_warning(unpriced, ranked, request.rank_by))
     hidden = ranked[len(shown) :]
     if hidden:
         gpus = ", ".join(dict.fromkeys(option.gpu.slug for option in hidden))
