@@ -126,7 +126,8 @@ def plan_table(answer: PlanAnswer) -> str:
         out += "".join(f"{engine} flags: {flags}\n" for engine, flags in best.engine_flags.items())
     if answer.rejected:
         out += f"{len(answer.rejected)} layouts rejected (--format json lists them with why)\n"
-    return out + _listed("warning", [*best.warnings, *answer.warnings])
+    # a fact every option carries is the plan's too (sizing planner `_shared_warnings`): once
+    return out + _listed("warning", list(dict.fromkeys([*best.warnings, *answer.warnings])))
 
 
 def capacity_output(detail: CapacityDetail, fmt: OutputFormat) -> str:
