@@ -160,3 +160,18 @@ def test_plan_level_facts_are_said_at_the_top(client: TestClient) -> None:
         asked = {**question, "engine_version": None, "gpus": ["l4", {"memory_bytes": total}]}
         warnings = client.post("/v1/plans", json=asked).json()["warnings"]
         assert [w for w in warnings if w.startswith("gpus.1: ") and said in w], warnings
+
+
+def test_a_table_of_questions_says_it_in_the_row(client: TestClient) -> None:
+    body = "model,max_model_len,peak_concurrency,gpus\ndeepseek-v4-flash,32768,16,b300\n"
+    response = client.post(
+        "/v1/plans",
+        content=body,
+        headers={"content-type": "text/csv", "accept": "text/csv"},
+    )
+    assert response.status_code == 200, response.text
+    (row,) = list(csv.DictReader(io.StringIO(response.text)))
+    assert row["status"] == "ok"
+    assert row["vllm_flags"]
+    assert row["sglang_flags"] == ""
+    assert SGLANG_REFUSED in row["warnings"]
