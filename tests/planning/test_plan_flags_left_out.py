@@ -175,3 +175,14 @@ def test_a_table_of_questions_says_it_in_the_row(client: TestClient) -> None:
     assert row["vllm_flags"]
     assert row["sglang_flags"] == ""
     assert SGLANG_REFUSED in row["warnings"]
+
+
+def test_the_shells_csv_says_it_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--offline", "--model", "deepseek-v4-flash", "--max-model-len", "32768"]
+    args += ["--peak-concurrency", "16", "--gpu", "b300", "--no-explain", "--format", "csv"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows
+    assert all(r["sglang_flags"] == "" for r in rows)
+    assert f"warning: {SGLANG_REFUSED}" in err
