@@ -186,3 +186,30 @@ def test_the_shells_csv_says_it_on_stderr(capsys: pytest.CaptureFixture[str]) ->
     assert rows
     assert all(r["sglang_flags"] == "" for r in rows)
     assert f"warning: {SGLANG_REFUSED}" in err
+
+
+def test_a_plan_for_a_rate_across_nodes_gives_every_nodes_vllm_flags(client: TestClient) -> None:
+    # Llama-3.1-405B's bf16 weights (about 810 GB) exceed 8 x 80 GB: only pipeline stages
+    # across nodes hold it, so each option has node_flags; SGLang's are left out of them too.
+    question = {
+        "model": "llama-3.1-405b",
+        "max_model_len": 8192,
+        "gpus": ["h100-sxm-80gb"],
+        "workload": {
+            "request_rate": 0.5,
+            "input_tokens": 1000,
+            "output_tokens": 100,
+            "num_requests": 50,
+        },
+        "ttft_p99_ms": 100_000,
+        "tpot_p99_ms": 1000,
+        "explain": False,
+    }
+    response = client.post("/v1/plans", json=question)
+    assert response.status_code == 200, response.text
+    best = response.json()["recommendation"]
+    pp = best["pipeline_parallel_size"]
+    assert pp >= 2
+    assert list(best["node_flags"]) == ["vllm"]
+    assert len(best["node_flags"]["vllm"]) == pp
+    assert list(best["engine_flags"]) == ["vllm"]
