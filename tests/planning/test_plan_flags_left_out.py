@@ -213,3 +213,13 @@ def test_a_plan_for_a_rate_across_nodes_gives_every_nodes_vllm_flags(client: Tes
     assert list(best["node_flags"]) == ["vllm"]
     assert len(best["node_flags"]["vllm"]) == pp
     assert list(best["engine_flags"]) == ["vllm"]
+
+
+def test_a_tensorrt_llm_plan_says_its_flags_are_the_other_engines_spellings(
+    client: TestClient,
+) -> None:
+    question = {**V4, "model": "llama-3.1-8b", "max_model_len": 8192, "engine": "trtllm"}
+    answer = client.post("/v1/plans", json=question).json()
+    assert sorted(answer["recommendation"]["engine_flags"]) == ["sglang", "vllm"]
+    (said,) = [w for w in answer["warnings"] if w.startswith("engine trtllm:")]
+    assert "kvplan writes no trtllm-serve command yet" in said

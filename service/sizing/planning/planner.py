@@ -376,6 +376,13 @@ _EQUIVALENTS = {
     Engine.TRTLLM: (Engine.VLLM, Engine.SGLANG),
 }
 _LENGTH_FLAG = {Engine.VLLM: "--max-model-len", Engine.SGLANG: "--context-length"}
+# trtllm-serve's spellings: tensorrt_llm/commands/serve.py `serve` (kit/engine_flags.py).
+TRTLLM_FLAGS_NOTE = (
+    "engine trtllm: the options are sized by TensorRT-LLM's rules, and engine_flags spells "
+    "each layout for vLLM and SGLang only; kvplan writes no trtllm-serve command yet (its "
+    "--tp_size, --max_seq_len and --max_batch_size take tensor_parallel_size, max_model_len "
+    "and max_num_seqs)"
+)
 
 
 def _equivalent_flags(
@@ -388,6 +395,8 @@ def _equivalent_flags(
         return shown, []
     left_out = flags_left_out(arch, request.engine)
     notes = [left_out_warning(name, reason) for name, reason in left_out.items()]
+    if request.engine.engine is Engine.TRTLLM:
+        notes.append(TRTLLM_FLAGS_NOTE)
     for other in _EQUIVALENTS[request.engine.engine]:
         limit = max_model_len_limit(arch, other)
         if other.value in left_out or limit is None or request.max_model_len <= limit:
