@@ -283,7 +283,10 @@ def cmd_plan(settings: Settings, args: argparse.Namespace) -> int:
         {"model": _model_ref(args), "explain": args.explain, **fields, **workload}
     )
     answer = planning.plan(PlanQuestion.from_body(body), _snapshot(settings, args))
-    sys.stdout.write(plan_output(answer, _format(args)))
+    fmt = _format(args)
+    sys.stdout.write(plan_output(answer, fmt))
+    if fmt in ("csv", "text"):  # the plan's warnings, which HTTP puts in Kvplan-Warnings
+        sys.stderr.write("".join(f"warning: {w}\n" for w in answer.warnings))
     return EXIT_FITS if answer.recommendation is not None else EXIT_DOES_NOT_FIT
 
 

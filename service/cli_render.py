@@ -131,7 +131,8 @@ def plan_table(answer: PlanAnswer) -> str:
         out += _pools(best.disaggregated)
     if answer.rejected:
         out += f"{len(answer.rejected)} layouts rejected (--format json lists them with why)\n"
-    return out + _listed("warning", [*best.warnings, *answer.warnings])
+    # a fact every option carries is the plan's too (sizing planner `_shared_warnings`): once
+    return out + _listed("warning", list(dict.fromkeys([*best.warnings, *answer.warnings])))
 
 
 def _pools(pools: DisaggregatedOut) -> str:

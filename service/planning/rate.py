@@ -58,7 +58,9 @@ from ..sizing import (
     PlanOption,
     Rejection,
     SizingError,
+    left_out_warning,
     served_model,
+    without_flags,
 )
 from ..sizing import plan as search_plans
 from . import calibrated, service
@@ -398,12 +400,13 @@ def _answer(
     fields = question.fields
     chosen.sort(key=lambda c: _rank(c.option))
     shown = chosen[: 1 + fields.max_alternatives]
+    options, notes = _simulated_flags_only([c.option for c in shown], fields.engine)
     result = Plan(
         request=found.request,
-        recommendation=shown[0].option if shown else None,
-        alternatives=tuple(c.option for c in shown[1:]),
+        recommendation=options[0] if options else None,
+        alternatives=tuple(options[1:]),
         rejected=tuple(rejected),
-        warnings=found.warnings,
+        warnings=(*found.warnings, *notes),
         alternatives_omitted=len(chosen) - len(shown),
     )
     answer = service._plan_answer(result, label, catalog.version, question.explain, hook)
@@ -420,8 +423,32 @@ def _answer(
     answer.peak_concurrency = None
     answer.request_rate = load.rate
     answer.kv_cache_dtype = fields.kv_cache_dtype
-    answer.warnings[:0] = service._notes(question.model)
+    answer.warnings[:0] = [
+        *service._notes(question.model),
+        *service._gpu_notes(question.gpus, catalog),
+    ]
     return answer
+
+
+def _simulated_flags_only(
+    options: list[PlanOption], engine: str
+) -> tuple[list[PlanOption], list[str]]:
+    """A plan for a rate's options with the simulated engine's flags alone: its replicas and
+    percentiles are that engine's scheduler's, so the other engine's equivalents would paste
+    numbers no simulation stands behind. Said once per engine left out, unless the planner
+    already left it out for the model (its own warning then says why)."""
+    others = [e for e in ("vllm", "sglang") if e != engine]
+    notes = []
+    for other in others:
+        if not options or all(other in o.flags_left_out for o in options):
+            continue
+        reason = (
+            f"a plan for a rate simulates {engine}'s scheduler (its replicas and percentiles "
+            f"are {engine}'s), so {other}'s flags would carry numbers no simulation checked"
+        )
+        options = without_flags(options, [other])
+        notes.append(left_out_warning(other, reason))
+    return options, notes
 
 
 def _rank(option: PlanOption) -> tuple[bool, float, int]:

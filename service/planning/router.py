@@ -372,6 +372,13 @@ def _scenario_row(number: int, outcome: ScenarioOutcome) -> dict[str, Any]:
         )
         if answer.recommendation is not None:
             row.update(option_row(answer.recommendation))
+        # the plan's own warnings too (flags left out, unpriced GPUs, the model's limit): a
+        # row is the whole answer to its question, as the JSON's two lists are
+        said = [
+            *answer.warnings,
+            *(answer.recommendation.warnings if answer.recommendation else []),
+        ]
+        row["warnings"] = " | ".join(dict.fromkeys(said))
     row["status"] = outcome.status
     row["error"] = outcome.error
     return row

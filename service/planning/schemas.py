@@ -1283,7 +1283,9 @@ class PlanOptionOut(BaseModel):
     performance_bound: PerformanceBound | None
     performance_error_band: float | None = Field(description=ERROR_BAND_DOC)
     engine_flags: dict[str, str] = Field(
-        description="Flags to paste, per engine; a multi-node replica's first node's."
+        description="Flags to paste, per engine; a multi-node replica's first node's. An "
+        "engine kvplan cannot size for the model (SGLang for DeepSeek-V4, say), or that a plan "
+        "for a rate did not simulate, has none, and a warning names it."
     )
     node_flags: dict[str, list[str]] = Field(
         default_factory=dict,

@@ -484,7 +484,7 @@ def plan(
     # The answer echoes the cache dtype as asked (an alias stays the alias, as it always has).
     answer = _plan_answer(result, label, catalog.version, question.explain, hook)
     answer.kv_cache_dtype = question.fields.kv_cache_dtype
-    answer.warnings[:0] = _notes(question.model)
+    answer.warnings[:0] = [*_notes(question.model), *_gpu_notes(question.gpus, catalog)]
     return answer
 
 
@@ -917,6 +917,21 @@ def _candidate_gpus(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> 
         except SizingError as exc:  # the field of the list's item
             raise SizingError(exc.field.replace("gpu", f"gpus.{index}", 1), exc.reason) from exc
     return gpus
+
+
+def _gpu_notes(refs: Sequence[GpuRef] | None, catalog: CatalogSnapshot) -> list[str]:
+    """For each GPU a plan was given by its bytes alone: which catalog GPU's engine defaults it
+    was sized with, or that an unnamed GPU's were assumed (issue 20: a plan-level fact), as a
+    capacity answer says it for its one GPU (`_recognised_gpu`)."""
+    notes = []
+    for index, ref in enumerate(refs or ()):
+        if isinstance(ref, str) or ref.name:
+            continue
+        recognised = _recognised_gpu(ref, _resolve_gpu(ref, catalog), catalog)
+        if recognised is not None:
+            note = recognised[1].replace("gpu:", f"gpus.{index}:", 1)
+            notes.append(note.replace("(gpu=<slug>", "(its slug in gpus"))
+    return notes
 
 
 def _plan_request(fields: PlanFields, catalog: CatalogSnapshot) -> PlanRequest:

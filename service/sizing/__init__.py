@@ -60,8 +60,10 @@ from .planning.planner import (
     PlanOption,
     PlanRequest,
     Rejection,
+    left_out_warning,
     plan,
     with_given_pool,
+    without_flags,
 )
 from .speed.performance import (
     ERROR_BAND,
@@ -168,6 +170,7 @@ __all__ = [
     "kv_bytes_per_token",
     "kv_transfer",
     "leave_one_source_out",
+    "left_out_warning",
     "max_model_len_limit",
     "mixed_step_ms",
     "pace",
@@ -189,4 +192,5 @@ __all__ = [
     "vllm_release",
     "with_given_pool",
     "with_hf_quant_config",
+    "without_flags",
 ]

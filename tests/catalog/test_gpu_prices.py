@@ -44,11 +44,62 @@ def test_every_gpu_has_a_price_with_its_source_and_date_or_says_why_not(slug: st
         date.fromisoformat(g["price_date"])
 
 
+# The catalog GPUs without a published on-demand price, each with the words of its reason
+# (docs/catalog-sources.md#gpu-prices, where the searches are listed).
+UNPRICED_GPUS = {
+    # every provider listing GB300 says "contact sales" / "contact us"
+    "gb300": ("CoreWeave", "Contact sales", "Nebius", "Contact us"),
+    # the one hourly figure is a third-party index's, its offer and mode unread at the provider
+    "h20": ("third-party index", "Compshare", "billing mode and date not stated"),
+    # a DGX Spark is bought, not rented: its owned cost is in price_examples, unranked
+    "gb10": ("no on-demand rental offer", "bought, not rented"),
+}
+
+
 def test_only_the_gpus_without_a_published_price_are_unpriced() -> None:
-    # docs/catalog-sources.md#gpu-prices: GB300 (rack-scale, reserved), H20 (China market) and
-    # GB10 (a DGX Spark is bought, not rented: its owned cost is in price_examples, unranked).
-    unpriced = sorted(g["slug"] for g in SEED_GPUS if g["price_usd_per_hour"] is None)
-    assert unpriced == ["gb10", "gb300", "h20"]
+    unpriced = {g["slug"] for g in SEED_GPUS if g["price_usd_per_hour"] is None}
+    assert unpriced == set(UNPRICED_GPUS)
+    for slug, reason in UNPRICED_GPUS.items():
+        source = seed_gpu(slug)["price_source"]
+        assert all(words in source for words in reason), (slug, source)
+
+
+def test_the_h20_figure_found_is_converted_with_its_rate_and_kept_unranked() -> None:
+    # 7.5 CNY an hour (third-party index) / 6.9858 CNY per USD (CFETS central parity of
+    # 2026-01-27, Xinhua: 100 USD = 698.58 yuan) = 1.07360... -> 1.0736 USD an hour
+    h20 = seed_gpu("h20")
+    (example,) = h20["price_examples"].values()
+    assert example == round(7.5 / (698.58 / 100), 4) == 1.0736
+    assert h20["price_usd_per_hour"] is None
+    assert "6.9858 CNY per USD" in h20["price_source"]
+
+
+def test_a_plan_of_unpriced_gpus_says_they_are_unpriced_and_how_it_ranked(
+    client: TestClient,
+) -> None:
+    response = client.post(
+        "/v1/plans",
+        json={
+            "model": "llama-3.1-8b",
+            "max_model_len": 8192,
+            "peak_concurrency": 16,
+            "gpus": ["gb300", "h20", "gb10"],
+            "explain": False,
+        },
+    )
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    best = answer["recommendation"]
+    assert best["price_usd_per_hour"] is None
+    assert best["cost_per_hour_usd"] is None
+    assert best["price_source"] == seed_gpu(best["gpu"])["price_source"]
+    assert best["price_source"].startswith(UNPRICED)
+    # no option has a cost: the order is by GPU count, and the plan says so
+    counts = [o["total_gpus"] for o in [best, *answer["alternatives"]]]
+    assert counts == sorted(counts)
+    (said,) = [w for w in answer["warnings"] if "no price" in w]
+    assert said.startswith("gb10, gb300, h20 have no price, so no option has a cost")
+    assert "rank by GPU count" in said
 
 
 @pytest.mark.parametrize("slug", SLUGS)

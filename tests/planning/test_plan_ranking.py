@@ -125,10 +125,15 @@ def test_an_unpriced_inline_gpu_ranks_after_priced_ones_with_a_warning(
     assert answer["alternatives"][-1]["cost_per_hour_usd"] is None
     (warning,) = [w for w in answer["warnings"] if "no price" in w]
     assert warning.startswith("free has no price, so its options rank after every priced option")
-    # ranked by GPU count alone, price is no criterion and nothing needs saying
+    # ranked by GPU count, price only breaks ties; the plan still says which GPU is unpriced
+    # and where its options went (issue 20: never an unpriced GPU ranked without a word)
     by_count = client.post("/v1/plans", json={**body, "rank_by": "gpu_count"}).json()
     assert by_count["rank_by"] == "gpu_count"
-    assert not [w for w in by_count["warnings"] if "no price" in w]
+    (said,) = [w for w in by_count["warnings"] if "no price" in w]
+    assert said.startswith(
+        "free has no price, so its options rank by GPU count, after priced options of as many "
+        "GPUs (rank_by gpu_count)"
+    )
 
 
 def test_gpu_count_ranking_puts_the_fewest_gpus_first(client: TestClient) -> None:

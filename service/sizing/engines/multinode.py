@@ -21,6 +21,7 @@ throughput, not one sequence's time per token; this estimate does not count that
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
@@ -84,30 +85,32 @@ def node_flags(
     of node 0.
     """
     pp = pipeline_parallel_size
-    vllm: list[list[str]] = []
-    sglang: list[list[str]] = []
-    for rank in range(pp):
-        vllm.append(
-            [
-                *flags["vllm"],
-                f"--pipeline-parallel-size {pp}",
-                f"--nnodes {pp}",
-                f"--node-rank {rank}",
-                f"--master-addr {VLLM_NODE0}",
-                f"--master-port {VLLM_MASTER_PORT}",
-                *(["--headless"] if rank > 0 else []),
-            ]
-        )
-        sglang.append(
-            [
-                *flags["sglang"],
-                f"--pp-size {pp}",
-                f"--nnodes {pp}",
-                f"--node-rank {rank}",
-                f"--dist-init-addr {VLLM_NODE0}:{SGLANG_DIST_PORT}",
-            ]
-        )
-    return {"vllm": vllm, "sglang": sglang}
+
+    def vllm(rank: int) -> list[str]:
+        return [
+            f"--pipeline-parallel-size {pp}",
+            f"--nnodes {pp}",
+            f"--node-rank {rank}",
+            f"--master-addr {VLLM_NODE0}",
+            f"--master-port {VLLM_MASTER_PORT}",
+            *(["--headless"] if rank > 0 else []),
+        ]
+
+    def sglang(rank: int) -> list[str]:
+        return [
+            f"--pp-size {pp}",
+            f"--nnodes {pp}",
+            f"--node-rank {rank}",
+            f"--dist-init-addr {VLLM_NODE0}:{SGLANG_DIST_PORT}",
+        ]
+
+    # Only the engines the flags are given for (a plan may leave one out by name).
+    per_node: dict[str, Callable[[int], list[str]]] = {"vllm": vllm, "sglang": sglang}
+    return {
+        name: [[*flags[name], *node(rank)] for rank in range(pp)]
+        for name, node in per_node.items()
+        if name in flags
+    }
 
 
 def with_pipeline_hops(

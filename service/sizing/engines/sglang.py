@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import SizingError
 from ..frozen import frozen
@@ -897,6 +898,21 @@ def check_mamba_support(
             f"SGLang {release.label} runs recurrent models only beside attention; "
             "attention-free Mamba models arrived in 0.5.20",
         )
+
+
+@lru_cache(maxsize=256)
+def sglang_refusal(arch: ModelArchitecture) -> SizingError | None:
+    """Why kvplan cannot size SGLang for this model at any release, or None: the layer kinds
+    its pipeline here has not read (unmodelled.py) and the recurrent models SGLang does not run
+    (`check_mamba_support` at the newest release). A plan sized for another engine leaves
+    SGLang's flags out for such a model rather than paste numbers SGLang was never sized for."""
+    try:
+        refuse_unmodelled(arch, "SGLang")
+        layers = list(arch.layers)
+        check_mamba_support(sglang_release(None), _recurrent(layers), _attention(layers))
+    except SizingError as exc:
+        return exc
+    return None
 
 
 def mamba_radix_cache(

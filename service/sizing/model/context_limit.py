@@ -50,6 +50,12 @@ _ENV: Final = {
 }
 
 
+def long_context_override(engine: Engine) -> str | None:
+    """The environment setting with which `engine` starts past the model's limit (None: not
+    modelled, TensorRT-LLM)."""
+    return _ENV.get(engine)
+
+
 def derived_max_model_len(cfg: HFConfig) -> int:
     """The max_model_len vLLM derives from a config (the module docstring's three steps)."""
     found = [cfg.get_int(key) for key in _LENGTH_KEYS if cfg.has(key)]

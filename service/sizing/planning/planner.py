@@ -36,12 +36,16 @@ from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
 from ..engines.parallel import check_tensor_parallel
-from ..engines.sglang import sglang_release
+from ..engines.sglang import sglang_refusal, sglang_release
 from ..engines.sglang_dp import SGLANG_ATTN_DP_SIZE, dp_attention_asked
 from ..engines.speculative import speculative_flags
 from ..errors import InvalidDtype, SizingError
 from ..model.architecture import ModelArchitecture
-from ..model.context_limit import check_max_model_len
+from ..model.context_limit import (
+    check_max_model_len,
+    long_context_override,
+    max_model_len_limit,
+)
 from ..model.dtypes import KvCacheDtype, ModelDtype, parse_kv_cache_dtype
 from ..speed.performance import PerformanceEstimate
 from ..speed.replica import (
@@ -148,6 +152,10 @@ class PlanOption:
     # issue 21: a replica of DP engine cores (vLLM --data-parallel-size) sharing a MoE's
     # experts (--enable-expert-parallel); its capacity is one DP rank's.
     data_parallel_size: int = 1
+    # Engines whose flags the option leaves out (`flags_left_out`: kvplan cannot size that
+    # engine for the model, or the plan's numbers are another engine's simulation); the plan's
+    # warnings say why, naming each.
+    flags_left_out: tuple[str, ...] = ()
 
     @property
     def gpus_per_node(self) -> int:
@@ -177,9 +185,10 @@ class PlanOption:
         }
 
     def _flags(self) -> dict[str, list[str]]:
-        return engine_flags(
+        flags = engine_flags(
             self.capacity, min(self.sequences_per_replica, self.max_num_seqs) or 1, self.engine
         )
+        return {name: line for name, line in flags.items() if name not in self.flags_left_out}
 
     @property
     def rank_key(self) -> tuple[bool, float, int, float]:
@@ -327,6 +336,83 @@ def engine_flags(
     return {"vllm": vllm + offloaded[0] + encoder, "sglang": sglang + offloaded[1]}
 
 
+def flags_left_out(arch: ModelArchitecture, options: EngineOptions) -> dict[str, str]:
+    """The engines whose equivalent flags a plan sized for `options.engine` leaves out, each
+    with the reason: SGLang's beside another engine's numbers when kvplan cannot size SGLang
+    for this model at all (`sglang_refusal`: DeepSeek-V4, Kimi-K3, LFM2, MiniMax-M3, Jamba, ...).
+    A plan for SGLang itself is sized by SGLang's rules or refused, so it leaves nothing out."""
+    if options.engine is Engine.SGLANG:
+        return {}
+    refusal = sglang_refusal(arch)
+    return {} if refusal is None else {"sglang": refusal.reason}
+
+
+def left_out_warning(engine: str, reason: str) -> str:
+    """The plan-level warning for flags an option leaves out, naming the engine."""
+    label = {"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}.get(engine, engine)
+    return f"no {label} flags in any option ({engine} left out of engine_flags): {reason}"
+
+
+def without_flags(options: Sequence[PlanOption], engines: Sequence[str]) -> list[PlanOption]:
+    """The options with `engines`' flags left out (besides what each already leaves out)."""
+    return [
+        replace(o, flags_left_out=tuple(dict.fromkeys((*o.flags_left_out, *engines))))
+        for o in options
+    ]
+
+
+def _shared_warnings(shown: Sequence[PlanOption], said: Sequence[str]) -> list[str]:
+    """The warnings every option shown carries, said once at the top as well (issue 20: every
+    plan-level fact in the plan's warnings): facts of the question, not of one GPU, such as the
+    release sized, the model's cache format, a speed kvplan does not model."""
+    if not shown:
+        return []
+    rest = [set(option.warnings) for option in shown[1:]]
+    common = [w for w in shown[0].warnings if all(w in other for other in rest)]
+    return [w for w in dict.fromkeys(common) if w not in said]
+
+
+# The engines whose equivalent flags a plan for each engine gives beside (or instead of) its own.
+_EQUIVALENTS = {
+    Engine.VLLM: (Engine.SGLANG,),
+    Engine.SGLANG: (Engine.VLLM,),
+    Engine.TRTLLM: (Engine.VLLM, Engine.SGLANG),
+}
+_LENGTH_FLAG = {Engine.VLLM: "--max-model-len", Engine.SGLANG: "--context-length"}
+# trtllm-serve's spellings: tensorrt_llm/commands/serve.py `serve` (kit/engine_flags.py).
+TRTLLM_FLAGS_NOTE = (
+    "engine trtllm: the options are sized by TensorRT-LLM's rules, and engine_flags spells "
+    "each layout for vLLM and SGLang only; kvplan writes no trtllm-serve command yet (its "
+    "--tp_size, --max_seq_len and --max_batch_size take tensor_parallel_size, max_model_len "
+    "and max_num_seqs)"
+)
+
+
+def _equivalent_flags(
+    arch: ModelArchitecture, request: PlanRequest, shown: list[PlanOption]
+) -> tuple[list[PlanOption], list[str]]:
+    """The options shown without the flags `flags_left_out` names, and the warnings: what was
+    left out, and each other engine's flags that engine would refuse at start-up (a length past
+    the limit it derives from the config, without its override; context_limit.py)."""
+    if not shown:
+        return shown, []
+    left_out = flags_left_out(arch, request.engine)
+    notes = [left_out_warning(name, reason) for name, reason in left_out.items()]
+    if request.engine.engine is Engine.TRTLLM:
+        notes.append(TRTLLM_FLAGS_NOTE)
+    for other in _EQUIVALENTS[request.engine.engine]:
+        limit = max_model_len_limit(arch, other)
+        if other.value in left_out or limit is None or request.max_model_len <= limit:
+            continue
+        label = {Engine.VLLM: "vLLM", Engine.SGLANG: "SGLang"}[other]
+        notes.append(
+            f"{label} flags: {_LENGTH_FLAG[other]} {request.max_model_len} is above the {limit} "
+            f"tokens {label} derives from the model's config; {label} refuses it at start-up "
+            f"unless {long_context_override(other)} is set"
+        )
+    return (without_flags(shown, list(left_out)) if left_out else shown), notes
+
+
 def _sglang_parallel_flags(capacity: Capacity, options: EngineOptions) -> list[str]:
     """SGLang's DP-attention and EP flags, by release: --attn-dp-size from 0.5.23 (its
     server_args.py deprecates --dp-size with --enable-dp-attention), else those two."""
@@ -401,6 +487,9 @@ def plan(
     # Only the options shown are timed (all of them when ranked by tokens per dollar).
     shown = [timed(option) for option in ranked[: 1 + request.max_alternatives]]
     hidden = ranked[len(shown) :]
+    shown, notes = _equivalent_flags(arch, request, shown)
+    warnings.extend(notes)
+    warnings.extend(_shared_warnings(shown, warnings))
     best = shown[0] if shown else None
     if best is None:
         warnings.append("no candidate GPU and layout can serve this workload; see `rejected`")
@@ -430,23 +519,35 @@ def _ranked(
     return options
 
 
+def _unpriced_warning(unpriced: list[str], ranked: Sequence[PlanOption], rank_by: str) -> str:
+    """Which GPUs have no price, and where the ranking put their options."""
+    one = len(unpriced) == 1
+    theirs = "its options" if one else "their options"
+    if rank_by == "gpu_count":
+        how = f"{theirs} rank by GPU count, after priced options of as many GPUs"
+    elif len(unpriced) < len({o.gpu.slug for o in ranked}):
+        how = f"{theirs} rank after every priced option, by GPU count"
+    else:
+        how = "no option has a cost, and they rank by GPU count (then headroom)"
+    advice = (
+        "give price_usd_per_hour to rank by cost"
+        if rank_by == "gpu_count"
+        else "give price_usd_per_hour, or rank_by gpu_count to rank by GPU count alone"
+    )
+    return (
+        f"{', '.join(unpriced)} {'has' if one else 'have'} no price, so {how} "
+        f"(rank_by {rank_by}); {advice}"
+    )
+
+
 def _ranking_warnings(
     ranked: Sequence[PlanOption], shown: Sequence[PlanOption], request: PlanRequest
 ) -> list[str]:
     """What the ranking left out or put last, said plainly."""
     warnings = []
     unpriced = sorted({o.gpu.slug for o in ranked if o.cost_per_hour_usd is None})
-    if (
-        unpriced
-        and request.rank_by != "gpu_count"
-        and len(unpriced) < len({o.gpu.slug for o in ranked})
-    ):
-        warnings.append(
-            f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} no price, so "
-            f"{'its options rank' if len(unpriced) == 1 else 'their options rank'} after every "
-            f"priced option (rank_by {request.rank_by}); give price_usd_per_hour, or rank_by "
-            "gpu_count to rank by GPU count alone"
-        )
+    if unpriced:
+        warnings.append(_unpriced_warning(unpriced, ranked, request.rank_by))
     hidden = ranked[len(shown) :]
     if hidden:
         gpus = ", ".join(dict.fromkeys(option.gpu.slug for option in hidden))
@@ -987,6 +1088,7 @@ def _expert_parallel_options(
         f"DP {node} with expert parallelism: kvplan's speed model times tensor-parallel "
         "replicas only"
     )
+    other = "vllm" if request.engine.engine is Engine.SGLANG else "sglang"
     return [
         replace(
             priced,
@@ -1003,7 +1105,11 @@ def _expert_parallel_options(
                 f"DP {node} x TP 1 with expert parallelism: each of the {node} DP ranks holds "
                 f"its own KV pool ({capacity.kv_cache_tokens:,} tokens, {capacity.max_num_seqs} "
                 "sequences at max_model_len); max_num_seqs and the pool are per rank",
+                f"no {other} flags for this layout ({other} left out of engine_flags): its "
+                f"DP ranks are sized by {request.engine.engine.value}'s rules, and the other "
+                "engine's data-parallel layout is sized apart (a plan with that engine)",
             ),
+            flags_left_out=(other,),
         )
     ]
 

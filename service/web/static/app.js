@@ -446,7 +446,8 @@ async function plan(event) {
     $("result-best").hidden = !best;
     $("result-none").hidden = Boolean(best);
     $("result-none").textContent = best ? "" : "No GPU in the search holds this: see the rejected layouts.";
-    const warnings = [...answer.warnings, ...(best ? best.warnings : [])];
+    // a fact every option carries is the plan's too: said once
+    const warnings = [...new Set([...answer.warnings, ...(best ? best.warnings : [])])];
     $("result-warnings").replaceChildren(
       ...warnings.map((text) => {
         const item = document.createElement("li");
