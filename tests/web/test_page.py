@@ -46,6 +46,9 @@ KVPLAN = Path(sys.executable).with_name("kvplan")
 READ_KEY = "page-key"
 # Qwen3-8B's config.json as Qwen publishes it, byte for byte (tests/fixtures/hf_configs/SOURCES.md).
 QWEN3_8B = REPO / "tests" / "fixtures" / "hf_configs" / "Qwen--Qwen3-8B.json"
+# The first 40 requests of Azure's 2023 conversation trace, in its own columns
+# (tests/fixtures/traces/SOURCES.md).
+AZURE_HEAD = REPO / "tests" / "fixtures" / "traces" / "azure_conv_2023_head.csv"
 
 
 def _free_port() -> int:
@@ -545,7 +548,7 @@ def test_the_traffic_mode_simulates_one_replica_and_draws_latency_against_rate(
     # both traffic pictures inline (POST-only pictures), with no browser error.
     _open(browser, base_url)
     browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
-    assert browser.find_element(By.ID, "submit").text == "Simulate"
+    assert browser.find_element(By.ID, "submit").text == "Plan and simulate"
     assert not browser.find_element(By.ID, "peak-concurrency").is_displayed()
     Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
     Select(browser.find_element(By.ID, "gpu")).select_by_value("h100-sxm-80gb")
@@ -615,14 +618,193 @@ def test_the_traffic_mode_simulates_one_replica_and_draws_latency_against_rate(
     assert _errors(browser) == []
 
 
-def test_the_traffic_mode_needs_a_gpu_and_says_so_by_name(
+def test_the_traffic_mode_needs_a_gpu_or_a_target_and_says_so_by_name(
     browser: WebDriver, base_url: str
 ) -> None:
+    # No GPU picked and no target: nothing to plan (a plan for a rate needs a target) and no
+    # replica to simulate.
     _open(browser, base_url)
     browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
     Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    browser.find_element(By.ID, "max-ttft-ms").clear()
+    browser.find_element(By.ID, "max-tpot-ms").clear()
     browser.find_element(By.ID, "submit").click()
     problem = browser.find_element(By.ID, "problem")
     WebDriverWait(browser, 30).until(lambda d: problem.is_displayed())
     assert problem.get_attribute("data-field") == "gpu"
     assert _errors(browser) == []
+
+
+def _traffic_answer(driver: WebDriver) -> str:
+    result = driver.find_element(By.ID, "traffic-result")
+    WebDriverWait(driver, 120).until(
+        lambda d: result.get_attribute("data-state") in ("ready", "problem")
+    )
+    return result.get_attribute("data-state") or ""
+
+
+def _no_policy_violation(driver: WebDriver) -> None:
+    """Nothing in the browser's log at all that is an error, and no Content-Security-Policy
+    report among the rest (Chromium logs a blocked script, style or fetch as "security")."""
+    log = driver.get_log("browser")
+    assert [e for e in log if e["level"] == "SEVERE"] == []
+    assert [e for e in log if "Content Security Policy" in e["message"]] == []
+
+
+def _option_cells(row: Any) -> dict[str, tuple[str, str]]:
+    return {
+        c.get_attribute("data-field") or "": (c.get_attribute("data-value") or "", c.text)
+        for c in row.find_elements(By.CSS_SELECTOR, "td[data-field]")
+    }
+
+
+def _money(value: float | None) -> str:
+    # as the page writes a cost the API gave: $ and the API's own digits (it rounds to 4)
+    return "no price known" if value is None else f"${value:,}"
+
+
+def test_the_traffic_mode_plans_for_a_rate_priced_per_million_tokens(
+    browser: WebDriver, base_url: str
+) -> None:
+    # The issue's question (issue 23): 20 requests a second, prompts of 2,000 tokens, answers
+    # of 300, p99 TTFT under 2 s and p99 TPOT under 50 ms: which GPUs, and what does a million
+    # tokens cost? No GPU picked: the whole catalog is searched and no replica is simulated.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    _type(browser, "max-model-len", "8192")
+    _type(browser, "request-rate", "20")
+    _type(browser, "input-tokens", "2000")
+    _type(browser, "output-tokens", "300")
+    _type(browser, "num-requests", "300")
+    _type(browser, "max-ttft-ms", "2000")
+    _type(browser, "max-tpot-ms", "50")
+    browser.find_element(By.ID, "submit").click()
+    assert _traffic_answer(browser) == "ready", browser.find_element(By.ID, "problem").text
+    body = {
+        "model": "llama-3.1-8b",
+        "max_model_len": 8192,
+        "kv_cache_dtype": "auto",
+        "engine": "vllm",
+        "workload": {
+            "request_rate": 20,
+            "input_tokens": 2000,
+            "output_tokens": 300,
+            "num_requests": 300,
+        },
+        "ttft_p99_ms": 2000,
+        "tpot_p99_ms": 50,
+        "disaggregated": "auto",
+        "explain": False,
+    }
+    answer = httpx.post(f"{base_url}v1/plans", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    plan = answer.json()
+    options = [plan["recommendation"], *plan["alternatives"]]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rate-options tbody tr")
+    assert len(rows) == len(options)
+    for row, option in zip(rows, options, strict=True):
+        cells = _option_cells(row)
+        assert row.get_attribute("data-kind") == option["kind"]
+        for field in ("cost_per_million_output_tokens_usd", "cost_per_million_input_tokens_usd"):
+            assert float(cells[field][0]) == option[field], field
+            assert cells[field][1] == _money(option[field]), field
+        for field in ("replicas", "total_gpus", "tensor_parallel_size"):
+            assert cells[field][0] == str(option[field]), field
+        assert float(cells["ttft_ms.p99"][0]) == option["ttft_ms"]["p99"]
+        assert float(cells["tpot_ms.p99"][0]) == option["tpot_ms"]["p99"]
+        flags = row.find_element(By.TAG_NAME, "pre").get_attribute("textContent") or ""
+        split = option["disaggregated"]
+        if split is None:
+            assert cells["gpu"][1] == option["gpu"]
+            assert option["engine_flags"]["vllm"] in flags
+        else:
+            # both pools: each pool's GPU and flags, and the router in front of them
+            pools = (split["prefill_pool"], split["decode_pool"])
+            assert cells["gpu"][1] == "prefill {}\ndecode {}".format(*(p["gpu"] for p in pools))
+            for pool in pools:
+                assert pool["engine_flags"]["vllm"] in flags
+            assert split["router"]["vllm"] in flags
+    # the recommendation first, and a disaggregated option among those shown (auto weighs both)
+    assert rows[0].text.startswith(f"{options[0]['kind']} (recommended)")
+    assert "disaggregated" in {o["kind"] for o in options}
+    statement = browser.find_element(By.ID, "rate-disaggregation")
+    assert statement.text == plan["disaggregation"]["statement"]
+    assert float(statement.get_attribute("data-cheaper-fraction") or "nan") == (
+        plan["disaggregation"]["cheaper_fraction"]
+    )
+    rejected = browser.find_element(By.ID, "rate-rejected")
+    assert rejected.get_attribute("data-value") == str(len(plan["rejected"]))
+    warnings = browser.find_element(By.ID, "rate-warnings").text
+    assert plan["warnings"][0] in warnings
+    # no GPU picked: the plan alone, no replica simulated
+    assert not browser.find_element(By.ID, "replica").is_displayed()
+    assert not browser.find_element(By.ID, "result").is_displayed()
+    _screenshot(browser, "traffic-plan.png")
+    _no_policy_violation(browser)
+
+
+def test_the_traffic_mode_refuses_a_plan_by_the_field_the_api_names(
+    browser: WebDriver, base_url: str
+) -> None:
+    # TensorRT-LLM's scheduler is not simulated: POST v1/plans refuses a rate for it (422,
+    # field `engine`), and the page shows that problem as the API wrote it.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    Select(browser.find_element(By.ID, "engine")).select_by_value("trtllm")
+    _type(browser, "max-model-len", "8192")
+    browser.find_element(By.ID, "submit").click()
+    assert _traffic_answer(browser) == "problem"
+    problem = browser.find_element(By.ID, "problem")
+    assert problem.get_attribute("data-field") == "engine"
+    assert problem.text.startswith("engine: ")
+    assert "vLLM's or SGLang's" in problem.text
+    _only_the_refusals(_errors(browser), 422)
+
+
+def test_the_traffic_mode_simulates_a_trace_file(browser: WebDriver, base_url: str) -> None:
+    # Azure's trace uploaded as a file: posted as text/csv with the deployment in the query
+    # string, the page shows POST v1/simulations' own answer for the same file; a plan for a
+    # rate is not asked (POST v1/plans takes a workload), and the page says so.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'input[name="traffic-source"][value="trace"]').click()
+    assert not browser.find_element(By.ID, "request-rate").is_displayed()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    Select(browser.find_element(By.ID, "gpu")).select_by_value("h100-sxm-80gb")
+    _type(browser, "max-model-len", "8192")
+    browser.find_element(By.ID, "trace-file").send_keys(str(AZURE_HEAD))
+    browser.find_element(By.ID, "submit").click()
+    assert _traffic_answer(browser) == "ready", browser.find_element(By.ID, "problem").text
+    query = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm-80gb",
+        "tensor_parallel_size": 1,
+        "max_model_len": 8192,
+        "kv_cache_dtype": "auto",
+        "engine": "vllm",
+        "max_ttft_ms": 2000,
+        "max_tpot_ms": 50,
+    }
+    answer = httpx.post(
+        f"{base_url}v1/simulations",
+        params=query,
+        content=AZURE_HEAD.read_bytes(),
+        headers={"Content-Type": "text/csv"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    expected = answer.json()
+    assert expected["trace_format"] == "azure"
+    for field in ("ttft_ms", "tpot_ms", "e2e_latency_ms"):
+        row = browser.find_element(By.CSS_SELECTOR, f'#traffic-latency tr[data-field="{field}"]')
+        for cell in row.find_elements(By.CSS_SELECTOR, "td"):
+            stat = cell.get_attribute("data-stat") or ""
+            assert float(cell.get_attribute("data-value") or "nan") == expected[field][stat]
+    assert "azure trace, 40 requests" in browser.find_element(By.ID, "traffic-engine").text
+    assert float(_figures(browser)["goodput.fraction"][0]) == expected["goodput"]["fraction"]
+    assert not browser.find_element(By.ID, "rate-plan").is_displayed()
+    assert "not a trace file" in browser.find_element(By.ID, "rate-plan-none").text
+    assert not browser.find_element(By.ID, "traffic-pictures").is_displayed()
+    _no_policy_violation(browser)

@@ -1,7 +1,9 @@
 // kvplan's self-service page: fill the form, ask POST v1/plans, show the plan, the pictures
 // (v1/pictures/...), the explanation, a link to the question and the plan as CSV; or, in the
-// traffic mode, ask POST v1/simulations for one replica under a request rate and show its
-// percentiles and the simulation's pictures (v1/pictures/latency-vs-rate, .../simulation). Plain
+// traffic mode, ask POST v1/plans for a request rate (a `workload` and p99 targets) and show
+// its options priced per million tokens, and POST v1/simulations for one replica under the
+// rate (or a trace file) with its percentiles and the simulation's pictures
+// (v1/pictures/latency-vs-rate, .../simulation). Plain
 // browser JavaScript, no build step, no library. The form is never submitted (the fields, the
 // read key among them, never reach a URL): its submit event asks the API with fetch.
 // Every URL is relative (the page may sit behind a path prefix), and every figure and text
@@ -475,10 +477,15 @@ async function plan(event) {
 }
 
 // ---- the traffic mode ------------------------------------------------------------------------
-// One replica of the GPU picked under a Poisson request rate: POST v1/simulations (vLLM's V1
-// scheduler stepped, each step timed by the speed model), its percentiles, and two pictures:
-// latency against request rate (the same workload at rates around the one asked, to
-// saturation) and the run at the rate asked over time.
+// A request rate and lengths (or a trace file) and p99 targets. With a rate and a target, the
+// plan for the rate: POST v1/plans with the `workload` and the targets (the GPU picked, or the
+// whole catalog), each option as the API priced it (cost per million output and input tokens,
+// simulated p99s, both pools of a disaggregated option). With a GPU picked, one replica of it
+// under the whole rate: POST v1/simulations (vLLM's V1 scheduler or SGLang's stepped, each
+// step timed by the speed model), its percentiles, and two pictures: latency against request
+// rate (the same workload at rates around the one asked, to saturation) and the run at the
+// rate asked over time. A trace file is posted as the body (text/csv, or Mooncake's JSON
+// lines) with the deployment in the query string, as the API takes a trace.
 
 // The rates the latency picture simulates: a quarter of the rate asked to three times it.
 const SWEEP = [0.25, 0.5, 1, 1.5, 2, 3];
@@ -487,13 +494,23 @@ function mode() {
   return document.querySelector('input[name="mode"]:checked').value;
 }
 
+function trafficSource() {
+  return document.querySelector('input[name="traffic-source"]:checked').value;
+}
+
 function showMode() {
   const traffic = mode() === "traffic";
   $("traffic-fields").hidden = !traffic;
   $("peak-box").hidden = traffic;
-  $("submit").textContent = traffic ? "Simulate" : "Plan";
+  $("submit").textContent = traffic ? "Plan and simulate" : "Plan";
   $("result").hidden = traffic || $("result").dataset.state === undefined;
   $("traffic-result").hidden = !traffic || $("traffic-result").dataset.state === undefined;
+}
+
+function showTrafficSource() {
+  const trace = trafficSource() === "trace";
+  $("rate-box").hidden = trace;
+  $("trace-box").hidden = !trace;
 }
 
 function positive(id, field) {
@@ -504,36 +521,190 @@ function positive(id, field) {
   return value;
 }
 
-function trafficQuestion() {
-  if (!$("gpu").value) {
-    throw new Problem({ detail: "the traffic mode simulates one replica: pick a GPU", field: "gpu" }, 0);
-  }
-  const body = {
+// The deployment of one replica, as POST v1/simulations takes it (less the GPU).
+function deployment() {
+  return {
     model: modelRef(),
-    gpu: $("gpu").value,
     tensor_parallel_size: whole("tensor-parallel-size", "tensor_parallel_size"),
     max_model_len: whole("max-model-len", "max_model_len"),
     kv_cache_dtype: $("kv-cache-dtype").value,
     engine: $("engine").value,
-    workload: {
-      request_rate: positive("request-rate", "workload.request_rate"),
-      input_tokens: whole("input-tokens", "workload.input_tokens"),
-      output_tokens: whole("output-tokens", "workload.output_tokens"),
-      num_requests: whole("num-requests", "workload.num_requests"),
-    },
   };
+}
+
+function workloadIn() {
+  return {
+    request_rate: positive("request-rate", "workload.request_rate"),
+    input_tokens: whole("input-tokens", "workload.input_tokens"),
+    output_tokens: whole("output-tokens", "workload.output_tokens"),
+    num_requests: whole("num-requests", "workload.num_requests"),
+  };
+}
+
+// The p99 targets given (either may be empty): the plan's ttft_p99_ms and tpot_p99_ms, and
+// the simulation's goodput targets (a request within both is good).
+function targetsIn() {
   const targets = {};
-  if ($("max-ttft-ms").value) targets.max_ttft_ms = positive("max-ttft-ms", "targets.max_ttft_ms");
-  if ($("max-tpot-ms").value) targets.max_tpot_ms = positive("max-tpot-ms", "targets.max_tpot_ms");
-  if (Object.keys(targets).length) body.targets = targets;
+  if ($("max-ttft-ms").value) targets.ttft_p99_ms = positive("max-ttft-ms", "ttft_p99_ms");
+  if ($("max-tpot-ms").value) targets.tpot_p99_ms = positive("max-tpot-ms", "tpot_p99_ms");
+  return targets;
+}
+
+function goodputTargets(targets) {
+  const goodput = {};
+  if (targets.ttft_p99_ms) goodput.max_ttft_ms = targets.ttft_p99_ms;
+  if (targets.tpot_p99_ms) goodput.max_tpot_ms = targets.tpot_p99_ms;
+  return goodput;
+}
+
+// What the traffic mode asks, or a problem naming the field when it can ask nothing.
+function trafficAsks() {
+  const rate = trafficSource() === "rate";
+  const targets = targetsIn();
+  const plans = rate && Object.keys(targets).length > 0;
+  if (!$("gpu").value && !plans) {
+    const detail = rate
+      ? "give a p99 target to plan for the rate, or pick a GPU to simulate one replica"
+      : "a trace file is simulated on one replica: pick a GPU";
+    throw new Problem({ detail, field: "gpu" }, 0);
+  }
+  return { rate, targets, plans, simulates: Boolean($("gpu").value) };
+}
+
+// ---- the plan for a rate
+
+function planForRateBody(deployed, workload, targets) {
+  const body = {
+    model: deployed.model,
+    max_model_len: deployed.max_model_len,
+    kv_cache_dtype: deployed.kv_cache_dtype,
+    engine: deployed.engine,
+    workload,
+    ...targets,
+    disaggregated: $("disaggregated").value,
+    explain: false,
+  };
+  if ($("gpu").value) body.gpus = [$("gpu").value];
   return body;
 }
+
+function money(value) {
+  return value == null ? "no price known" : `$${value.toLocaleString("en-US", { maximumFractionDigits: 4 })}`;
+}
+
+// A cell holding a value of the option (data-field, data-value) and the text shown for it.
+function cell(row, field, value, lines) {
+  const element = row.insertCell();
+  element.dataset.field = field;
+  element.dataset.value = value == null ? "" : String(value);
+  for (const [index, line] of lines.entries()) {
+    if (index) element.append(document.createElement("br"));
+    element.append(document.createTextNode(line));
+  }
+  return element;
+}
+
+// A disaggregated option's value per pool ("prefill ...", "decode ..."); one pool's own.
+function perPool(option, field, text) {
+  const split = option.disaggregated;
+  if (!split) return [text(option[field])];
+  return [`prefill ${text(split.prefill_pool[field])}`, `decode ${text(split.decode_pool[field])}`];
+}
+
+// The flags to paste: one pool's per engine (per node across nodes); a split option's two
+// pools' and the router in front of them.
+function optionFlags(option) {
+  const split = option.disaggregated;
+  if (!split) return flagLines(option);
+  const lines = [];
+  for (const [role, pool] of [["prefill", split.prefill_pool], ["decode", split.decode_pool]]) {
+    for (const [engine, line] of Object.entries(pool.engine_flags)) {
+      lines.push(`# ${role} pool: ${pool.replicas} x ${pool.gpu} TP${pool.tensor_parallel_size}, ${engine}\n${line}`);
+    }
+  }
+  for (const [engine, line] of Object.entries(split.router)) lines.push(`# router, ${engine}\n${line}`);
+  return lines;
+}
+
+function flagsCell(row, option) {
+  const details = document.createElement("details");
+  const summary = document.createElement("summary");
+  summary.textContent = option.disaggregated ? "both pools' flags" : "flags";
+  const pre = document.createElement("pre");
+  pre.textContent = optionFlags(option).join("\n");
+  details.append(summary, pre);
+  row.insertCell().append(details);
+}
+
+function optionRow(option, rank) {
+  const row = document.createElement("tr");
+  row.dataset.kind = option.kind;
+  row.dataset.rank = String(rank);
+  cell(row, "kind", option.kind, [rank === 0 ? `${option.kind} (recommended)` : option.kind]);
+  cell(row, "gpu", option.gpu, perPool(option, "gpu", String));
+  cell(row, "tensor_parallel_size", option.tensor_parallel_size, perPool(option, "tensor_parallel_size", integer));
+  cell(row, "replicas", option.replicas, perPool(option, "replicas", integer));
+  cell(row, "total_gpus", option.total_gpus, [integer(option.total_gpus)]);
+  const hourly = option.cost_per_hour_usd;
+  cell(row, "cost_per_hour_usd", hourly, [hourly == null ? "no price known" : `$${hourly.toFixed(2)}`]);
+  for (const field of ["cost_per_million_output_tokens_usd", "cost_per_million_input_tokens_usd"]) {
+    cell(row, field, option[field], [money(option[field])]);
+  }
+  for (const field of ["ttft_ms", "tpot_ms"]) {
+    const p99 = option[field] ? option[field].p99 : null;
+    cell(row, `${field}.p99`, p99, [milliseconds(p99)]);
+  }
+  flagsCell(row, option);
+  return row;
+}
+
+function listItems(texts) {
+  return texts.map((text) => {
+    const item = document.createElement("li");
+    item.textContent = text;
+    return item;
+  });
+}
+
+function showRatePlan(answer) {
+  const options = answer.recommendation ? [answer.recommendation, ...answer.alternatives] : [];
+  $("rate-options").tBodies[0].replaceChildren(...options.map(optionRow));
+  $("rate-plan-summary").textContent = options.length
+    ? `${answer.model} at ${figure(answer.request_rate)} requests per second: ${options.length} ` +
+      `options (${integer(answer.alternatives_omitted)} more not shown)`
+    : `No GPU in the search serves ${figure(answer.request_rate)} requests per second within ` +
+      "the targets: see the rejected layouts.";
+  const split = answer.disaggregation;
+  $("rate-disaggregation").textContent = split ? split.statement : "";
+  $("rate-disaggregation").dataset.cheaperFraction = split && split.cheaper_fraction != null ? String(split.cheaper_fraction) : "";
+  const best = answer.recommendation;
+  const warnings = [...new Set([...answer.warnings, ...(best ? best.warnings : [])])];
+  $("rate-warnings").replaceChildren(...listItems(warnings.filter((text) => !split || text !== split.statement)));
+  const rejected = answer.rejected;
+  $("rate-rejected").dataset.value = String(rejected.length);
+  $("rate-rejected").textContent = rejected.length
+    ? `${integer(rejected.length)} candidate layouts rejected (first: ${rejected[0].gpu}: ${rejected[0].reason})`
+    : "No candidate layout rejected.";
+  $("rate-plan").hidden = false;
+}
+
+async function planForRate(deployed, workload, targets) {
+  $("status").textContent = "Planning for the rate...";
+  const answer = await api("v1/plans", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(planForRateBody(deployed, workload, targets)),
+  });
+  showRatePlan(answer);
+}
+
+// ---- one replica simulated
 
 function milliseconds(value) {
   return value == null ? "-" : value.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 }
 
-function showSimulation(answer) {
+function showLatencies(answer) {
   const rows = [
     ["time to first token (TTFT)", "ttft_ms"],
     ["time per output token (TPOT)", "tpot_ms"],
@@ -554,9 +725,13 @@ function showSimulation(answer) {
     return row;
   });
   $("traffic-latency").tBodies[0].replaceChildren(...rows);
+}
+
+function engineLine(answer) {
   const engine = answer.engine;
-  $("traffic-engine").textContent =
-    `${answer.model} on ${answer.gpu}: ${integer(answer.completed_requests)} requests in ` +
+  const source = answer.traffic === "trace" ? `${answer.trace_format} trace, ` : "";
+  return (
+    `${answer.model} on ${answer.gpu}, ${source}${integer(answer.completed_requests)} requests in ` +
     `${figure(answer.duration_s)} s simulated, ${integer(answer.steps)} engine steps; ` +
     (engine.engine === "sglang"
       ? `SGLang's scheduler: ${integer(engine.max_total_num_tokens)} KV tokens ` +
@@ -565,7 +740,13 @@ function showSimulation(answer) {
         `chunked_prefill_size ${integer(engine.chunked_prefill_size)}`
       : `vLLM's scheduler: ${integer(engine.num_gpu_blocks)} KV blocks of ` +
         `${engine.block_size} tokens, max_num_seqs ${integer(engine.max_num_seqs)}, ` +
-        `max_num_batched_tokens ${integer(engine.max_num_batched_tokens)}`);
+        `max_num_batched_tokens ${integer(engine.max_num_batched_tokens)}`)
+  );
+}
+
+function showSimulation(answer) {
+  showLatencies(answer);
+  $("traffic-engine").textContent = engineLine(answer);
   const throughput = answer.throughput;
   setFigure(
     "traffic-requests-per-second",
@@ -586,32 +767,74 @@ function showSimulation(answer) {
   setFigure("traffic-mean-running", answer.mean_running, answer.mean_running.toFixed(1));
   setFigure("traffic-peak-kv-usage", answer.peak_kv_usage, `${(answer.peak_kv_usage * 100).toFixed(1)}% of the pool`);
   setFigure("traffic-preemptions", answer.preemptions, integer(answer.preemptions));
-  $("traffic-warnings").replaceChildren(
-    ...answer.warnings.map((text) => {
-      const item = document.createElement("li");
-      item.textContent = text;
-      return item;
-    }),
-  );
+  $("traffic-warnings").replaceChildren(...listItems(answer.warnings));
+  $("replica").hidden = false;
 }
 
-async function simulate() {
-  const result = $("traffic-result");
-  result.dataset.state = "asking";
-  $("status").textContent = "Simulating...";
-  const body = trafficQuestion();
+async function simulateRate(deployed, workload, targets) {
+  $("status").textContent = "Simulating one replica...";
+  const body = { ...deployed, gpu: $("gpu").value, workload };
+  if (Object.keys(targets).length) body.targets = targets;
   const answer = await api("v1/simulations", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
   });
   showSimulation(answer);
-  result.hidden = false;
   $("status").textContent = "Drawing latency against request rate...";
-  const rate = body.workload.request_rate;
-  const sweep = { ...body, request_rates: SWEEP.map((share) => share * rate) };
+  const sweep = { ...body, request_rates: SWEEP.map((share) => share * workload.request_rate) };
   $("picture-latency").replaceChildren(await pictureInline("latency-vs-rate", sweep));
   $("picture-simulation").replaceChildren(await pictureInline("simulation", body));
+  $("traffic-pictures").hidden = false;
+}
+
+// A trace file as POST v1/simulations takes one: the file as the body, in its own media type,
+// and the deployment in the query string (a catalog model's slug: a config.json fits no URL).
+async function simulateTrace(deployed, targets) {
+  const file = $("trace-file").files[0];
+  if (!file) throw new Problem({ detail: "choose a trace file", field: "trace" }, 0);
+  if (typeof deployed.model !== "string") {
+    throw new Problem(
+      { detail: "a trace file is simulated with the deployment in the query string: pick a catalog model", field: "model" },
+      0,
+    );
+  }
+  $("status").textContent = "Simulating the trace on one replica...";
+  const query = new URLSearchParams({ ...deployed, gpu: $("gpu").value, ...targets });
+  const media = /\.jsonl?$/i.test(file.name) ? "application/jsonl" : "text/csv";
+  const answer = await api(`v1/simulations?${query}`, {
+    method: "POST",
+    headers: { "Content-Type": media },
+    body: await file.text(),
+  });
+  showSimulation(answer);
+  $("traffic-pictures").hidden = true;
+  $("traffic-pictures-none").hidden = false;
+  $("traffic-pictures-none").textContent =
+    "The pictures are drawn for a request rate: a trace file's run is shown as figures only.";
+}
+
+function resetTraffic(asks) {
+  for (const id of ["rate-plan", "replica", "traffic-pictures-none"]) $(id).hidden = true;
+  $("rate-plan-none").hidden = asks.plans;
+  $("rate-plan-none").textContent = asks.plans
+    ? ""
+    : asks.rate
+      ? "No plan: give a p99 target (time to first token or per output token) to plan for the rate."
+      : "No plan: POST v1/plans plans for a request rate and lengths, not a trace file.";
+}
+
+async function traffic() {
+  const result = $("traffic-result");
+  result.dataset.state = "asking";
+  const asks = trafficAsks();
+  const deployed = deployment();
+  const workload = asks.rate ? workloadIn() : null;
+  resetTraffic(asks);
+  result.hidden = false;
+  if (asks.plans) await planForRate(deployed, workload, asks.targets);
+  if (asks.simulates && asks.rate) await simulateRate(deployed, workload, goodputTargets(asks.targets));
+  if (asks.simulates && !asks.rate) await simulateTrace(deployed, goodputTargets(asks.targets));
   result.dataset.state = "ready";
   $("status").textContent = "";
 }
@@ -626,7 +849,7 @@ async function ask(event) {
   $("result").hidden = true;
   $("submit").disabled = true;
   try {
-    await simulate();
+    await traffic();
   } catch (error) {
     $("traffic-result").dataset.state = "problem";
     $("status").textContent = "";
@@ -642,6 +865,9 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   for (const radio of document.querySelectorAll('input[name="mode"]')) {
     radio.addEventListener("change", showMode);
+  }
+  for (const radio of document.querySelectorAll('input[name="traffic-source"]')) {
+    radio.addEventListener("change", showTrafficSource);
   }
   $("question").addEventListener("submit", ask);
   $("api-key").addEventListener("change", openPage);
