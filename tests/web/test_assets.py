@@ -128,3 +128,46 @@ def test_the_form_cannot_put_its_fields_in_a_url(client: TestClient) -> None:
     key = next(attrs for tag, attrs in parser.tags if attrs.get("id") == "api-key")
     assert key["type"] == "password"
     assert "name" not in key
+
+
+class Fields(HTMLParser):
+    """Each form field and whether a <label> names it: wrapped in one, or by its `for`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[tuple[str, dict[str, str | None], bool]] = []
+        self.labelled: set[str] = set()
+        self.open_labels = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if tag == "label":
+            self.open_labels += 1
+            if named.get("for"):
+                self.labelled.add(named["for"] or "")
+        elif tag in ("input", "select", "textarea"):
+            self.fields.append((tag, named, self.open_labels > 0))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "label":
+            self.open_labels -= 1
+
+
+def test_every_field_has_a_label_the_traffic_mode_included(client: TestClient) -> None:
+    # A screen reader names a field by its label (HTML, "the label element": a label wraps
+    # its control, or names it with `for`): none may go unnamed.
+    parser = Fields()
+    parser.feed(client.get("/").text)
+    for tag, attrs, wrapped in parser.fields:
+        assert wrapped or attrs.get("id") in parser.labelled, (tag, attrs)
+    ids = {attrs.get("id"): attrs for _, attrs, _ in parser.fields}
+    # the traffic mode's question: a rate and lengths or a trace file, the p99 targets, and
+    # whether split pools are weighed (POST v1/plans' `workload`, targets, `disaggregated`)
+    for name in ("request-rate", "input-tokens", "output-tokens", "num-requests"):
+        assert ids[name]["type"] == "number", name
+    for name in ("max-ttft-ms", "max-tpot-ms", "disaggregated"):
+        assert name in ids, name
+    # a trace in the public traces' own files: CSV (Azure, BurstGPT) or Mooncake's JSON lines
+    accepted = (ids["trace-file"]["accept"] or "").split(",")
+    assert ids["trace-file"]["type"] == "file"
+    assert {".csv", ".jsonl"} <= set(accepted)

@@ -730,9 +730,8 @@ def test_the_traffic_mode_plans_for_a_rate_priced_per_million_tokens(
     assert "disaggregated" in {o["kind"] for o in options}
     statement = browser.find_element(By.ID, "rate-disaggregation")
     assert statement.text == plan["disaggregation"]["statement"]
-    assert float(statement.get_attribute("data-cheaper-fraction") or "nan") == (
-        plan["disaggregation"]["cheaper_fraction"]
-    )
+    cheaper = float(statement.get_attribute("data-cheaper-fraction") or "nan")
+    assert cheaper == plan["disaggregation"]["cheaper_fraction"]
     rejected = browser.find_element(By.ID, "rate-rejected")
     assert rejected.get_attribute("data-value") == str(len(plan["rejected"]))
     warnings = browser.find_element(By.ID, "rate-warnings").text
