@@ -383,19 +383,25 @@ class Engine:
             if pool.free - evictable < blocks:
                 break
             self.waiting.popleft()
-            live.held = list(live.hashes[:hit])
-            pool.reference(live.held)
-            live.registered = hit
-            live.computed = computed
-            pool.take(blocks)
-            live.blocks = hit + blocks
-            live.phase = PREFILL
-            if live.scheduled_s < 0:
-                live.scheduled_s = self.now
-            self.running[live] = None
-            self.prefilling[live] = None
+            self._start_prefill(live, hit, blocks)
             chunks.append((live, tokens))
             budget -= tokens
+
+    def _start_prefill(self, live: _Live, hit: int, blocks: int) -> None:
+        """A request leaves the queue for the running set: its `hit` prefix blocks referenced
+        (computed already), `blocks` new ones taken for its first chunk; its prefill starts
+        (vLLM's and SGLang's schedulers alike)."""
+        live.held = list(live.hashes[:hit])
+        self.pool.reference(live.held)
+        live.registered = hit
+        live.computed = hit * self.config.block_size
+        self.pool.take(blocks)
+        live.blocks = hit + blocks
+        live.phase = PREFILL
+        if live.scheduled_s < 0:
+            live.scheduled_s = self.now
+        self.running[live] = None
+        self.prefilling[live] = None
 
     def _register(self, live: _Live) -> None:
         """Cache the hashes of the prompt blocks this chunk filled (a hash already cached by

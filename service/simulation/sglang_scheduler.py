@@ -63,7 +63,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .engine import DECODE, PREFILL, Engine, EngineConfig, SglangLimits, StepTimer, _Live
+from .engine import DECODE, Engine, EngineConfig, SglangLimits, StepTimer, _Live
 from .errors import SimulationError
 
 # python/sglang/srt/environ.py (v0.5.23) defaults
@@ -317,17 +317,7 @@ class SglangEngine(Engine):
     ) -> None:
         """The head of the queue joins the prefill batch: its prefix locked, its blocks taken."""
         self.waiting.popleft()
-        live.held = list(live.hashes[:hit])
-        self.pool.reference(live.held)
-        live.registered = hit
-        live.computed = hit * self.config.block_size
-        self.pool.take(blocks)
-        live.blocks = hit + blocks
-        live.phase = PREFILL
-        if live.scheduled_s < 0:
-            live.scheduled_s = self.now
-        self.running[live] = None
-        self.prefilling[live] = None
+        self._start_prefill(live, hit, blocks)
         chunks.append((live, extend))
 
     def _retract_for(self, step: int) -> None:
