@@ -93,6 +93,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("num_redundant_experts"),
     Option("enable_eplb", kind="switch"),
     Option("decode_context_parallel_size"),
+    Option("all2all_backend"),
     # issue 21: speculative decoding (a JSON object, as on vLLM's command line)
     Option("speculative_config"),
     Option("speculative_algorithm"),

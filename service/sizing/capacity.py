@@ -212,6 +212,7 @@ def _check_expert_parallel(
                 "num_redundant_experts",
                 "enable_eplb",
                 "decode_context_parallel_size",
+                "all2all_backend",
             )
             if getattr(flags, name) != getattr(ExpertParallel(), name)
         )

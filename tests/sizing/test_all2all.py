@@ -1,0 +1,154 @@
+"""vLLM's all-to-all backends under DP + EP: DeepEP's buffers and the gathered activations
+(issue 21, engines/all2all.py).
+
+DeepSeek-V3 (tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V3.json: hidden_size 7168,
+n_routed_experts 256) on 8 x H200 at DP 8 + EP, worked by hand from vLLM 0.33.0's
+vllm/distributed/device_communicators/all2all.py (`DeepEPHTAll2AllManager._make_all2all_kwargs`,
+`DeepEPLLAll2AllManager._make_all2all_kwargs`: num_nvl_bytes = VLLM_DEEPEP_BUFFER_SIZE_MB 1024
+MiB; HT num_rdma_bytes 0 inside one node; LL num_rdma_bytes =
+`get_low_latency_rdma_size_hint`) and DeepEP v1.2.1's csrc/config.hpp `LowLatencyLayout` and
+csrc/deep_ep.cpp `Buffer::Buffer` (cudaMalloc of num_nvl_bytes + 8 x (4 + 8 + 8) = 160 B of
+slots; a 32 MiB workspace).
+
+The low-latency RDMA buffer at T = 256 tokens per rank (0.33.0: max_num_batched_tokens, whose
+default is 256 for deepep_low_latency with EP and DP > 1, SchedulerConfig
+DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP), hidden H = 7168, E = 256 experts:
+
+* scales = 7168 / 128 = 56; dispatch message = 16 + max(2 x 7168, 7168 + 4 x 56)
+  = 16 + 14,336 = 14,352 B; combine message = 4 x 56 + 2 x 7168 = 14,560 B;
+* send = max(256 x 14,352, 256 x 256 x 14,560) = 954,204,160 B, twice;
+* receive = 256 x 256 x max(14,352, 14,560) = 954,204,160 B, twice;
+* signalling = 256 x 4 = 1,024 B (a multiple of 128), twice;
+* total = 4 x 954,204,160 + 2,048 = 3,816,818,688 B; (total + 128) // 128 x 128
+  = 3,816,818,816 B.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.sizing import architecture_from_hf_config
+from service.sizing.capacity import Capacity, compute_capacity
+from service.sizing.engines.all2all import deepep_low_latency_rdma_bytes
+from service.sizing.engines.common import EngineOptions, Gpu, Parallelism, Workload
+from service.sizing.engines.expert_parallel import ExpertParallel
+from service.sizing.errors import SizingError
+from service.sizing.model.architecture import ModelArchitecture
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
+H200 = Gpu(memory_bytes=150_109_106_995, name="NVIDIA H200 141GB", slug="h200-141gb")
+NVL = 1024 * 1024 * 1024 + 160  # num_nvl_bytes + the barrier and pointer slots
+WORKSPACE = 32 * 1024 * 1024
+LL_RDMA = 3_816_818_816
+
+
+@pytest.fixture(scope="module")
+def v3() -> ModelArchitecture:
+    path = FIXTURES / "deepseek-ai--DeepSeek-V3.json"
+    return architecture_from_hf_config(json.loads(path.read_text(encoding="utf-8")))
+
+
+def dp8(
+    arch: ModelArchitecture, backend: str | None, version: str | None = None, ep: bool = True
+) -> Capacity:
+    flags = ExpertParallel(enable_expert_parallel=ep, all2all_backend=backend)
+    return compute_capacity(
+        arch,
+        H200,
+        Workload(32768),
+        Parallelism(1, 1, 8),
+        EngineOptions(engine_version=version, expert_parallel=flags),
+    )
+
+
+def line(answer: Capacity, name: str) -> int:
+    return next(item.bytes for item in answer.budget.lines if item.name == name)
+
+
+def test_the_low_latency_rdma_hint_as_deepep_lays_it_out() -> None:
+    assert deepep_low_latency_rdma_bytes(256, 7168, 256) == LL_RDMA
+    assert 4 * 954_204_160 + 2_048 == 3_816_818_688
+
+
+def test_deepep_low_latency_charges_its_buffers_to_the_pool(v3: ModelArchitecture) -> None:
+    answer = dp8(v3, "deepep_low_latency")
+    # 1,073,741,984 + 33,554,432 + 3,816,818,816 = 4,924,115,232 B (4.59 GiB)
+    assert line(answer, "all2all_buffers") == -(NVL + WORKSPACE + LL_RDMA) == -4_924_115_232
+    assert answer.engine_settings["max_num_batched_tokens"] == 256
+    assert any("NVSHMEM" in warning for warning in answer.warnings)
+    lines = {item.name: item.bytes for item in answer.budget.lines}
+    assert "all2all_activations" not in lines
+    # the pool is what the requested memory leaves after every line
+    assert sum(lines.values()) - lines["total_memory"] == 2 * lines["kv_cache_memory"]
+
+
+def test_deepep_high_throughput_keeps_one_nvlink_buffer_and_turns_graphs_off(
+    v3: ModelArchitecture,
+) -> None:
+    answer = dp8(v3, "deepep_high_throughput")
+    # 1,073,741,984 + 33,554,432 = 1,107,296,416 B; no RDMA buffer inside one node
+    assert line(answer, "all2all_buffers") == -1_107_296_416
+    assert answer.engine_settings["enforce_eager"] is True
+    assert answer.budget.cudagraph_bytes == 0
+
+
+def test_the_default_backend_gathers_every_ranks_tokens(v3: ModelArchitecture) -> None:
+    answer = dp8(v3, None)
+    # allgather_reducescatter (0.33.0's default): DP 8 x 8192 tokens (vllm serve on a >= 70 GiB
+    # GPU) x hidden 7168 x 2 B (bf16) = 939,524,096 B
+    assert line(answer, "all2all_activations") == -8 * 8192 * 7168 * 2 == -939_524_096
+    assert answer.budget.activation_bytes >= 939_524_096
+    # 0.10.2's default is naive, which gathers the same
+    old = dp8(v3, None, "0.10.2")
+    assert line(old, "all2all_activations") == -939_524_096
+    assert "naive" in next(i.note for i in old.budget.lines if i.name == "all2all_activations")
+
+
+def test_low_latency_before_020_sizes_the_rdma_buffer_at_the_dp_chunk(
+    v3: ModelArchitecture,
+) -> None:
+    answer = dp8(v3, "deepep_low_latency", "0.14.0")
+    # VLLM_MOE_DP_CHUNK_SIZE 256 tokens, the scheduler's budget left at 8192
+    assert line(answer, "all2all_buffers") == -(NVL + WORKSPACE + LL_RDMA)
+    assert answer.engine_settings["max_num_batched_tokens"] == 8192
+
+
+def test_deepep_without_expert_parallel_gathers(v3: ModelArchitecture) -> None:
+    answer = dp8(v3, "deepep_low_latency", ep=False)
+    assert line(answer, "all2all_activations") == -939_524_096
+    assert any("need enable_expert_parallel" in warning for warning in answer.warnings)
+
+
+@pytest.mark.parametrize(
+    ("backend", "version"),
+    [
+        ("pplx", "0.14.0"),
+        ("nixl_ep", None),
+        ("all_to_all", None),
+        ("allgather_reducescatter", "0.10.2"),
+    ],
+)
+def test_backends_kvplan_does_not_size_are_refused_by_name(
+    v3: ModelArchitecture, backend: str, version: str | None
+) -> None:
+    with pytest.raises(SizingError) as refused:
+        dp8(v3, backend, version)
+    assert refused.value.field == "all2all_backend"
+
+
+def test_removed_backends_fall_back_as_vllm_does(v3: ModelArchitecture) -> None:
+    answer = dp8(v3, "pplx")
+    assert line(answer, "all2all_activations") == -939_524_096
+    assert any("runs allgather_reducescatter" in warning for warning in answer.warnings)
+
+
+def test_no_all_to_all_at_dp_1(v3: ModelArchitecture) -> None:
+    flags = ExpertParallel(enable_expert_parallel=True, all2all_backend="deepep_low_latency")
+    answer = compute_capacity(
+        v3, H200, Workload(32768), Parallelism(8), EngineOptions(expert_parallel=flags)
+    )
+    assert not any(item.name.startswith("all2all") for item in answer.budget.lines)
+    assert any("changes nothing" in warning for warning in answer.warnings)
