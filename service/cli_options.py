@@ -120,6 +120,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("ep_num_redundant_experts"),
     Option("enable_dp_lm_head", kind="switch"),
     Option("moe_dense_tp_size"),
+    Option("moe_a2a_backend"),
+    Option("deepep_mode"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

@@ -117,11 +117,6 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("lora_config", "TensorRT-LLM", "LoRA adapter memory"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
-    # issue 21: SGLang's DeepEP buffer is made at the first dispatch, after the pool is sized,
-    # from a 2 GiB reserve (0.5.23 memory_hook.py reserve_for_deepep_a2a_mb) kvplan's reserve
-    # does not hold yet (engines/all2all.py); vLLM's all2all_backend is a field.
-    Unmodelled("moe_a2a_backend", "SGLang", "the all-to-all buffers and their reserve"),
-    Unmodelled("deepep_mode", "SGLang", "the all-to-all buffers and their reserve"),
     Unmodelled("kv_transfer_config", "vLLM", "the KV cache's connector buffers"),
     Unmodelled("max_total_tokens", "SGLang", "the KV pool (in tokens, not bytes)"),
     Unmodelled("chunked_prefill_size", "SGLang", "the activation reserve (its default is derived)"),

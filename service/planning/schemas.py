@@ -481,6 +481,21 @@ class EngineFields(BaseModel):
         le=1,
         description="SGLang `--moe-dense-tp-size 1`: the dense layers' MLPs whole on every GPU.",
     )
+    moe_a2a_backend: str = Field(
+        "none",
+        max_length=64,
+        description="SGLang `--moe-a2a-backend`: `none` (the default) or `deepep`, which sets "
+        "ep_size to tp_size and makes DeepEP's buffer at the first dispatch, after the pool, "
+        "out of the memory mem_fraction_static leaves (an `all2all_buffers` line cut out of "
+        "`reserved`); from 0.5.23 the default mem_fraction_static keeps 2048 MiB more for it "
+        "while CUDA graphs run. Other backends are refused by name.",
+    )
+    deepep_mode: Literal["auto", "normal", "low_latency"] = Field(
+        "auto",
+        description="SGLang `--deepep-mode`: `normal` sizes DeepEP's NVLink buffer, "
+        "`low_latency` its RDMA buffer (128 tokens per rank), `auto` both; `normal` turns CUDA "
+        "graphs off.",
+    )
 
     @field_validator("limit_mm_per_prompt", mode="before")
     @classmethod

@@ -6,7 +6,7 @@ deepep_low_latency`: GET (the hot path and the FastAPI route), POST, a plan tabl
 and the CLI give the same pool, each explanation an `all2all_buffers` line of 4,924,115,232 B
 (worked in tests/sizing/test_all2all.py: DeepEP's 1 GiB + 160 B NVLink buffer, 32 MiB
 workspace and get_low_latency_rdma_size_hint(256, 7168, 8, 256) = 3,816,818,816 B).
-SGLang's `--moe-a2a-backend` is refused by name.
+SGLang's `--moe-a2a-backend deepep` likewise (its buffer cut out of the reserve).
 """
 
 from __future__ import annotations
@@ -78,5 +78,51 @@ def test_a_plan_tables_column_and_the_cli_ask_the_same_question(
 def test_what_kvplan_does_not_size_is_a_422_naming_the_flag(client: TestClient) -> None:
     body = problem(client.get(f"{CAPACITY}?{V3}&data_parallel_size=8&all2all_backend=nixl_ep"), 422)
     assert body["field"] == "all2all_backend"
-    body = problem(client.get(f"{CAPACITY}?{V3}&engine=sglang&moe_a2a_backend=deepep"), 422)
+    body = problem(client.get(f"{CAPACITY}?{V3}&engine=sglang&moe_a2a_backend=mooncake"), 422)
     assert body["field"] == "moe_a2a_backend"
+    # SGLang's flag for vLLM, and vLLM's for SGLang, are refused by name
+    body = problem(client.get(f"{CAPACITY}?{V3}&moe_a2a_backend=deepep"), 422)
+    assert body["field"] == "moe_a2a_backend"
+    body = problem(client.get(f"{CAPACITY}?{V3}&engine=sglang&all2all_backend=naive"), 422)
+    assert body["field"] == "all2all_backend"
+
+
+def test_sglang_deepep_on_get_post_and_the_cli(
+    client: TestClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SGLang 0.5.23 --tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend deepep: DeepEP's
+    # auto-mode buffer of 2,277,674,912 B (tests/sizing/test_all2all.py) cut out of the reserve
+    query = f"{V3}&engine=sglang&engine_version=0.5.23&tp_size=8&dp_size=8"
+    query += "&enable_dp_attention=true&moe_a2a_backend=deepep"
+    get = client.get(f"{CAPACITY}?{query}")
+    assert get.status_code == 200, get.text
+    post = client.post(
+        CAPACITY,
+        json={
+            "model": "deepseek-v3",
+            "gpu": "h200-141gb",
+            "max_model_len": 32768,
+            "engine": "sglang",
+            "engine_version": "0.5.23",
+            "tensor_parallel_size": 8,
+            "data_parallel_size": 8,
+            "enable_dp_attention": True,
+            "moe_a2a_backend": "deepep",
+        },
+    )
+    assert post.status_code == 200, post.text
+    body = post.json()
+    assert body["kv_pool_bytes"] == get.json()["kv_pool_bytes"]
+    lines = {line["name"]: line for line in body["explanation"]["memory_budget"]["lines"]}
+    assert lines["all2all_buffers"]["bytes"] == -2_277_674_912
+    assert body["engine_settings"]["ep_size"] == 8
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'kvplan.db'}")
+    args = ["capacity", "--offline", "--model", "deepseek-v3", "--gpu", "h200-141gb"]
+    args += ["--max-model-len", "32768", "--no-explain", "--engine", "sglang"]
+    args += ["--engine-version", "0.5.23", "--tensor-parallel-size", "8"]
+    args += ["--data-parallel-size", "8", "--enable-dp-attention", "--moe-a2a-backend", "deepep"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["kv_pool_bytes"] == body["kv_pool_bytes"]

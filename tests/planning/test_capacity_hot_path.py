@@ -129,6 +129,7 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         # issue 21: SGLang's DP attention and expert parallelism
         "enable_dp_attention": "true", "attn_dp_size": "2", "ep_size": "2",
         "ep_num_redundant_experts": "8", "enable_dp_lm_head": "true", "moe_dense_tp_size": "1",
+        "moe_a2a_backend": "deepep", "deepep_mode": "low_latency",
         # issue 21: speculative decoding's measured acceptance length
         "acceptance_length": "1.5",
     }  # fmt: skip

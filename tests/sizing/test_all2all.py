@@ -26,15 +26,20 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP), hidden H = 7168, E = 256 experts
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from service.sizing import architecture_from_hf_config
 from service.sizing.capacity import Capacity, compute_capacity
-from service.sizing.engines.all2all import deepep_low_latency_rdma_bytes
-from service.sizing.engines.common import EngineOptions, Gpu, Parallelism, Workload
+from service.sizing.engines.all2all import (
+    deepep_low_latency_rdma_bytes,
+    deepep_normal_nvl_bytes,
+)
+from service.sizing.engines.common import Engine, EngineOptions, Gpu, Parallelism, Workload
 from service.sizing.engines.expert_parallel import ExpertParallel
+from service.sizing.engines.sglang_dp import SglangParallel
 from service.sizing.errors import SizingError
 from service.sizing.model.architecture import ModelArchitecture
 
@@ -152,3 +157,71 @@ def test_no_all_to_all_at_dp_1(v3: ModelArchitecture) -> None:
     )
     assert not any(item.name.startswith("all2all") for item in answer.budget.lines)
     assert any("changes nothing" in warning for warning in answer.warnings)
+
+
+# ---- SGLang --moe-a2a-backend deepep (0.5.23 token_dispatcher/deepep.py get_deepep_buffer) ----
+#
+# At tp 8 (the EP group: server_args sets ep_size = tp_size), hidden 7168, 256 experts:
+# * normal: get_nvl_buffer_size_hint(7168 x 2 B, 8 ranks) at DeepEP's 8-rank configs (recv
+#   tokens 256; Buffer.num_sms 20 -> 10 channels): 10 x 8 x (2 + 3) x 4 = 1,600
+#   + 10 x 8 x 256 x (14,336 + 8 SourceMeta) = 293,765,120 + 10 x 8 x 256 x 128 x (8 + 4)
+#   = 31,457,280 + 10 x 8 x 256 x 128 x 4 = 10,485,760 -> 335,709,760, aligned up to 128:
+#   335,709,824 B;
+# * low latency at 128 tokens: send = receive = 256 x 128 x 14,560 = 477,102,080 B, twice
+#   each, + 2 x 1,024 -> 1,908,410,368 + 128 = 1,908,410,496 B;
+# * auto: 335,709,824 + 160 + 33,554,432 + 1,908,410,496 = 2,277,674,912 B.
+SGLANG_AUTO = 335_709_824 + 160 + 33_554_432 + 1_908_410_496
+
+
+def sglang(
+    arch: ModelArchitecture, flags: SglangParallel, version: str = "0.5.23", eager: bool = False
+) -> Capacity:
+    options = EngineOptions(
+        engine=Engine.SGLANG, sglang_parallel=flags, engine_version=version, enforce_eager=eager
+    )
+    return compute_capacity(arch, H200, Workload(32768), Parallelism(8, 1, 8), options)
+
+
+def test_sglang_deepep_buffers_by_mode() -> None:
+    assert 1_600 + 293_765_120 + 31_457_280 + 10_485_760 == 335_709_760
+    assert deepep_normal_nvl_bytes(7168 * 2, 8) == 335_709_824
+    assert deepep_low_latency_rdma_bytes(128, 7168, 256) == 1_908_410_496
+    assert SGLANG_AUTO == 2_277_674_912
+
+
+def test_sglang_deepep_is_cut_out_of_the_reserve_which_grows_by_2_gib(
+    v3: ModelArchitecture,
+) -> None:
+    dp8 = SglangParallel(enable_dp_attention=True, ep_size=8)
+    plain = sglang(v3, dp8)
+    deepep = sglang(v3, replace(dp8, moe_a2a_backend="deepep"))
+    # memory_hook.py 0.5.23: reserved 33,280 MiB under DP attention 8 on this GPU
+    # (143,155.57 MiB: mem_fraction_static 0.768), + 2048 MiB for DeepEP = 35,328 MiB:
+    # round((143,155.57 - 35,328) / 143,155.57, 3) = 0.753
+    assert plain.budget.fraction == 0.768
+    assert deepep.budget.fraction == 0.753
+    assert deepep.kv_pool_bytes < plain.kv_pool_bytes
+    lines = {item.name: item.bytes for item in deepep.budget.lines}
+    assert lines["all2all_buffers"] == -SGLANG_AUTO
+    # the buffer does not come off the pool: reserved + buffers is the whole reserve
+    assert lines["reserved"] + lines["all2all_buffers"] == -deepep.budget.activation_bytes
+    assert deepep.engine_settings["ep_size"] == 8
+
+
+def test_sglang_deepep_normal_keeps_no_graph_reserve(v3: ModelArchitecture) -> None:
+    dp8 = SglangParallel(enable_dp_attention=True, ep_size=8, moe_a2a_backend="deepep")
+    normal = sglang(v3, replace(dp8, deepep_mode="normal"))
+    # normal mode turns CUDA graphs off: no 2048 MiB; its buffer is the NVLink one alone
+    assert normal.budget.fraction == 0.768
+    lines = {item.name: item.bytes for item in normal.budget.lines}
+    assert lines["all2all_buffers"] == -(335_709_824 + 160 + 33_554_432)
+    # 0.5.5 keeps no DeepEP reserve
+    old = sglang(v3, dp8, version="0.5.5")
+    assert old.budget.fraction == 0.768
+    assert any("absent from 0.5.5" in warning for warning in old.warnings)
+
+
+def test_sglang_backends_kvplan_does_not_size_are_refused(v3: ModelArchitecture) -> None:
+    with pytest.raises(SizingError) as refused:
+        sglang(v3, SglangParallel(moe_a2a_backend="mooncake"))
+    assert refused.value.field == "moe_a2a_backend"

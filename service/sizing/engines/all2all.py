@@ -296,3 +296,103 @@ def vllm_batched_dp_tokens(
     ):
         return None
     return VLLM_BATCHED_DP_TOKENS
+
+
+# --- SGLang --moe-a2a-backend deepep ---------------------------------------------------------
+# Read in the SGLang 0.5.5 and 0.5.23 wheels (python/sglang/srt/...):
+# layers/moe/token_dispatcher/deepep.py `DeepEPBuffer.get_deepep_buffer`: normal mode takes
+# num_nvl_bytes = the larger of DeepEP's dispatch and combine configs'
+# `get_nvl_buffer_size_hint(hidden x 2 B, ranks)`; low latency num_rdma_bytes =
+# `get_low_latency_rdma_size_hint(SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK (128), hidden,
+# ranks, num_experts)`; auto both. The buffer is made at the first dispatch (`_get_buffer`),
+# after the pool is sized, so it comes out of the memory mem_fraction_static leaves; 0.5.23's
+# default fraction reserves 2048 MiB for it while decode CUDA graphs run
+# (arg_groups/memory_hook.py `reserve_for_deepep_a2a_mb`), 0.5.5's reserves nothing.
+# --deepep-mode normal turns CUDA graphs off (server_args.py 0.5.5, moe_hook.py 0.5.23).
+
+SglangVersion = tuple[int, int, int, int]
+SGLANG_DEEPEP_RESERVE: SglangVersion = (0, 5, 23, 0)  # memory_hook.py reserve_for_deepep_a2a_mb
+SGLANG_DEEPEP_RESERVE_MIB = 2048
+SGLANG_DEEPEP_TOKENS = 128  # environ.py SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK
+SGLANG_PARAM_BYTES = 2  # _DeepEPDispatcherImplBase.params_bytes
+DEEPEP_NUM_SMS = 20  # deep_ep/buffer.py Buffer.num_sms
+# deep_ep/buffer.py get_dispatch_config / get_combine_config inside one node: the
+# num_max_nvl_chunked_recv_tokens of both configs (256 at 2, 4 and 8 ranks)
+DEEPEP_NVL_RECV_TOKENS = {2: 256, 4: 256, 8: 256}
+DEEPEP_SOURCE_META_BYTES = 8  # internode.cu SourceMeta: two ints
+DEEPEP_MAX_TOPK = 128  # config.hpp kNumMaxTopK
+DEEPEP_MAX_SCALES = 128  # config.hpp kNumMaxScales
+
+
+def deepep_normal_nvl_bytes(hidden_bytes: int, num_ranks: int) -> int:
+    """DeepEP v1.2.1 csrc/config.hpp `Config::get_nvl_buffer_size_hint`, one node (no RDMA
+    ranks), at the recommended configs' recv tokens and Buffer.num_sms 20 (10 channels)."""
+    channels, recv = DEEPEP_NUM_SMS // 2, DEEPEP_NVL_RECV_TOKENS[num_ranks]
+    slots = channels * num_ranks * recv
+    total = channels * num_ranks * (2 * 1 + 3) * 4
+    total += slots * (hidden_bytes + DEEPEP_SOURCE_META_BYTES)
+    total += slots * DEEPEP_MAX_TOPK * (8 + 4) + slots * DEEPEP_MAX_SCALES * 4
+    return cdiv(total, DEEPEP_ALIGNMENT) * DEEPEP_ALIGNMENT
+
+
+@frozen
+class SglangDeepEP:
+    """SGLang's DeepEP buffer on one rank and the reserve its default fraction keeps for it."""
+
+    buffer_bytes: int
+    reserve_mib: int
+    note: str
+    warnings: tuple[str, ...] = ()
+
+
+def sglang_deepep(
+    arch: ModelArchitecture,
+    *,
+    mode: str,
+    ranks: int,
+    redundant_experts: int,
+    version: SglangVersion,
+    graphs: bool,
+) -> SglangDeepEP:
+    """`DeepEPBuffer.get_deepep_buffer` for `ranks` EP ranks (SGLang's tp_size)."""
+    if arch.moe is None:
+        return SglangDeepEP(0, 0, "", ("moe_a2a_backend deepep: the model has no routed experts",))
+    if ranks not in DEEPEP_NVL_RECV_TOKENS:
+        raise SizingError(
+            "moe_a2a_backend",
+            f"kvplan sizes SGLang's DeepEP buffer inside one node, at tp_size 2, 4 or 8 (not "
+            f"{ranks}): across nodes its RDMA buffer depends on the NICs",
+        )
+    hidden, experts = arch.hidden_size or 0, arch.moe.num_experts + redundant_experts
+    nvl = rdma = 0
+    parts = []
+    if mode in ("auto", "normal"):
+        nvl = deepep_normal_nvl_bytes(hidden * SGLANG_PARAM_BYTES, ranks)
+        parts.append(f"NVLink buffer get_nvl_buffer_size_hint({hidden * 2} B, {ranks}) = {nvl} B")
+    if mode in ("auto", "low_latency"):
+        if experts % ranks:
+            raise SizingError(
+                "deepep_mode",
+                f"SGLang's low-latency DeepEP needs the {experts} experts to "
+                f"divide over the {ranks} ranks",
+            )
+        rdma = deepep_low_latency_rdma_bytes(SGLANG_DEEPEP_TOKENS, hidden, experts)
+        parts.append(
+            f"RDMA get_low_latency_rdma_size_hint({SGLANG_DEEPEP_TOKENS}, {hidden}, {ranks}, "
+            f"{experts}) = {rdma} B"
+        )
+    buffer = (nvl + DEEPEP_NVL_SLOTS_BYTES if nvl else 0) + DEEPEP_WORKSPACE_BYTES + rdma
+    reserve = SGLANG_DEEPEP_RESERVE_MIB if version >= SGLANG_DEEPEP_RESERVE and graphs else 0
+    warnings: tuple[str, ...] = ()
+    if rdma:
+        warnings += (NVSHMEM_WARNING.format(backend="deepep", rdma=rdma),)
+    if version < SGLANG_DEEPEP_RESERVE:
+        warnings += (
+            "moe_a2a_backend deepep: the 2048 MiB reserve SGLang 0.5.23 keeps for DeepEP is "
+            "absent from 0.5.5 and left out for this release (releases between were not read)",
+        )
+    note = (
+        f"DeepEP ({mode}): {', '.join(parts)}, {DEEPEP_WORKSPACE_BYTES} B workspace; made at "
+        "the first dispatch, after the pool, from the memory mem_fraction_static leaves"
+    )
+    return SglangDeepEP(buffer, reserve, note, warnings)
