@@ -45,10 +45,12 @@ DeepEP v1.2.1 (deepseek-ai/DeepEP, the tag of 2025-09-15):
   torch's allocator: vLLM's profile counts them in its non-torch increase, so they come off the
   KV pool (v1/worker/gpu_worker.py `determine_available_memory`).
 
-SGLang's `--moe-a2a-backend deepep` is refused by name (kit/engine_flags.py): its buffer is
-made lazily at the first dispatch, after the pool is sized, and 0.5.23 reserves 2 GiB for it
-(srt/arg_groups/memory_hook.py `reserve_for_deepep_a2a_mb`), which kvplan's reserve does not
-yet hold.
+SGLang's `--moe-a2a-backend deepep` is at the end of this module (`sglang_deepep`): its
+buffer is made at the first dispatch, after the pool, out of the reserve.
+
+Not modelled: NVSHMEM's own memory beside the RDMA buffer (a warning says so), the EP group's
+NCCL communicators (non-torch memory is charged as for the rank's TP), the experts' workspace
+over the gathered tokens, and the other backends (refused by name).
 """
 
 from __future__ import annotations
@@ -386,6 +388,11 @@ def sglang_deepep(
     warnings: tuple[str, ...] = ()
     if rdma:
         warnings += (NVSHMEM_WARNING.format(backend="deepep", rdma=rdma),)
+    if mode == "normal":
+        warnings += (
+            "deepep_mode normal: SGLang turns CUDA graphs off; kvplan's default "
+            "mem_fraction_static still keeps its CUDA-graph term",
+        )
     if version < SGLANG_DEEPEP_RESERVE:
         warnings += (
             "moe_a2a_backend deepep: the 2048 MiB reserve SGLang 0.5.23 keeps for DeepEP is "

@@ -1294,9 +1294,9 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         inputs.arch, inputs.parallel.tensor_parallel_size, dcp, release.version, release.label
     )
     flags = vllm_flags(inputs, release)
-    if inputs.arch.has_compressed_attention:
-        return _deepseek_v4_capacity(inputs, asked, release, flags, note)
     inputs, all2all = _with_all2all(inputs, release, flags)
+    if inputs.arch.has_compressed_attention:
+        return _deepseek_v4_capacity(inputs, asked, release, flags, note, all2all)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     # Each worker profiles its own stage's weights (Worker.determine_available_memory).
@@ -1688,6 +1688,7 @@ def _deepseek_v4_capacity(
     release: VllmRelease,
     flags: VllmFlags,
     note: str | None,
+    all2all: All2All | None = None,
 ) -> Capacity:
     """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
     generic layout; budget, report and settings as every other model's."""
@@ -1706,6 +1707,7 @@ def _deepseek_v4_capacity(
         # the MTP drafter's weights (engines/speculative.py); its layer is already in
         # inputs.arch.compressed_layers (capacity.py with_draft_layers)
         loaded_with_model=_loaded_with_model(inputs, flags),
+        all2all=all2all,
     )
     pool_bytes = max(0, budget.pool_bytes)
     override = inputs.engine.num_gpu_blocks_override
