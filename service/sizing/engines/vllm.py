@@ -1296,7 +1296,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     flags = vllm_flags(inputs, release)
     inputs, all2all = _with_all2all(inputs, release, flags)
     if inputs.arch.has_compressed_attention:
-        return _deepseek_v4_capacity(inputs, asked, release, flags, note, all2all)
+        return _deepseek_v4_capacity(inputs, asked, release, flags, note, all2all=all2all)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     # Each worker profiles its own stage's weights (Worker.determine_available_memory).
@@ -1688,6 +1688,7 @@ def _deepseek_v4_capacity(
     release: VllmRelease,
     flags: VllmFlags,
     note: str | None,
+    *,
     all2all: All2All | None = None,
 ) -> Capacity:
     """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
