@@ -34,6 +34,7 @@ import pytest
 from service.sizing import architecture_from_hf_config
 from service.sizing.capacity import Capacity, compute_capacity
 from service.sizing.engines.all2all import (
+    deepep_ll_hidden,
     deepep_low_latency_rdma_bytes,
     deepep_normal_nvl_bytes,
 )
@@ -225,3 +226,14 @@ def test_sglang_backends_kvplan_does_not_size_are_refused(v3: ModelArchitecture)
     with pytest.raises(SizingError) as refused:
         sglang(v3, SglangParallel(moe_a2a_backend="mooncake"))
     assert refused.value.field == "moe_a2a_backend"
+
+
+def test_low_latency_rounds_the_hidden_size_up_from_012() -> None:
+    # DeepEPLLPrepareAndFinalize.maybe_roundup_layer_hidden_size (0.12.0+): gpt-oss's 2880
+    # runs at 3072; 0.11.0's kernels take only the listed sizes (an assert)
+    assert deepep_ll_hidden(2880, (0, 12, 0)) == 3072
+    assert deepep_ll_hidden(7168, (0, 9, 2)) == 7168
+    for hidden, version in ((2880, (0, 11, 0)), (6144, (0, 10, 2)), (12288, (0, 33, 0))):
+        with pytest.raises(SizingError) as refused:
+            deepep_ll_hidden(hidden, version)
+        assert refused.value.field == "all2all_backend"

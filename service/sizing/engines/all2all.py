@@ -74,6 +74,15 @@ VLLM_AGRS_DEFAULT: Version = (0, 11, 0)  # envs.py: "allgather_reducescatter" (0
 VLLM_PPLX_FALLS_BACK: Version = (0, 17, 0)  # config/parallel.py: "pplx" -> allgather_reducescatter
 VLLM_NAIVE_FALLS_BACK: Version = (0, 19, 0)  # config/parallel.py: "naive" too
 VLLM_LL_TOKENS_FROM_BUDGET: Version = (0, 20, 0)  # FusedMoEConfig max_num_tokens, batched DP
+# DeepEPLLPrepareAndFinalize.SUPPORTED_HIDDEN_SIZES (deepep_ll_prepare_finalize.py; from 0.20
+# prepare_finalize/deepep_ll.py): a hidden size outside the list is refused by its assert; from
+# 0.12.0 `maybe_roundup_layer_hidden_size` rounds it up to the next one first.
+VLLM_LL_HIDDEN_ROUNDED: Version = (0, 12, 0)
+VLLM_LL_HIDDEN_SIZES: tuple[tuple[Version, tuple[int, ...]], ...] = (
+    ((0, 12, 0), (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)),
+    ((0, 11, 0), (2048, 2560, 4096, 5120, 6144, 7168)),
+    ((0, 0, 0), (2048, 2560, 4096, 5120, 7168)),  # 0.9.2
+)
 
 NAIVE = "naive"
 AGRS = "allgather_reducescatter"
@@ -261,7 +270,7 @@ def _deepep(
             else VLLM_MOE_DP_CHUNK_SIZE
         )
         experts = (arch.moe.num_experts if arch.moe else 0) + flags.num_redundant_experts
-        hidden = arch.hidden_size or 0
+        hidden = deepep_ll_hidden(arch.hidden_size or 0, version)
         rdma = deepep_low_latency_rdma_bytes(tokens, hidden, experts)
         how = (
             f"NVLink buffer {DEEPEP_BUFFER_BYTES} B + {DEEPEP_NVL_SLOTS_BYTES} B slots, RDMA "
@@ -280,6 +289,23 @@ def _deepep(
         ),
         warnings=warnings,
         cuda_graphs_off=backend == DEEPEP_HT,
+    )
+
+
+def deepep_ll_hidden(hidden: int, version: Version) -> int:
+    """The hidden size DeepEP's low-latency kernels run at in this release, or refused."""
+    sizes = next(sizes for first, sizes in VLLM_LL_HIDDEN_SIZES if version >= first)
+    if version >= VLLM_LL_HIDDEN_ROUNDED:
+        larger = [size for size in sizes if size >= hidden]
+        if larger:
+            return larger[0]
+    elif hidden in sizes:
+        return hidden
+    raise SizingError(
+        "all2all_backend",
+        f"vLLM's deepep_low_latency kernels take hidden sizes {', '.join(map(str, sizes))} "
+        f"in this release (DeepEPLLPrepareAndFinalize.SUPPORTED_HIDDEN_SIZES); this model's is "
+        f"{hidden}",
     )
 
 
