@@ -55,6 +55,7 @@ over the gathered tokens, and the other backends (refused by name).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import SizingError
@@ -183,6 +184,8 @@ def vllm_backend(asked: str | None, version: Version, label: str) -> tuple[str, 
     return asked, ()
 
 
+# Memoised: plans ask the same layouts of a model many times.
+@lru_cache(maxsize=4096)
 def vllm_all2all(
     arch: ModelArchitecture,
     parallel: Parallelism,
@@ -194,11 +197,11 @@ def vllm_all2all(
 ) -> All2All | None:
     """One rank's all-to-all memory, or None where vLLM runs no all-to-all (a dense model, or
     DP 1)."""
-    backend, warnings = vllm_backend(flags.all2all_backend, version, label)
     dp, tp = parallel.data_parallel_size, parallel.tensor_parallel_size
+    if flags.all2all_backend is None and (arch.moe is None or dp == 1):
+        return None
+    backend, warnings = vllm_backend(flags.all2all_backend, version, label)
     if arch.moe is None or dp == 1:
-        if flags.all2all_backend is None:
-            return None
         return All2All(
             backend=backend,
             buffer_bytes=0,

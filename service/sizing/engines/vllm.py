@@ -1382,8 +1382,8 @@ def _with_all2all(
         label=release.label,
         max_num_batched_tokens=flags.max_num_batched_tokens,
     )
-    if all2all is None:
-        return inputs, None
+    if all2all is None or not (all2all.warnings or all2all.cuda_graphs_off):
+        return inputs, all2all
     warnings = inputs.warnings + all2all.warnings
     engine = inputs.engine
     if all2all.cuda_graphs_off and not engine.enforce_eager:
