@@ -171,6 +171,8 @@ def test_no_all_to_all_at_dp_1(v3: ModelArchitecture) -> None:
 # * low latency at 128 tokens: send = receive = 256 x 128 x 14,560 = 477,102,080 B, twice
 #   each, + 2 x 1,024 -> 1,908,410,368 + 128 = 1,908,410,496 B;
 # * auto: 335,709,824 + 160 + 33,554,432 + 1,908,410,496 = 2,277,674,912 B.
+# (sgl-project/sglang PR #28994 calls the 128-token low-latency buffer of a tp 8 / dp 8
+# DeepSeek-V3.2, the same hidden size and experts, "~1.8 GiB": 1,908,410,496 B is 1.78 GiB.)
 SGLANG_AUTO = 335_709_824 + 160 + 33_554_432 + 1_908_410_496
 
 
