@@ -93,6 +93,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("num_redundant_experts"),
     Option("enable_eplb", kind="switch"),
     Option("decode_context_parallel_size"),
+    Option("all2all_backend"),
     # issue 21: speculative decoding (a JSON object, as on vLLM's command line)
     Option("speculative_config"),
     Option("speculative_algorithm"),
@@ -119,6 +120,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("ep_num_redundant_experts"),
     Option("enable_dp_lm_head", kind="switch"),
     Option("moe_dense_tp_size"),
+    Option("moe_a2a_backend"),
+    Option("deepep_mode"),
 )
 
 CAPACITY_OPTIONS: tuple[Option, ...] = (

@@ -69,12 +69,15 @@ class Settings:
     # issue 21: vLLM's expert and decode context parallelism (non-default args).
     enable_expert_parallel: bool | None = None
     decode_context_parallel_size: int | None = None
+    all2all_backend: str | None = None  # --all2all-backend (0.12+), in the non-default args
     # issue 21: SGLang's DP attention and expert parallelism (ServerArgs).
     enable_dp_attention: bool | None = None
     attn_dp_size: int | None = None
     ep_size: int | None = None
     ep_num_redundant_experts: int | None = None
     enable_dp_lm_head: bool | None = None
+    moe_a2a_backend: str | None = None
+    deepep_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -249,6 +249,7 @@ _VLLM_ARGS: tuple[tuple[str, KeySpec], ...] = (
     # issue 21
     ("enable_expert_parallel", _k("settings", "enable_expert_parallel", "flag")),
     ("decode_context_parallel_size", _k("settings", "decode_context_parallel_size", "count")),
+    ("all2all_backend", _k("settings", "all2all_backend", "text")),
 )
 
 _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (
@@ -274,6 +275,8 @@ _SGLANG_ARGS: tuple[tuple[str, KeySpec], ...] = (
     ("ep_size", _k("settings", "ep_size", "count")),
     ("ep_num_redundant_experts", _k("settings", "ep_num_redundant_experts", "count")),
     ("enable_dp_lm_head", _k("settings", "enable_dp_lm_head", "flag")),
+    ("moe_a2a_backend", _k("settings", "moe_a2a_backend", "text")),
+    ("deepep_mode", _k("settings", "deepep_mode", "text")),
 )
 
 # What the scheduler prints once the pool exists (python/sglang/srt/managers/scheduler.py,

@@ -117,6 +117,13 @@ _UNMODELLED: Final[tuple[Unmodelled, ...]] = (
     Unmodelled("lora_config", "TensorRT-LLM", "LoRA adapter memory"),
     Unmodelled("moe_expert_parallel_size", "TensorRT-LLM", "the experts' weights per GPU"),
     Unmodelled("enable_attention_dp", "TensorRT-LLM", "attention's KV over ranks", switch=True),
+    # SGLang 0.4's switch for DeepEP; kvplan reads DeepEP from 0.5.5's --moe-a2a-backend deepep
+    Unmodelled(
+        "enable_deepep_moe",
+        "SGLang 0.4",
+        "the all-to-all buffers (kvplan reads moe_a2a_backend=deepep, SGLang 0.5.5 on)",
+        switch=True,
+    ),
     Unmodelled("kv_transfer_config", "vLLM", "the KV cache's connector buffers"),
     Unmodelled("max_total_tokens", "SGLang", "the KV pool (in tokens, not bytes)"),
     Unmodelled("chunked_prefill_size", "SGLang", "the activation reserve (its default is derived)"),

@@ -328,6 +328,18 @@ class EngineFields(BaseModel):
         "interleaved over this many of the TP ranks, each keeping 1/dcp of its tokens; must "
         "divide tensor_parallel_size. Full attention and MLA only.",
     )
+    all2all_backend: str | None = Field(
+        None,
+        max_length=64,
+        description="vLLM `--all2all-backend` (`VLLM_ALL2ALL_BACKEND` before 0.12): how a MoE "
+        "under data_parallel_size > 1 exchanges tokens. Unset: the release's default "
+        "(`naive` to 0.10, `allgather_reducescatter` from 0.11). `naive` and "
+        "`allgather_reducescatter` gather every DP rank's tokens in the profile run "
+        "(DP x max_num_batched_tokens x hidden, an `all2all_activations` line); "
+        "`deepep_high_throughput` and `deepep_low_latency` (with enable_expert_parallel) hold "
+        "DeepEP buffers counted in vLLM's non-torch memory (an `all2all_buffers` line), and "
+        "high throughput turns CUDA graphs off. Other backends are refused by name.",
+    )
     # issue 21: speculative decoding
     speculative_config: Annotated[
         dict[str, Any] | None, BeforeValidator(_json_object("speculative_config"))
@@ -470,6 +482,21 @@ class EngineFields(BaseModel):
         ge=1,
         le=1,
         description="SGLang `--moe-dense-tp-size 1`: the dense layers' MLPs whole on every GPU.",
+    )
+    moe_a2a_backend: str = Field(
+        "none",
+        max_length=64,
+        description="SGLang `--moe-a2a-backend`: `none` (the default) or `deepep`, which sets "
+        "ep_size to tp_size and makes DeepEP's buffer at the first dispatch, after the pool, "
+        "out of the memory mem_fraction_static leaves (an `all2all_buffers` line cut out of "
+        "`reserved`); from 0.5.23 the default mem_fraction_static keeps 2048 MiB more for it "
+        "while CUDA graphs run. Other backends are refused by name.",
+    )
+    deepep_mode: Literal["auto", "normal", "low_latency"] = Field(
+        "auto",
+        description="SGLang `--deepep-mode`: `normal` sizes DeepEP's NVLink buffer, "
+        "`low_latency` its RDMA buffer (128 tokens per rank), `auto` both; `normal` turns CUDA "
+        "graphs off.",
     )
 
     @field_validator("limit_mm_per_prompt", mode="before")

@@ -193,6 +193,8 @@ def _check_expert_parallel(
                 "ep_num_redundant_experts",
                 "enable_dp_lm_head",
                 "moe_dense_tp_size",
+                "moe_a2a_backend",
+                "deepep_mode",
             )
             if getattr(engine.sglang_parallel, name) != getattr(NO_SGLANG_PARALLEL, name)
         )
@@ -212,6 +214,7 @@ def _check_expert_parallel(
                 "num_redundant_experts",
                 "enable_eplb",
                 "decode_context_parallel_size",
+                "all2all_backend",
             )
             if getattr(flags, name) != getattr(ExpertParallel(), name)
         )

@@ -45,3 +45,19 @@ def test_sglangs_server_args_carry_its_dp_attention_and_ep_flags() -> None:
     fields = capacity_fields(parse_engine_log(SGLANG))
     assert fields.enable_dp_attention is False
     assert fields.ep_size == 1
+
+
+def test_the_all_to_all_backends_are_read_from_the_args() -> None:
+    # vllm#51454's non-default args with the key --all2all-backend adds to them (0.12+:
+    # ParallelConfig.all2all_backend, printed as every other non-default arg), and SGLang's
+    # ServerArgs dump
+    flag = "'enable_expert_parallel': True"
+    vllm = LINE.replace(flag, f"{flag}, 'all2all_backend': 'deepep_low_latency'")
+    assert vllm != LINE
+    fields = capacity_fields(parse_engine_log(vllm))
+    assert fields.enable_expert_parallel is True
+    assert fields.all2all_backend == "deepep_low_latency"
+    settings = parse_engine_log(SGLANG).settings
+    # SGLang 0.4.3 printed neither: its ServerArgs predate --moe-a2a-backend
+    assert settings.moe_a2a_backend is None
+    assert settings.deepep_mode is None

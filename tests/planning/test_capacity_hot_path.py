@@ -115,7 +115,7 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "disable_custom_all_reduce": "true", "engine_rules_version": "0.10.1",
         # issue 21: expert parallelism
         "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",
-        "decode_context_parallel_size": "2",
+        "decode_context_parallel_size": "2", "all2all_backend": "deepep_low_latency",
         # issue 21: a JSON object (keyed by its canonical text) and the LoRA flags
         "speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}',
         "enable_lora": "true", "max_loras": "2", "max_lora_rank": "8", "lora_dtype": "auto",
@@ -129,6 +129,7 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         # issue 21: SGLang's DP attention and expert parallelism
         "enable_dp_attention": "true", "attn_dp_size": "2", "ep_size": "2",
         "ep_num_redundant_experts": "8", "enable_dp_lm_head": "true", "moe_dense_tp_size": "1",
+        "moe_a2a_backend": "deepep", "deepep_mode": "low_latency",
         # issue 21: speculative decoding's measured acceptance length
         "acceptance_length": "1.5",
     }  # fmt: skip

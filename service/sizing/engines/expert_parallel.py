@@ -75,6 +75,9 @@ class ExpertParallel:
     num_redundant_experts: int = 0
     enable_eplb: bool = False
     decode_context_parallel_size: int = 1
+    # --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.12); None: the release's default
+    # (engines/all2all.py)
+    all2all_backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.num_redundant_experts < 0:

@@ -42,6 +42,7 @@ from ..model.dtypes import FloatDtype
 from ..units import GiB, MiB, cdiv
 from ..versions import parse_engine_version, predecessor, release_label, sizing_note
 from . import calibration as cal
+from .all2all import SglangDeepEP, sglang_deepep
 from .common import (
     BudgetLine,
     CacheGroup,
@@ -69,14 +70,15 @@ from .unmodelled import refuse_unmodelled
 
 
 def default_mem_fraction_static(
-    total_bytes: int, tensor_parallel_size: int, attn_dp_size: int = 1
+    total_bytes: int, tensor_parallel_size: int, attn_dp_size: int = 1, a2a_reserve_mib: int = 0
 ) -> float:
     """server_args.py (0.5.x): reserve MiB for activations and graphs, keep the rest static.
 
     reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs
                + tp/8 x 1024, at least 10240 above 60 GB; the chunked-prefill size and the
     largest graph batch grow with the GPU's memory. DP attention adds its padding
-    (sglang_dp.py dp_attention_reserve_mib) before the floor, as memory_hook.py 0.5.23 does.
+    (sglang_dp.py dp_attention_reserve_mib) before the floor, as memory_hook.py 0.5.23 does;
+    DeepEP's reserve (all2all.py sglang_deepep) after it.
     """
     gpu_mib = total_bytes / MiB
     tp = tensor_parallel_size
@@ -85,6 +87,7 @@ def default_mem_fraction_static(
     reserved += dp_attention_reserve_mib(graph_bs, attn_dp_size)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += a2a_reserve_mib
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
@@ -118,11 +121,13 @@ def sglang_budget(
     attn_dp_size: int = 1,
     weights_note: str | None = None,
     held: BudgetLine | None = None,
+    deepep: SglangDeepEP | None = None,
 ) -> MemoryBudget:
     """`tensor_parallel_size`: SGLang's --tp-size (every GPU of the engine, DP attention's
     groups included); `attn_dp_size`: DP attention's width (sglang_dp.py); `held`: what
     ModelRunner.initialize allocates after the weights and before the pool is sized (the LoRA
-    buffers, engines/lora.py), a line taken from rest_memory."""
+    buffers, engines/lora.py), a line taken from rest_memory; `deepep`: the DeepEP buffer made
+    after the pool (engines/all2all.py), a line cut out of the reserve."""
     if options.kv_pool_bytes is not None:
         return given_pool_budget(
             total_bytes=total_bytes,
@@ -132,7 +137,10 @@ def sglang_budget(
             note="given",
         )
     fraction = options.mem_fraction_static or default_mem_fraction_static(
-        total_bytes, tensor_parallel_size, attn_dp_size
+        total_bytes,
+        tensor_parallel_size,
+        attn_dp_size,
+        a2a_reserve_mib=0 if deepep is None else deepep.reserve_mib,
     )
     startup = cal.SGLANG_CONTEXT + (cal.SGLANG_NCCL if tensor_parallel_size > 1 else 0)
     # total_gpu_memory in SGLang's formula: free memory after distributed init (min over ranks).
@@ -151,12 +159,7 @@ def sglang_budget(
             + ("" if weights_note is None else f" ({weights_note})"),
         ),
         *(() if held is None else (held,)),
-        BudgetLine(
-            "reserved",
-            -reserved,
-            f"(1 - mem_fraction_static {fraction}) x free memory at start, kept for "
-            "activations and CUDA graphs",
-        ),
+        *_reserved_lines(reserved, fraction, deepep),
         BudgetLine("kv_cache_memory", pool, "rest_memory: what is left for the KV cache"),
     )
     return MemoryBudget(
@@ -171,6 +174,24 @@ def sglang_budget(
         pool_bytes=pool,
         pool_given=False,
         describe=lambda: lines,
+    )
+
+
+def _reserved_lines(
+    reserved: int, fraction: float, deepep: SglangDeepEP | None
+) -> tuple[BudgetLine, ...]:
+    """The reserve mem_fraction_static keeps, with DeepEP's buffer cut out of it where it is
+    made after the pool (it does not shrink the pool: it must fit in the reserve)."""
+    note = (
+        f"(1 - mem_fraction_static {fraction}) x free memory at start, kept for activations "
+        "and CUDA graphs"
+    )
+    if deepep is None or not deepep.buffer_bytes:
+        return (BudgetLine("reserved", -reserved, note),)
+    buffers = min(deepep.buffer_bytes, reserved)
+    return (
+        BudgetLine("reserved", -(reserved - buffers), note + ", less DeepEP's buffer"),
+        BudgetLine("all2all_buffers", -buffers, deepep.note),
     )
 
 
@@ -1233,7 +1254,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     # With pipeline stages, weights_bytes_per_gpu is the heaviest stage's, which binds every
     # rank: ModelRunner's profiling reads get_available_gpu_memory(distributed=world_size > 1),
     # the smallest free memory over the world group (every TP and PP rank).
-    budget, attn_dp = _rank_budget(inputs)
+    budget, attn_dp, a2a_notes = _rank_budget(inputs)
     hybrid, notes = sglang_hybrid(
         inputs.arch,
         stages=inputs.stages,
@@ -1244,7 +1265,7 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len=max_model_len,
         options=engine,
     )
-    notes = version_notes + notes
+    notes = version_notes + a2a_notes + notes
     if hybrid is not None:
         _refuse_hybrid_dp_attention(attn_dp)
         if engine.enable_hierarchical_cache:
@@ -1292,15 +1313,17 @@ def sglang_capacity(inputs: SizingInputs) -> Capacity:
     return sglang_tiers(capacity, engine, page_size)
 
 
-def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
-    """rest_memory of one GPU, and DP attention's width (1 without it). Under DP attention
-    kvplan's parallel is attention TP x attention DP (capacity.py); SGLang's own --tp-size,
-    which its reserve and NCCL follow, is their product (sglang_dp.py)."""
+def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int, tuple[str, ...]]:
+    """rest_memory of one GPU, DP attention's width (1 without it) and DeepEP's warnings.
+    Under DP attention kvplan's parallel is attention TP x attention DP (capacity.py);
+    SGLang's own --tp-size, which its reserve and NCCL follow, is their product
+    (sglang_dp.py)."""
     engine = inputs.engine
     offloaded = offloaded_weight_bytes(engine, inputs.facts.weights_bytes_per_gpu)
     asked = dp_attention_asked(engine.sglang_parallel)
     attn_dp = inputs.parallel.data_parallel_size if asked else 1
     rank = inputs.facts.rank_weights
+    deepep = _sglang_deepep(inputs, attn_dp)
     # the release is read only where LoRA is asked (plans size hundreds of budgets)
     lora = (
         sglang_lora_buffers(
@@ -1320,8 +1343,32 @@ def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int]:
         attn_dp_size=attn_dp,
         weights_note=None if rank is None else rank.note,
         held=None if lora is None else lora.budget_line(),
+        deepep=deepep,
     )
-    return with_weight_offload(budget, offloaded), attn_dp
+    notes = () if deepep is None else deepep.warnings
+    if deepep is not None and deepep.buffer_bytes > budget.activation_bytes:
+        notes += (
+            f"moe_a2a_backend deepep: its {deepep.buffer_bytes} B buffer is more than the "
+            "reserve mem_fraction_static leaves; SGLang would run out of memory at the first "
+            "dispatch",
+        )
+    return with_weight_offload(budget, offloaded), attn_dp, notes
+
+
+def _sglang_deepep(inputs: SizingInputs, attn_dp: int) -> SglangDeepEP | None:
+    """DeepEP's buffer where --moe-a2a-backend deepep is asked (engines/all2all.py); its EP
+    group is SGLang's tp_size."""
+    flags, engine = inputs.engine.sglang_parallel, inputs.engine
+    if not flags.deepep:
+        return None
+    return sglang_deepep(
+        inputs.arch,
+        mode=flags.deepep_mode,
+        ranks=inputs.parallel.tensor_parallel_size * attn_dp,
+        redundant_experts=flags.ep_num_redundant_experts,
+        version=sglang_release(engine.engine_version).version,
+        graphs=flags.deepep_mode != "normal" and not engine.enforce_eager,
+    )
 
 
 def _refuse_hybrid_dp_attention(attn_dp: int) -> None:

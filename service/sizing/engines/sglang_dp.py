@@ -67,6 +67,9 @@ class SglangParallel:
     ep_num_redundant_experts: int = 0
     enable_dp_lm_head: bool = False
     moe_dense_tp_size: int | None = None  # 1 or None (server_args.py: "only support 1 and None")
+    # --moe-a2a-backend and --deepep-mode (engines/all2all.py: "none" and "deepep" are sized)
+    moe_a2a_backend: str = "none"
+    deepep_mode: str = "auto"
 
     def __post_init__(self) -> None:
         if self.attn_dp_size < 1:
@@ -79,6 +82,20 @@ class SglangParallel:
             raise SizingError(
                 "moe_dense_tp_size", "SGLang: moe_dense_tp_size only supports 1 and None"
             )
+        if self.deepep_mode not in ("auto", "normal", "low_latency"):
+            raise SizingError(
+                "deepep_mode", "SGLang: deepep_mode is one of auto, normal, low_latency"
+            )
+        if self.moe_a2a_backend not in ("none", "deepep"):
+            raise SizingError(
+                "moe_a2a_backend",
+                f"SGLang's {self.moe_a2a_backend!r} all-to-all backend is not modelled (kvplan "
+                "sizes none and deepep)",
+            )
+
+    @property
+    def deepep(self) -> bool:
+        return self.moe_a2a_backend == "deepep"
 
     @property
     def asked(self) -> bool:
@@ -141,13 +158,22 @@ def sglang_layout(
             "attn_dp_size" if flags.attn_dp_size > 1 else "data_parallel_size",
             f"SGLang: tp_size {tp} must be divisible by the DP-attention size {width}",
         )
-    if tp % flags.ep_size:
+    ep_size = flags.ep_size
+    if flags.deepep:
+        # server_args.py (0.5.5) / arg_groups/overrides.py `_a2a_ep_size` (0.5.23)
+        if ep_size not in (1, tp):
+            notes.append(
+                f"moe_a2a_backend deepep: SGLang sets ep_size to tp_size {tp} (ep_size "
+                f"{ep_size} given)"
+            )
+        ep_size = tp
+    if tp % ep_size:
         raise SizingError("ep_size", f"SGLang: tp_size {tp} must be divisible by ep_size")
     if flags.enable_dp_lm_head and width == 1:
         raise SizingError(
             "enable_dp_lm_head", "SGLang: enable_dp_lm_head needs DP attention enabled"
         )
-    return SglangLayout(tp, width, flags.ep_size), tuple(notes)
+    return SglangLayout(tp, width, ep_size), tuple(notes)
 
 
 def check_sglang_experts(
@@ -317,20 +343,24 @@ def per_rank_running_requests(requested: int | None, attn_dp_size: int) -> int |
 
 def sglang_parallel_settings(
     parallel: Parallelism, flags: SglangParallel, rank: RankWeights | None
-) -> dict[str, int]:
+) -> dict[str, int | str]:
     """The widths SGLang logs, for the answer's engine settings (kvplan's `parallel` is
     attention TP x attention DP under DP attention)."""
     if not flags.asked:
         return {}
     attn_dp = parallel.data_parallel_size if dp_attention_asked(flags) else 1
     tp = parallel.tensor_parallel_size * attn_dp
-    settings = {
+    ep = tp if flags.deepep else flags.ep_size
+    settings: dict[str, int | str] = {
         "tp_size": tp,
         "attn_dp_size": attn_dp,
         "attn_tp_size": parallel.tensor_parallel_size,
-        "ep_size": flags.ep_size,
-        "moe_tp_size": tp // flags.ep_size,
+        "ep_size": ep,
+        "moe_tp_size": tp // ep,
     }
+    if flags.deepep:
+        settings["moe_a2a_backend"] = flags.moe_a2a_backend
+        settings["deepep_mode"] = flags.deepep_mode
     if rank is not None and rank.local_num_experts is not None:
         settings["num_local_experts"] = rank.local_num_experts
     return settings

@@ -46,6 +46,7 @@ from .activation import (
     sampler_bytes,
     triton_sampler_bytes,
 )
+from .all2all import All2All, vllm_all2all, vllm_batched_dp_tokens
 from .common import (
     BudgetLine,
     CacheGroup,
@@ -1019,6 +1020,7 @@ def vllm_budget(
     weights_note: str | None = None,
     loaded_with_model: tuple[BudgetLine, ...] = (),
     encoder: EncoderProfile | None = None,
+    all2all: All2All | None = None,
 ) -> MemoryBudget:
     """Worker.determine_available_memory's steps: a given --kv-cache-memory-bytes replaces
     them; else the requested memory, the weights, the profiled peak (profile_peak), non-torch
@@ -1065,6 +1067,7 @@ def vllm_budget(
             max_num_batched_tokens=max_num_batched_tokens,
         ),
         weights_note=weights_note,
+        all2all=all2all,
     )
 
 
@@ -1108,11 +1111,24 @@ def _profiled_budget(
     device: DeviceMemory = _CUDA_LINKED,
     weights_note: str | None = None,
     loaded_with_model: tuple[BudgetLine, ...] = (),
+    all2all: All2All | None = None,
 ) -> MemoryBudget:
     """The last step of Worker.determine_available_memory: what the requested memory leaves
-    for the KV cache after the weights, the profiled peak, non-torch memory and the graphs."""
+    for the KV cache after the weights, the profiled peak, non-torch memory and the graphs.
+    An all-to-all backend's buffers are part of the non-torch increase vLLM measures, its
+    gathered activations part of the peak (engines/all2all.py)."""
     loaded = weights_bytes - sum(line.bytes for line in loaded_with_model)
-    pool = requested_bytes - loaded - peak.bytes - non_torch_bytes - cudagraph_bytes
+    buffers = all2all.buffer_bytes if all2all is not None else 0
+    gathered = all2all.gathered_bytes if all2all is not None else 0
+    pool = (
+        requested_bytes
+        - loaded
+        - peak.bytes
+        - gathered
+        - non_torch_bytes
+        - buffers
+        - cudagraph_bytes
+    )
     describe = partial(
         _budget_lines,
         release=release,
@@ -1128,6 +1144,7 @@ def _profiled_budget(
         pool_bytes=pool,
         device=device,
         weights_note=weights_note,
+        all2all=all2all,
     )
     return MemoryBudget(
         total_bytes=total_bytes,
@@ -1135,8 +1152,8 @@ def _profiled_budget(
         fraction_name="gpu_memory_utilization",
         requested_bytes=requested_bytes,
         weights_bytes=loaded,
-        activation_bytes=peak.bytes,
-        non_torch_bytes=non_torch_bytes,
+        activation_bytes=peak.bytes + gathered,
+        non_torch_bytes=non_torch_bytes + buffers,
         cudagraph_bytes=cudagraph_bytes,
         pool_bytes=pool,
         pool_given=False,
@@ -1159,6 +1176,7 @@ def _budget_lines(
     pool_bytes: int,
     device: DeviceMemory = _CUDA_LINKED,
     weights_note: str | None = None,
+    all2all: All2All | None = None,
 ) -> tuple[BudgetLine, ...]:
     """The budget's terms, written out on demand (only explanations read them)."""
     lines = [
@@ -1182,6 +1200,8 @@ def _budget_lines(
     lines += [
         BudgetLine("non_torch", -non_torch_bytes, _non_torch_note(release, device)),
     ]
+    if all2all is not None:  # issue 21: expert parallelism's all-to-all
+        lines += all2all.budget_lines()
     if _counts_cudagraphs(release, options):
         lines.append(
             BudgetLine(
@@ -1274,13 +1294,14 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         inputs.arch, inputs.parallel.tensor_parallel_size, dcp, release.version, release.label
     )
     flags = vllm_flags(inputs, release)
+    inputs, all2all = _with_all2all(inputs, release, flags)
     if inputs.arch.has_compressed_attention:
-        return _deepseek_v4_capacity(inputs, asked, release, flags, note)
+        return _deepseek_v4_capacity(inputs, asked, release, flags, note, all2all=all2all)
     stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
     # Each worker profiles its own stage's weights (Worker.determine_available_memory).
     budgets = tuple(
-        _stage_budget(inputs, release, flags, weights)
+        _stage_budget(inputs, release, flags, weights, all2all)
         for weights in inputs.facts.stage_weights_bytes_per_gpu
         or (inputs.facts.weights_bytes_per_gpu,)
     )
@@ -1347,8 +1368,40 @@ def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLi
     return tuple(line for line in lines if line.bytes)
 
 
+def _with_all2all(
+    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags
+) -> tuple[SizingInputs, All2All | None]:
+    """The all-to-all backend's memory (engines/all2all.py) and the question as vLLM runs it
+    with that backend: its warnings added, CUDA graphs off where DeepEP high throughput turns
+    them off (DP > 1)."""
+    all2all = vllm_all2all(
+        inputs.arch,
+        inputs.parallel,
+        inputs.engine.expert_parallel,
+        version=release.version,
+        label=release.label,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+    )
+    if all2all is None or not (all2all.warnings or all2all.cuda_graphs_off):
+        return inputs, all2all
+    warnings = inputs.warnings + all2all.warnings
+    engine = inputs.engine
+    if all2all.cuda_graphs_off and not engine.enforce_eager:
+        engine = replace(engine, enforce_eager=True)
+        warnings += (
+            "all2all_backend deepep_high_throughput with data_parallel_size > 1: vLLM turns "
+            "CUDA graphs off (config/compilation.py; platforms/cuda.py before 0.14), sized as "
+            "enforce_eager",
+        )
+    return replace(inputs, engine=engine, warnings=warnings), all2all
+
+
 def _stage_budget(
-    inputs: SizingInputs, release: VllmRelease, flags: VllmFlags, weights_per_gpu: int
+    inputs: SizingInputs,
+    release: VllmRelease,
+    flags: VllmFlags,
+    weights_per_gpu: int,
+    all2all: All2All | None = None,
 ) -> MemoryBudget:
     """One worker's budget with `weights_per_gpu` (its stage's weights) loaded."""
     offloaded = offloaded_weight_bytes(inputs.engine, weights_per_gpu)
@@ -1377,6 +1430,7 @@ def _stage_budget(
             limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
             skip_mm_profiling=inputs.engine.skip_mm_profiling,
         ),
+        all2all=all2all,
     )
     return with_weight_offload(budget, offloaded)
 
@@ -1634,6 +1688,8 @@ def _deepseek_v4_capacity(
     release: VllmRelease,
     flags: VllmFlags,
     note: str | None,
+    *,
+    all2all: All2All | None = None,
 ) -> Capacity:
     """DeepSeek-V4 on vLLM: its own pool (engines/vllm_deepseek_v4.py) in place of the
     generic layout; budget, report and settings as every other model's."""
@@ -1652,6 +1708,7 @@ def _deepseek_v4_capacity(
         # the MTP drafter's weights (engines/speculative.py); its layer is already in
         # inputs.arch.compressed_layers (capacity.py with_draft_layers)
         loaded_with_model=_loaded_with_model(inputs, flags),
+        all2all=all2all,
     )
     pool_bytes = max(0, budget.pool_bytes)
     override = inputs.engine.num_gpu_blocks_override
@@ -1725,6 +1782,16 @@ class VllmFlags:
 def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
     arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
     defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
+    batched_dp = vllm_batched_dp_tokens(
+        arch, inputs.parallel, engine.expert_parallel, release.version
+    )
+    if batched_dp is not None:
+        defaults = BatchDefaults(
+            batched_dp,
+            defaults.max_num_seqs,
+            "deepep_low_latency with expert parallel and DP > 1 (vLLM 0.20+ "
+            "DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP)",
+        )
     max_num_batched_tokens = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
     return VllmFlags(
         defaults=defaults,
@@ -1907,4 +1974,6 @@ def _parallel_settings(inputs: SizingInputs) -> EngineSettings:
         out["num_redundant_experts"] = flags.num_redundant_experts
     if flags.decode_context_parallel_size > 1:
         out["decode_context_parallel_size"] = flags.decode_context_parallel_size
+    if flags.all2all_backend is not None:
+        out["all2all_backend"] = flags.all2all_backend
     return out
