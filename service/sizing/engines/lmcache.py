@@ -6,8 +6,8 @@ Read in the LMCache wheels 0.3.3, 0.3.4, 0.3.7, 0.3.9, 0.4.2 and 0.5.6 (PyPI `lm
   own LMCacheEngine, whose LocalCPUBackend is always created, `local_cpu` or not
   (lmcache/v1/storage_backend/__init__.py CreateStorageBackends: "The local_cpu backend is
   always created"): one pinned buffer of `int(max_local_cpu_size * 1024**3)` bytes per rank
-  (0.3.x - 0.4.1 lmcache/v1/cache_engine.py LMCacheEngineBuilder._Create_memory_allocator;
-  0.4.2 - 0.5.6 lmcache/v1/storage_backend/local_cpu_backend.py
+  (0.3.3 - 0.3.4 lmcache/v1/cache_engine.py LMCacheEngineBuilder._Create_memory_allocator;
+  0.3.7 - 0.5.6 lmcache/v1/storage_backend/local_cpu_backend.py
   LocalCPUBackend.initialize_allocator). LMCache calls the size "GB" (its config prints
   `"5 GB"`) but multiplies by 1024**3: GiB. `local_cpu` only says whether chunks stay there.
 - **What a chunk is.** A MemoryObj of shape [2, layers, chunk_size, kv heads x head_size] of
@@ -43,6 +43,7 @@ LMCache before 0.3.3 (not read) and other engines' LMCache integrations.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 from ..errors import SizingError
@@ -295,3 +296,27 @@ def with_lmcache(capacity: Capacity, options: EngineOptions) -> Capacity:
         kv_tiers=KvTiers(base + rows, offloaded, host_memory_bytes_per_replica=host),
         warnings=(*capacity.warnings, *_notes(options, mla)),
     )
+
+
+def lmcache_flags(options: EngineOptions, ranks: int) -> list[str]:
+    """vLLM's --kv-transfer-config for LMCache's own sizes (LMCache >= 0.3.7 reads the
+    `lmcache.` keys of kv_connector_extra_config); none where --kv-offloading-backend lmcache
+    --kv-offloading-size says it all. The disk path is the caller's to fill in."""
+    if not any(getattr(options, name) is not None for name in _LMCACHE_FIELDS[:4]):
+        return []
+    size = options.kv_offloading_size
+    cpu = size / ranks if size is not None else options.lmcache_max_local_cpu_size
+    extra: dict[str, object] = {}
+    if cpu is not None:
+        extra["lmcache.max_local_cpu_size"] = cpu
+    if options.lmcache_chunk_size is not None:
+        extra["lmcache.chunk_size"] = options.lmcache_chunk_size
+    if options.lmcache_local_cpu is not None:
+        extra["lmcache.local_cpu"] = options.lmcache_local_cpu
+    if options.lmcache_max_local_disk_size:
+        extra["lmcache.local_disk"] = "file:///LOCAL_DISK_PATH/"
+        extra["lmcache.max_local_disk_size"] = options.lmcache_max_local_disk_size
+    config: dict[str, object] = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    if extra:
+        config["kv_connector_extra_config"] = extra
+    return [f"--kv-transfer-config '{json.dumps(config, separators=(',', ':'))}'"]

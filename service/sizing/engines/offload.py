@@ -263,11 +263,15 @@ def sglang_tiers(capacity: Capacity, options: EngineOptions, page_size: int) -> 
     return _tiers(capacity, host, offloaded_weight_bytes(options, capacity.weights_bytes_per_gpu))
 
 
-def offload_flags(options: EngineOptions) -> tuple[list[str], list[str]]:
-    """The offload flags to paste, vLLM's and SGLang's, as each engine spells them."""
-    vllm: list[str] = []
+def offload_flags(
+    options: EngineOptions, lmcache: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The offload flags to paste, vLLM's and SGLang's, as each engine spells them. `lmcache`:
+    LMCache's --kv-transfer-config (engines/lmcache.py lmcache_flags), which then stands for
+    --kv-offloading-*."""
+    vllm: list[str] = list(lmcache or ())
     sglang: list[str] = []
-    if options.kv_offloading_size is not None:
+    if options.kv_offloading_size is not None and not lmcache:
         vllm.append(f"--kv-offloading-size {options.kv_offloading_size:g}")
         if options.kv_offloading_backend is not None:
             vllm.append(f"--kv-offloading-backend {options.kv_offloading_backend}")
