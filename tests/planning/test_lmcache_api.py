@@ -25,6 +25,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.cli import main
+from tests.conftest import ADMIN
 from tests.helpers import problem
 
 GiB = 1 << 30
@@ -125,6 +126,14 @@ def test_a_plan_pastes_lmcache_kv_transfer_config(client: TestClient) -> None:
         },
     }
     assert not any(word.startswith("--kv-offloading") for word in words)
+
+
+def test_a_deployment_profile_keeps_lmcache_tiers(client: TestClient) -> None:
+    profile = {"name": "llama-70b-lmcache", **EXAMPLE}
+    created = client.post("/v1/deployments", json=profile, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    sized = client.get("/v1/deployments/llama-70b-lmcache/capacity").json()
+    assert _tiers(sized) == TIERS
 
 
 @pytest.fixture

@@ -59,6 +59,14 @@ def test_100_gib_through_kv_offloading_size_and_a_tib_of_disk_llama_70b_tp4_fp8(
     assert hbm.tier == "hbm"
 
 
+def test_the_answer_names_lmcache_gpu_staging_buffer_it_does_not_budget() -> None:
+    # VLLMPagedMemGPUConnectorV2's gpu_buffer is one chunk on each GPU: 10,485,760 B (fp8).
+    capacity = compute_capacity(
+        LLAMA_70B, H100_80_GIB, FP8_32K, TP4, _vllm("0.33.0", lmcache_max_local_cpu_size=25.0)
+    )
+    assert any("gpu_buffer" in w and "10,485,760 B per GPU" in w for w in capacity.warnings)
+
+
 def test_lmcache_own_sizes_per_rank_llama_70b_tp4_bf16() -> None:
     # bf16: 80 x 2 x 256 x 2 x 128 x 2 B = 20,971,520 B a chunk (5,120 pages).
     # max_local_cpu_size 25 GiB a rank: 26,843,545,600 // 20,971,520 = 1,280 chunks,
@@ -170,6 +178,20 @@ def test_what_lmcache_does_not_take_is_refused_by_name(
     with pytest.raises(SizingError) as error:
         compute_capacity(LLAMA_70B, H100_80_GIB, FP8_32K, TP4, _vllm("0.33.0", **flags))
     assert error.value.field == field
+
+
+def test_vllm_before_0_14_with_the_lmcache_backend_is_refused_by_name() -> None:
+    # kvplan reads vLLM 0.14.0's mapping (vllm/config/vllm.py _post_init_kv_transfer_config)
+    flags = {"kv_offloading_backend": "lmcache", "kv_offloading_size": 100.0}
+    with pytest.raises(SizingError) as error:
+        compute_capacity(LLAMA_70B, H100_80_GIB, FP8_32K, TP4, _vllm("0.13.0", **flags))
+    assert error.value.field == "kv_offloading_backend"
+    # LMCache's own size needs no vLLM mapping: sized on 0.13.0 as on 0.33.0 (2,560 chunks)
+    capacity = compute_capacity(
+        LLAMA_70B, H100_80_GIB, FP8_32K, TP4, _vllm("0.13.0", lmcache_max_local_cpu_size=25.0)
+    )
+    assert capacity.kv_tiers is not None
+    assert capacity.kv_tiers.tiers[1].blocks == 2_560
 
 
 def test_other_engines_and_mixed_layers_are_refused_by_name() -> None:

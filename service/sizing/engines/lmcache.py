@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from ..errors import SizingError
 from ..units import GiB
 from ..versions import modelled_release, parse_engine_version, release_label, sizing_note
+from . import calibration as cal
 from .common import Capacity, EngineOptions
 from .offload import KvTier, KvTiers, hbm_tier
 
@@ -164,7 +165,8 @@ def _check_model(capacity: Capacity, field: str) -> bool:
     one kind and shape); refused by name otherwise. True for MLA."""
     lines = capacity.sequence
     kinds = {line.kind for line in lines}
-    if not kinds <= _UNIFORM_KINDS or len({line.bytes_per_token_per_layer for line in lines}) > 1:
+    shapes = {line.bytes_per_token_per_layer for line in lines}
+    if not kinds or not kinds <= _UNIFORM_KINDS or len(shapes) > 1:
         raise SizingError(
             field,
             "LMCache's chunk is one kv_shape for every layer; a model whose cached layers "
@@ -235,9 +237,11 @@ def _disk_row(chunk: _Chunk, setup: LmcacheSetup) -> KvTier:
     )
 
 
-def _lmcache_rows(capacity: Capacity, options: EngineOptions) -> tuple[tuple[KvTier, ...], int]:
-    """LMCache's CPU (and disk) rows of one replica, and the pinned host memory its ranks
-    allocate: every rank's buffer, whether or not it stores chunks."""
+def _lmcache_rows(
+    capacity: Capacity, options: EngineOptions
+) -> tuple[tuple[KvTier, ...], int, _Chunk]:
+    """LMCache's CPU (and disk) rows of one replica, the pinned host memory its ranks
+    allocate (every rank's buffer, whether or not it stores chunks), and its chunk."""
     setup = lmcache_setup(options)
     mla = _check_model(capacity, _given(options))
     ranks = capacity.parallel.gpus_per_replica
@@ -252,7 +256,7 @@ def _lmcache_rows(capacity: Capacity, options: EngineOptions) -> tuple[tuple[KvT
     rows: tuple[KvTier, ...] = (_cpu_row(chunk, setup, buffer),)
     if setup.disk_gib_per_rank > 0:
         rows += (_disk_row(chunk, setup),)
-    return rows, buffer * ranks
+    return rows, buffer * ranks, chunk
 
 
 def _notes(options: EngineOptions, mla: bool) -> tuple[str, ...]:
@@ -280,13 +284,40 @@ def lmcache_active(options: EngineOptions) -> bool:
     return any(getattr(options, name) is not None for name in _LMCACHE_FIELDS)
 
 
-def with_lmcache(capacity: Capacity, options: EngineOptions) -> Capacity:
+def _check_vllm_mapping(options: EngineOptions, version: tuple[int, int, int], label: str) -> None:
+    """vLLM's kv_offloading_backend=lmcache mapping as read: vllm/config/vllm.py
+    VllmConfig._post_init_kv_transfer_config (0.14.0 on, beside the native tier's
+    cpu_bytes_to_use). The 0.11.1 - 0.13 config parsers were not read whole (one copy found
+    writes `max_local_cpu_size` without the `lmcache.` prefix, which LMCache ignores)."""
+    if options.kv_offloading_size is None or version >= cal.VLLM_OFFLOAD_SIZED:
+        return
+    raise SizingError(
+        "kv_offloading_backend",
+        f"lmcache: vLLM {label}'s mapping of kv_offloading_size onto LMCache was not read "
+        "(kvplan reads 0.14.0's); give LMCache's own lmcache_max_local_cpu_size instead",
+    )
+
+
+def with_lmcache(
+    capacity: Capacity, options: EngineOptions, version: tuple[int, int, int], label: str
+) -> Capacity:
     """A vLLM answer with LMCache's rows in its tier table and its pinned buffers in the host
     memory one replica needs (step after vllm_tiers)."""
-    if not lmcache_active(options) or not capacity.fits:
+    if not lmcache_active(options):
         return capacity
-    rows, pinned = _lmcache_rows(capacity, options)
+    _check_vllm_mapping(options, version, label)
+    _check_model(capacity, _given(options))  # refused whether or not the pool fits
+    if not capacity.fits:
+        return capacity
+    rows, pinned, chunk = _lmcache_rows(capacity, options)
     mla = {line.kind for line in capacity.sequence} == {"mla"}
+    # lmcache/v1/gpu_connector/gpu_connectors.py VLLMPagedMemGPUConnectorV2.__init__ (0.5.6;
+    # lmcache/v1/gpu_connector.py in 0.3.3): use_gpu (need_gpu_interm_buffer: not PD) makes a
+    # GPU buffer of one chunk on each rank; where vLLM's profile sees it was not read.
+    staging = (
+        f"LMCache's GPU staging buffer (VLLMPagedMemGPUConnectorV2 gpu_buffer, one chunk: "
+        f"{chunk.raw:,} B per GPU) is not in the GPU budget"
+    )
     tiers = capacity.kv_tiers
     base = tiers.tiers if tiers is not None else (hbm_tier(capacity),)
     offloaded = tiers.offloaded_weight_bytes_per_gpu if tiers is not None else 0
@@ -294,7 +325,7 @@ def with_lmcache(capacity: Capacity, options: EngineOptions) -> Capacity:
     return dataclasses.replace(
         capacity,
         kv_tiers=KvTiers(base + rows, offloaded, host_memory_bytes_per_replica=host),
-        warnings=(*capacity.warnings, *_notes(options, mla)),
+        warnings=(*capacity.warnings, *_notes(options, mla), staging),
     )
 
 

@@ -1320,7 +1320,7 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         per_stage_blocks=blocks.per_stage,
     )
     tiered = vllm_tiers(capacity, inputs.engine, release.version, release.label)
-    return with_lmcache(tiered, inputs.engine)
+    return with_lmcache(tiered, inputs.engine, release.version, release.label)
 
 
 def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:
