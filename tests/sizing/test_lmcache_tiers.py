@@ -125,17 +125,18 @@ def test_chunks_are_aligned_to_512_b_in_0_3_3_and_to_4_kib_from_0_3_4() -> None:
     assert chunks == {"0.3.3": 27_962, "0.3.4": 26_214}
 
 
-def test_an_mla_model_is_stored_by_the_first_rank_alone_from_0_3_4() -> None:
+def test_an_mla_model_is_stored_by_the_first_rank_from_0_3_4_which_alone_pins_from_0_4_1() -> None:
     # Four MLA layers (512 + 64 = 576 elements, bf16): kv_shape (4, 1, 256, 1, 576): a chunk of
     # 4 x 256 x 576 x 2 B = 1,179,648 B (288 pages), the same latent on each of 8 ranks.
     # 1 GiB a rank // 1,179,648 = 910 chunks. 0.3.4 (save_only_first_rank = use_mla): the
     # replica holds the first rank's 910 chunks, 910 x 1,179,648 B; 0.3.3: every rank stores its
-    # copy, 8 x that. Host memory is 8 x 1 GiB either way.
+    # copy, 8 x that. Host memory is 8 x 1 GiB through 0.3.9 (every rank's StorageManager pins
+    # its buffer); from 0.4.1 LMCacheEngine.post_init builds one on the first rank alone: 1 GiB.
     mla = ModelArchitecture(
         layers=(MultiHeadLatentAttention(512, 64),) * 4, num_attention_heads=128, weight_bytes=GiB
     )
     rows = {}
-    for version in ("0.3.3", "0.3.4"):
+    for version in ("0.3.3", "0.3.4", "0.4.1"):
         capacity = compute_capacity(
             mla,
             H100_80_GIB,
@@ -149,6 +150,7 @@ def test_an_mla_model_is_stored_by_the_first_rank_alone_from_0_3_4() -> None:
     assert rows == {
         "0.3.3": (910, 8 * 910 * 1_179_648, 8 * GiB),
         "0.3.4": (910, 910 * 1_179_648, 8 * GiB),
+        "0.4.1": (910, 910 * 1_179_648, GiB),
     }
 
 

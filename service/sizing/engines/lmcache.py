@@ -6,7 +6,7 @@ Read in the LMCache wheels 0.3.3, 0.3.4, 0.3.7, 0.3.9, 0.4.2 and 0.5.6 (PyPI `lm
   own LMCacheEngine, whose LocalCPUBackend is always created, `local_cpu` or not
   (lmcache/v1/storage_backend/__init__.py CreateStorageBackends: "The local_cpu backend is
   always created"): one pinned buffer of `int(max_local_cpu_size * 1024**3)` bytes per rank
-  (0.3.3 - 0.3.4 lmcache/v1/cache_engine.py LMCacheEngineBuilder._Create_memory_allocator;
+  (0.3.3 - 0.3.6 lmcache/v1/cache_engine.py LMCacheEngineBuilder._Create_memory_allocator;
   0.3.7 - 0.5.6 lmcache/v1/storage_backend/local_cpu_backend.py
   LocalCPUBackend.initialize_allocator). LMCache calls the size "GB" (its config prints
   `"5 GB"`) but multiplies by 1024**3: GiB. `local_cpu` only says whether chunks stay there.
@@ -25,14 +25,18 @@ Read in the LMCache wheels 0.3.3, 0.3.4, 0.3.7, 0.3.9, 0.4.2 and 0.5.6 (PyPI `lm
   `int(max_local_disk_size * 1024**3)` per rank (0.3.3 storage_backend/evictor/lru_evictor.py
   LRUEvictor; 0.4.2 - 0.5.6 local_disk_backend.py LocalDiskBackend.__init__).
 - **MLA.** From 0.3.4 `save_only_first_rank` defaults to use_mla: only the first rank stores
-  (the latent is the same on every TP rank), every rank still allocating its buffer.
+  (the latent is the same on every TP rank). Through 0.3.9 every rank still allocates its
+  buffer; from 0.4.1 LMCacheEngine.post_init builds a StorageManager (and so a buffer) on the
+  first rank alone (the lookup server's workers default to [0] for MLA:
+  lmcache/v1/config.py _get_lookup_server_worker_ids).
 - **vLLM's mapping.** `--kv-offloading-backend lmcache --kv-offloading-size N` sets
   LMCacheConnectorV1 with kv_connector_extra_config {"lmcache.local_cpu": True,
   "lmcache.max_local_cpu_size": N / (tensor x pipeline ranks)} (vllm/config/vllm.py
   VllmConfig._post_init_kv_transfer_config from 0.11.1; later the LMCacheOffloadingParser of
   vLLM's kv_connector config parsers, the same division). LMCache reads `lmcache.` keys of
   that extra config from 0.3.7 (lmcache/integration/vllm/vllm_v1_adapter.py
-  _init_lmcache_engine); 0.3.3 - 0.3.6 ignore them and keep LMCACHE_MAX_LOCAL_CPU_SIZE or 5.
+  LMCacheConnectorV1Impl.__init__); 0.3.3 - 0.3.6 ignore them and keep
+  LMCACHE_MAX_LOCAL_CPU_SIZE or 5.
 
 Not modelled (refused by name): layers of different kinds or shapes (sliding windows, Mamba,
 linear attention: LMCache 0.5's kv_layer_groups), speculative decoding's draft layers (0.5.6
@@ -57,6 +61,9 @@ from .offload import KvTier, KvTiers, hbm_tier
 LMCACHE_OLDEST_READ = (0, 3, 3)
 LMCACHE_PAGE_ALIGNED = (0, 3, 4)  # ALIGN_BYTES 512 -> 4,096; MLA saved by the first rank only
 LMCACHE_READS_EXTRA_CONFIG = (0, 3, 7)  # "lmcache." keys of kv_connector_extra_config
+# MLA: only the first rank builds a StorageManager (LMCacheEngine.post_init), so only it pins
+# a buffer (0.4.1 read; 0.3.10 - 0.3.15 not read, sized as 0.3.9: every rank pins one).
+LMCACHE_MLA_ONE_BUFFER = (0, 4, 1)
 LMCACHE_NEWEST_READ = "0.5.6"
 # lmcache/v1/config.py (0.3.3 - 0.5.6): chunk_size 256, max_local_cpu_size 5.0, local_cpu True.
 LMCACHE_CHUNK_SIZE = 256
@@ -256,7 +263,8 @@ def _lmcache_rows(
     rows: tuple[KvTier, ...] = (_cpu_row(chunk, setup, buffer),)
     if setup.disk_gib_per_rank > 0:
         rows += (_disk_row(chunk, setup),)
-    return rows, buffer * ranks, chunk
+    pinning = 1 if chunk.copies == 1 and setup.release >= LMCACHE_MLA_ONE_BUFFER else ranks
+    return rows, buffer * pinning, chunk
 
 
 def _notes(options: EngineOptions, mla: bool) -> tuple[str, ...]:
