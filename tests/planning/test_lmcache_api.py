@@ -90,6 +90,21 @@ def test_lmcache_own_names_are_aliases_and_the_csv_row_carries_the_disk(
     assert {name: int(row[name]) for name in TIERS} == TIERS
 
 
+def test_the_chunk_and_the_buffers_public_logs_show(client: TestClient) -> None:
+    # LMCache-Ascend#184 (LMCache 0.3.13.dev0, vLLM 0.11.0, Qwen3-8B at world_size 2) logs
+    # "kv_dtype=torch.bfloat16, kv_shape=(36, 2, 256, 4, 128)": a chunk of 36 x 2 x 256 x 4 x
+    # 128 x 2 B = 18,874,368 B a rank. LMCache#2901 (TP 2, LMCACHE_MAX_LOCAL_CPU_SIZE=50) shows
+    # ~50 GB RSS in each worker: 2 x 50 x 2^30 = 107,374,182,400 B of host memory. 50 GiB
+    # = 53,687,091,200 B // 18,874,368 = 2,844 chunks (2,844.4), x 256 = 728,064 tokens.
+    question = {"model": "qwen3-8b", "gpu": "h100-sxm-80gb", "tensor_parallel_size": 2}
+    question |= {"max_model_len": 8192, "max_local_cpu_size": 50, "lmcache_version": "0.3.13"}
+    body = client.post("/v1/capacity", json=question).json()
+    _, host = body["kv_tiers"]
+    assert "18,874,368 B a chunk" in host["note"]
+    assert (host["blocks"], host["tokens"]) == (2_844, 728_064)
+    assert body["host_memory_bytes_per_replica"] == 107_374_182_400
+
+
 def test_what_lmcache_does_not_take_is_refused_by_name(client: TestClient) -> None:
     base = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
     for extra, field in (
