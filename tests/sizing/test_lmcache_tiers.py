@@ -172,6 +172,8 @@ def test_an_mla_model_is_stored_by_the_first_rank_from_0_3_4_which_alone_pins_fr
         ({"lmcache_max_local_cpu_size": 5.0, "lmcache_version": "0.2.1"}, "lmcache_version"),
         ({"lmcache_max_local_cpu_size": 5.0, "lmcache_version": "soon"}, "lmcache_version"),
         ({"kv_offloading_backend": "native", "lmcache_chunk_size": 256}, "lmcache_chunk_size"),
+        # kv_offloading_size alone is vLLM's native tier, whose connector replaces LMCache's
+        ({"kv_offloading_size": 10.0, "lmcache_chunk_size": 256}, "lmcache_chunk_size"),
     ],
 )  # fmt: skip
 def test_what_lmcache_does_not_take_is_refused_by_name(

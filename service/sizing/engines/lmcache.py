@@ -111,7 +111,10 @@ def check_lmcache_flags(options: EngineOptions) -> None:
             f"applies to engine=vllm (LMCacheConnectorV1), not {options.engine.value}: kvplan "
             "does not size LMCache under other engines",
         )
-    if options.kv_offloading_backend == "native":
+    native = options.kv_offloading_backend == "native" or (
+        options.kv_offloading_backend is None and options.kv_offloading_size is not None
+    )
+    if native:  # vLLM's native OffloadingConnector replaces any other connector
         raise SizingError(field, "LMCache's sizes apply with kv_offloading_backend=lmcache")
     if options.kv_offloading_size is not None and options.lmcache_max_local_cpu_size is not None:
         raise SizingError(
