@@ -85,6 +85,12 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("hicache_ratio"),
     Option("hicache_size"),
     Option("cpu_offload_gb"),
+    # LMCache's local tiers under vLLM's LMCacheConnectorV1
+    Option("lmcache_max_local_cpu_size"),
+    Option("lmcache_max_local_disk_size"),
+    Option("lmcache_chunk_size"),
+    Option("lmcache_local_cpu", kind="switch"),
+    Option("lmcache_version"),
     # issue 21: what held-out logs showed is missing
     Option("disable_custom_all_reduce", kind="switch"),
     Option("engine_rules_version"),

@@ -6,10 +6,10 @@ reads its flags off an SGLang or TensorRT-LLM command line writes `context_lengt
 same way on every door (GET query parameters, POST JSON bodies, the columns of a table of
 questions, and the CLI through `kvplan_name`). An alias maps only onto a quantity defined the
 same way by its engine; a flag that changes the engine's memory in a way kvplan does not model
-(SGLang's LoRA adapters read from --lora-paths, TensorRT-LLM's attention DP, LMCache's
-connector) is refused by name rather than sized as if it were absent. Any other name is left
-alone: a GET ignores it (and says so, `answer_headers.IGNORED_HEADER`), a JSON body refuses it
-as an unknown field.
+(SGLang's LoRA adapters read from --lora-paths, TensorRT-LLM's attention DP, a raw
+--kv-transfer-config) is refused by name rather than sized as if it were absent. Any other
+name is left alone: a GET ignores it (and says so, `answer_headers.IGNORED_HEADER`), a JSON
+body refuses it as an unknown field.
 
 Names are compared as written, and also as a command-line flag is spelt (`--tp-size` and
 `tp-size` read as `tp_size`).
@@ -94,6 +94,11 @@ SPELLINGS: Final[tuple[Spelling, ...]] = (
     # args.expert_parallel_size); enable_dp_attention, attn_dp_size, ep_size,
     # ep_num_redundant_experts, enable_dp_lm_head and moe_dense_tp_size are fields as spelled
     Spelling("expert_parallel_size", "ep_size", "SGLang --expert-parallel-size"),
+    # LMCache's own config names (lmcache/v1/config.py LMCacheEngineConfig; LMCACHE_<NAME> in
+    # the environment, `lmcache.<name>` in vLLM's kv_connector_extra_config), defined as
+    # kvplan's lmcache_* fields are (engines/lmcache.py)
+    Spelling("max_local_cpu_size", "lmcache_max_local_cpu_size", "LMCache max_local_cpu_size"),
+    Spelling("max_local_disk_size", "lmcache_max_local_disk_size", "LMCache max_local_disk_size"),
 )
 
 

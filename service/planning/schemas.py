@@ -260,8 +260,10 @@ class EngineFields(BaseModel):
     )
     kv_offloading_backend: Literal["native", "lmcache"] | None = Field(
         None,
-        description="vLLM `--kv-offloading-backend` (default native). `lmcache` is refused: "
-        "LMCache's own server sizes that tier.",
+        description="vLLM `--kv-offloading-backend` (default native). `lmcache`: vLLM's "
+        "LMCacheConnectorV1 with LMCache's `max_local_cpu_size` = kv_offloading_size / (tensor "
+        "x pipeline ranks) GiB per rank (LMCache >= 0.3.7 reads it); the `lmcache_*` fields "
+        "add its disk tier and chunk size.",
     )
     enable_hierarchical_cache: bool = Field(
         False,
@@ -283,6 +285,40 @@ class EngineFields(BaseModel):
         le=100_000,
         description="vLLM and SGLang `--cpu-offload-gb`: GiB (2^30 B) of weights per GPU kept in "
         "host memory, out of the GPU budget (`host_memory_bytes_per_replica` counts them).",
+    )
+    # LMCache's local tiers under vLLM's LMCacheConnectorV1 (sizing engines/lmcache.py)
+    lmcache_max_local_cpu_size: float | None = Field(
+        None,
+        gt=0,
+        le=100_000,
+        description="LMCache `max_local_cpu_size` (LMCACHE_MAX_LOCAL_CPU_SIZE): pinned host "
+        "buffer per rank in GiB (LMCache says GB and multiplies by 1024**3); default 5. Any "
+        "`lmcache_*` field puts LMCacheConnectorV1 in front of vLLM's pool; with "
+        "kv_offloading_backend=lmcache, kv_offloading_size sets it instead.",
+    )
+    lmcache_max_local_disk_size: float | None = Field(
+        None,
+        ge=0,
+        le=10_000_000,
+        description="LMCache `max_local_disk_size` (with `local_disk` set): GiB (1024**3 B) of "
+        "chunks per rank on local disk. The answer gains a disk tier (`disk_kv_cache_*`).",
+    )
+    lmcache_chunk_size: int | None = Field(
+        None,
+        ge=1,
+        le=1_048_576,
+        description="LMCache `chunk_size`: tokens per stored chunk (default 256).",
+    )
+    lmcache_local_cpu: bool | None = Field(
+        None,
+        description="LMCache `local_cpu` (default true): keep chunks in the pinned buffer. "
+        "False keeps none there; the buffer is allocated all the same.",
+    )
+    lmcache_version: str | None = Field(
+        None,
+        max_length=64,
+        description="The LMCache release (PEP 440; 0.3.3 and later are sized). Default: the "
+        "newest read, 0.5.6.",
     )
     # issue 21: what held-out logs showed is missing
     disable_custom_all_reduce: bool = Field(
@@ -893,7 +929,16 @@ class CapacityAnswer(BaseModel):
     host_memory_bytes_per_replica: int | None = Field(
         None,
         description="Host memory one replica (tensor x pipeline parallel GPUs) needs: its host "
-        "KV tier plus the weights cpu_offload_gb moves, on every GPU.",
+        "KV tier (LMCache: every rank's pinned buffer) plus the weights cpu_offload_gb moves, "
+        "on every GPU.",
+    )
+    disk_kv_cache_bytes: int | None = Field(
+        None, description="LMCache's local-disk tier of one replica, every rank, bytes."
+    )
+    disk_kv_cache_blocks: int | None = Field(None, description="Its chunks (per rank).")
+    disk_kv_cache_tokens: int | None = Field(None, description="Tokens the disk tier holds.")
+    disk_max_num_seqs: int | None = Field(
+        None, description="Whole sequences at max_model_len the disk tier holds."
     )
     fits: bool
     reason: str | None = None
@@ -925,7 +970,7 @@ class CapacityAnswer(BaseModel):
 class KvTierOut(BaseModel):
     """One row of the tier table: one replica's KV cache in one kind of memory."""
 
-    tier: Literal["hbm", "host"]
+    tier: Literal["hbm", "host", "disk"]
     bytes: int = Field(description="The whole replica, every rank.")
     bytes_per_rank: int
     blocks: int
@@ -940,8 +985,8 @@ class CapacityDetail(CapacityAnswer):
     explanation: dict[str, Any] | None = None
     kv_tiers: list[KvTierOut] | None = Field(
         None,
-        description="The tier table (HBM, host memory) where a KV tier beyond HBM or "
-        "cpu_offload_gb is asked; null otherwise.",
+        description="The tier table (HBM, host memory, LMCache's disk) where a KV tier beyond "
+        "HBM or cpu_offload_gb is asked; null otherwise.",
     )
 
 

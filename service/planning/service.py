@@ -779,14 +779,13 @@ def _tier_fields(capacity: Capacity) -> dict[str, Any]:
     tiers = capacity.kv_tiers
     if tiers is None:
         return {}
-    host = next((tier for tier in tiers.tiers if tier.tier == "host"), None)
     fields: dict[str, Any] = {"host_memory_bytes_per_replica": tiers.host_memory_bytes_per_replica}
-    if host is not None:
+    for row in tiers.tiers[1:]:  # the host row, and LMCache's disk row
         fields |= {
-            "host_kv_cache_bytes": host.bytes,
-            "host_kv_cache_blocks": host.blocks,
-            "host_kv_cache_tokens": host.tokens,
-            "host_max_num_seqs": host.sequences,
+            f"{row.tier}_kv_cache_bytes": row.bytes,
+            f"{row.tier}_kv_cache_blocks": row.blocks,
+            f"{row.tier}_kv_cache_tokens": row.tokens,
+            f"{row.tier}_max_num_seqs": row.sequences,
         }
     return fields
 

@@ -33,6 +33,7 @@ from .engines.expert_parallel import (
     vllm_rank_weights,
 )
 from .engines.kv import kv_bytes_per_token, packed_mla, sequence_breakdown
+from .engines.lmcache import check_lmcache_flags
 from .engines.lora import refuse_lora
 from .engines.model_dtype import resolve_model_dtype, served_architecture
 from .engines.offload import check_offload_flags
@@ -88,6 +89,7 @@ def compute_capacity(
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
     check_offload_flags(engine)
+    check_lmcache_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
     # SGLang's DP attention: from here on the parallel is attention TP x attention DP
     sglang = _sglang_parallel(arch, parallel, engine)

@@ -112,6 +112,8 @@ def test_every_query_field_can_be_part_of_the_key() -> None:
         "kv_offloading_size": "100", "kv_offloading_backend": "native",
         "enable_hierarchical_cache": "true", "hicache_ratio": "2", "hicache_size": "10",
         "cpu_offload_gb": "4",
+        "lmcache_max_local_cpu_size": "5", "lmcache_max_local_disk_size": "100",
+        "lmcache_chunk_size": "256", "lmcache_local_cpu": "true", "lmcache_version": "0.5.6",
         "disable_custom_all_reduce": "true", "engine_rules_version": "0.10.1",
         # issue 21: expert parallelism
         "enable_expert_parallel": "true", "num_redundant_experts": "8", "enable_eplb": "true",

@@ -115,12 +115,17 @@ def test_sglang_hicache_on_get(client: TestClient) -> None:
     assert body["host_kv_cache_bytes"] == 100_000_071_680
 
 
-def test_flags_of_the_wrong_engine_and_lmcache_are_refused_by_name(client: TestClient) -> None:
+def test_flags_of_the_wrong_engine_and_contradictions_are_refused_by_name(
+    client: TestClient,
+) -> None:
     base = {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "max_model_len": 8192}
     for extra, field in (
         ({"engine": "sglang", "kv_offloading_size": 10}, "kv_offloading_size"),
         ({"hicache_ratio": 2}, "hicache_ratio"),
-        ({"kv_offloading_size": 10, "kv_offloading_backend": "lmcache"}, "kv_offloading_backend"),
+        (
+            {"kv_offloading_size": 10, "kv_offloading_backend": "lmcache", "max_local_cpu_size": 5},
+            "lmcache_max_local_cpu_size",
+        ),
         ({"kv_offloading_size": 10, "engine_version": "0.13.0"}, "kv_offloading_size"),
     ):
         body = problem(client.get("/v1/capacity", params={**base, **extra}), 422)

@@ -97,12 +97,8 @@ def test_native_offloading_before_0_14_is_refused_as_the_engine_refuses_to_start
     assert error.value.field == "kv_offloading_size"
 
 
-def test_lmcache_backend_and_other_engines_flags_are_refused_by_name() -> None:
+def test_other_engines_flags_are_refused_by_name() -> None:
     cases = [
-        (
-            _vllm("0.33.0", kv_offloading_size=10.0, kv_offloading_backend="lmcache"),
-            "kv_offloading_backend",
-        ),
         (EngineOptions(engine=Engine.SGLANG, kv_offloading_size=10.0), "kv_offloading_size"),
         (EngineOptions(enable_hierarchical_cache=True), "enable_hierarchical_cache"),
         (EngineOptions(engine=Engine.SGLANG, hicache_ratio=2.0), "hicache_ratio"),

@@ -99,6 +99,15 @@ class EngineOptions:
     hicache_ratio: float | None = None
     hicache_size: int | None = None
     cpu_offload_gb: float | None = None
+    # LMCache's local tiers under vLLM's LMCacheConnectorV1 (engines/lmcache.py), LMCache's own
+    # config names (lmcache/v1/config.py) prefixed: max_local_cpu_size and max_local_disk_size
+    # in GiB per rank (LMCache says "GB" and multiplies by 1024**3), chunk_size in tokens
+    # (None = 256), local_cpu (None = True), the LMCache release (None = the newest read).
+    lmcache_max_local_cpu_size: float | None = None
+    lmcache_max_local_disk_size: float | None = None
+    lmcache_chunk_size: int | None = None
+    lmcache_local_cpu: bool | None = None
+    lmcache_version: str | None = None
     # issue 21: what held-out logs showed is missing (engines/vllm_platform.py).
     # vLLM --disable-custom-all-reduce: NCCL alone, none of the custom all-reduce's buffers.
     disable_custom_all_reduce: bool = False

@@ -18,8 +18,8 @@ Each capacity answer with a tier carries a `KvTiers`: one row per tier (HBM, hos
 its bytes, blocks, tokens and sequences at max_model_len, and the host memory one replica
 (tensor x pipeline parallel GPUs) needs for its KV tier and offloaded weights.
 
-Not modelled (refused by name): vLLM `kv_offloading_backend=lmcache` (the LMCache server
-holds that tier's memory, not the engine), HiCache on SGLang's hybrid pools, a disk tier.
+vLLM `kv_offloading_backend=lmcache` and LMCache's own sizes are engines/lmcache.py's (its CPU
+and disk tiers). Not modelled (refused by name): HiCache on SGLang's hybrid pools.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class KvTier:
     """One tier of one replica's KV cache. `blocks` are the tier's own units (vLLM: host blocks
     of one GPU block per rank each; SGLang: pages); `sequences` whole ones at max_model_len."""
 
-    tier: str  # "hbm" | "host"
+    tier: str  # "hbm" | "host" | "disk" (LMCache's local disk)
     bytes: int  # the whole replica (every rank)
     bytes_per_rank: int
     blocks: int
@@ -112,20 +112,15 @@ def check_offload_flags(options: EngineOptions) -> None:
             )
     if engine == "trtllm" and options.cpu_offload_gb:
         raise SizingError("cpu_offload_gb", "applies to engine=vllm or sglang, not trtllm")
-    if options.kv_offloading_backend == "lmcache" and options.kv_offloading_size is not None:
-        raise SizingError(
-            "kv_offloading_backend",
-            "lmcache: vLLM hands the tier to LMCache (LMCacheConnectorV1, LMCacheMPConnector "
-            "from 0.2x), whose own server or config sizes it; kvplan sizes vLLM's native tier "
-            "only (kv_offloading_backend=native)",
-        )
     if engine == "sglang" and not options.enable_hierarchical_cache:
         for name in ("hicache_ratio", "hicache_size"):
             if getattr(options, name) is not None:
                 raise SizingError(name, "needs enable_hierarchical_cache=true (SGLang ignores it)")
 
 
-def _hbm_tier(capacity: Capacity, ranks: int) -> KvTier:
+def hbm_tier(capacity: Capacity) -> KvTier:
+    """The GPU pool's row of the tier table."""
+    ranks = capacity.parallel.gpus_per_replica
     return KvTier(
         tier="hbm",
         bytes=capacity.kv_pool_bytes * ranks,
@@ -142,7 +137,7 @@ def _tiers(capacity: Capacity, host: KvTier | None, offloaded: int) -> Capacity:
     ranks = capacity.parallel.gpus_per_replica
     if host is None and offloaded == 0:
         return capacity
-    rows = (_hbm_tier(capacity, ranks),) + ((host,) if host is not None else ())
+    rows = (hbm_tier(capacity),) + ((host,) if host is not None else ())
     host_bytes = (host.bytes if host is not None else 0) + offloaded * ranks
     return dataclasses.replace(
         capacity, kv_tiers=KvTiers(rows, offloaded, host_memory_bytes_per_replica=host_bytes)
@@ -242,7 +237,9 @@ def vllm_tiers(
     blocks the engine made)."""
     host = (
         vllm_host_tier(capacity, options, version, label)
-        if options.kv_offloading_size is not None and capacity.fits
+        if options.kv_offloading_size is not None
+        and options.kv_offloading_backend != "lmcache"  # engines/lmcache.py sizes that one
+        and capacity.fits
         else None
     )
     if options.kv_offloading_backend is not None and options.kv_offloading_size is None:
@@ -266,11 +263,15 @@ def sglang_tiers(capacity: Capacity, options: EngineOptions, page_size: int) -> 
     return _tiers(capacity, host, offloaded_weight_bytes(options, capacity.weights_bytes_per_gpu))
 
 
-def offload_flags(options: EngineOptions) -> tuple[list[str], list[str]]:
-    """The offload flags to paste, vLLM's and SGLang's, as each engine spells them."""
-    vllm: list[str] = []
+def offload_flags(
+    options: EngineOptions, lmcache: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The offload flags to paste, vLLM's and SGLang's, as each engine spells them. `lmcache`:
+    LMCache's --kv-transfer-config (engines/lmcache.py lmcache_flags), which then stands for
+    --kv-offloading-*."""
+    vllm: list[str] = list(lmcache or ())
     sglang: list[str] = []
-    if options.kv_offloading_size is not None:
+    if options.kv_offloading_size is not None and not lmcache:
         vllm.append(f"--kv-offloading-size {options.kv_offloading_size:g}")
         if options.kv_offloading_backend is not None:
             vllm.append(f"--kv-offloading-backend {options.kv_offloading_backend}")

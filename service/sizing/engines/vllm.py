@@ -63,6 +63,7 @@ from .common import (
 from .encoder import EncoderProfile, check_encoder_release, encoder_profile
 from .expert_parallel import check_vllm_dcp, dcp_tokens_per_rank, expert_placement_note
 from .kv import packed_mla, state_bytes_per_sequence, state_dtype_bytes, token_bytes_per_layer
+from .lmcache import with_lmcache
 from .lora import vllm_lora_buffers
 from .offload import offloaded_weight_bytes, vllm_tiers, with_weight_offload
 from .speculative import vllm_drafter
@@ -1339,7 +1340,8 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         max_model_len_that_fits=longest,
         per_stage_blocks=blocks.per_stage,
     )
-    return vllm_tiers(capacity, inputs.engine, release.version, release.label)
+    tiered = vllm_tiers(capacity, inputs.engine, release.version, release.label)
+    return with_lmcache(tiered, inputs.engine, release.version, release.label)
 
 
 def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:

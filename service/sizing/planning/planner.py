@@ -32,6 +32,7 @@ from ..capacity import Capacity, Gpu, Parallelism, Workload, compute_capacity, s
 from ..engines.common import Engine, EngineOptions
 from ..engines.encoder import encoder_flags
 from ..engines.kv import packed_mla
+from ..engines.lmcache import lmcache_flags
 from ..engines.lora import lora_flags
 from ..engines.multinode import MAX_PIPELINE_NODES, node_flags, nodes_to_try
 from ..engines.offload import offload_flags
@@ -323,7 +324,8 @@ def engine_flags(
         sglang += lora_flags(options)
     else:
         vllm += lora_flags(options)
-    offloaded = offload_flags(options)  # issue 21: KV tiers and weights in host memory
+    # issue 21: KV tiers (LMCache's included) and weights in host memory
+    offloaded = offload_flags(options, lmcache_flags(options, capacity.parallel.gpus_per_replica))
     encoder = encoder_flags(options.limit_mm_per_prompt, options.skip_mm_profiling)
     if options.engine is Engine.SGLANG and dp_attention_asked(options.sglang_parallel):
         # SGLang's DP attention (engines/sglang_dp.py): --tp is the whole engine
