@@ -10,6 +10,8 @@ ones, so the arithmetic beside each test stays true when the fit moves.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from service.sizing.errors import SizingError
@@ -146,6 +148,32 @@ def test_mixtral_parameters_split_into_dense_and_experts() -> None:
     assert split.per_expert == 176_160_768
     assert split.dense == 1_605_636_096
     assert split.active == 12_879_925_248
+
+
+def test_a_model_with_dense_layers_keeps_their_parameters_out_of_the_experts() -> None:
+    # DeepSeek-V3 (catalog deepseek-v3: 671,026,404,352 parameters, hidden 7168, 256 experts of
+    # 2048, 8 per token; its config's first_k_dense_replace 3 leaves 58 of 61 layers MoE). An
+    # expert: 3 x 7168 x 2048 = 44,040,192; routed: 58 x 256 x that = 653,908,770,816; dense
+    # (attention, embeddings, 3 dense MLPs, shared experts) 671,026,404,352 - 653,908,770,816
+    # = 17,117,633,536. Taking all 61 layers as MoE would price 687.7 B of experts, more than
+    # the whole model, and leave no dense weights to read.
+    moe = MixtureOfExperts(256, 8, 2048, shared_expert_intermediate_size=2048, num_moe_layers=58)
+    mla = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64)
+    v3 = ModelArchitecture(
+        layers=(mla,) * 61,
+        num_attention_heads=128,
+        hidden_size=7168,
+        num_parameters=671_026_404_352,
+        moe=moe,
+    )
+    split = parameter_split(v3)
+    assert split.moe_layers == 58
+    assert split.dense == 671_026_404_352 - 58 * 256 * 44_040_192 == 17_117_633_536
+    # Without num_moe_layers: as many MoE layers as the parameters hold, 671,026,404,352 //
+    # (256 x 44,040,192 = 11,274,289,152) = 59 (59.5), below the 61 layers.
+    guessed = parameter_split(replace(v3, moe=replace(moe, num_moe_layers=None)))
+    assert guessed.moe_layers == 59
+    assert guessed.dense == 671_026_404_352 - 59 * 11_274_289_152
 
 
 def test_mixtral_decode_reads_only_the_experts_its_batch_touches() -> None:

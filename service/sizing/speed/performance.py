@@ -43,6 +43,7 @@ from ..model.architecture import (
     GatedDeltaNet,
     Mamba1,
     Mamba2,
+    MixtureOfExperts,
     ModelArchitecture,
     MultiHeadLatentAttention,
     NoCache,
@@ -171,11 +172,11 @@ FITTED_AMD: Final = Efficiency(
 ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
     "NVIDIA dense": 0.31,  # 52 points, 6 sources
     "NVIDIA MoE": 0.63,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
-    "NVIDIA MoE+MLA": 0.43,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
+    "NVIDIA MoE+MLA": 0.41,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
     "AMD dense": 0.27,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
     "AMD MoE": 0.31,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
 }
-ERROR_BAND_ANY_CLASS: Final = 0.36
+ERROR_BAND_ANY_CLASS: Final = 0.35
 
 
 def is_amd(gpu_name: str) -> bool:
@@ -323,10 +324,11 @@ def expected_experts(num_experts: int, experts_per_token: int, tokens: int) -> f
 
 @lru_cache(maxsize=256)
 def parameter_split(arch: ModelArchitecture) -> ParameterSplit:
-    """Dense and expert parameters. Every layer is taken as an MoE layer when the model has
-    experts (the architecture does not record which layers are dense: DeepSeek-V3's first 3 of
-    61 are, so its expert share is ~5% high), and an expert is a SwiGLU MLP of
-    3 x hidden x moe_intermediate weights (gate, up and down projections)."""
+    """Dense and expert parameters; an expert is a SwiGLU MLP of 3 x hidden x moe_intermediate
+    weights (gate, up and down projections). The dense part (attention, embeddings, the dense
+    layers' MLPs, shared experts) is what the routed experts leave of the total
+    (`_moe_layers`: DeepSeek-V3's 58 MoE layers of 61, not 61, else its 17 B dense parameters
+    come out 0 and a decode step reads no attention weights)."""
     total = _parameters(arch)
     moe = arch.moe
     if moe is None:
@@ -334,9 +336,25 @@ def parameter_split(arch: ModelArchitecture) -> ParameterSplit:
     if arch.hidden_size is None:
         raise SizingError("model.hidden_size", "an MoE model needs hidden_size to size experts")
     per_expert = 3 * arch.hidden_size * moe.moe_intermediate_size
-    layers = arch.num_layers
+    layers = _moe_layers(arch, moe, total, per_expert)
     dense = max(0, total - layers * moe.num_experts * per_expert)
     return ParameterSplit(total, dense, per_expert, layers, moe.num_experts, moe.experts_per_token)
+
+
+def _moe_layers(arch: ModelArchitecture, moe: MixtureOfExperts, total: int, per_expert: int) -> int:
+    """Layers whose MLP is routed experts: `moe.num_moe_layers` where the model gives it (a
+    config's first_k_dense_replace, moe_layer_freq, moe_layers); else the routed experts'
+    parameters read from the config's tensors over one layer's experts; else as many layers
+    as the parameter count holds experts for, at most every layer (a model that interleaves
+    dense and MoE layers, Llama-4-Maverick's 24 of 48, or keeps a few dense ones,
+    Kimi-K2's 60 of 61, holds no more)."""
+    one_layer = moe.num_experts * per_expert
+    if moe.num_moe_layers is not None:
+        return moe.num_moe_layers
+    known = arch.routed_experts_known
+    if known is not None:
+        return min(arch.num_layers, max(1, round(known.parameters / one_layer)))
+    return max(1, min(arch.num_layers, total // one_layer))
 
 
 def _parameters(arch: ModelArchitecture) -> int:
