@@ -187,6 +187,19 @@ def test_mixtral_decode_reads_only_the_experts_its_batch_touches() -> None:
     assert one.flops == 2 * 12_879_925_248 + 32 * 2 * 32 * 256
 
 
+def test_each_layer_of_a_pass_adds_its_fixed_cost() -> None:
+    # Efficiencies chosen here: 0.5 ms a step and 20 us a layer. Llama-3.1-70B's 80 layers:
+    # 0.5 + 80 x 0.020 = 2.1 ms; Llama-3.1-8B's 32: 0.5 + 32 x 0.020 = 1.14 ms, in a decode
+    # step as in a prefill.
+    fixed = Efficiency(1.0, 1.0, 0.5, allreduce_latency_us=0.0, overlap=1.0, layer_overhead_us=20)
+    big = step_time(decode_cost(LLAMA_70B, H100, batch=1, context_tokens=1), fixed)
+    small = step_time(prefill_cost(LLAMA_31_8B, H100, 100), fixed)
+    assert big.cost.layers == 80
+    assert big.overhead_ms == pytest.approx(2.1)
+    assert small.overhead_ms == pytest.approx(1.14)
+    assert big.ms == pytest.approx(big.memory_ms + big.overhead_ms)
+
+
 def test_tensor_parallel_all_reduces() -> None:
     # Llama-3.1-70B, TP 4, batch 64: 80 layers x 2 = 160 all-reduces of 64 x 8192 x 2 B =
     # 1,048,576 B; ring: 2 x 3/4 x 1,048,576 B / 450e9 B/s = 3.4953 us each, 0.55924 ms for
