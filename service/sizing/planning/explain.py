@@ -36,7 +36,8 @@ PER_GPU_RULE = (
 )
 PERFORMANCE_RULE = (
     "one forward pass on each GPU of the tensor-parallel group: memory = bytes read / (peak "
-    "bandwidth x efficiency.bandwidth), compute = FLOPs / (peak FLOPS x efficiency.compute), "
+    "bandwidth x efficiency.bandwidth), compute = (linear FLOPs / peak FLOPS at the weights' "
+    "precision + attention FLOPs / BF16 peak) / efficiency.compute, "
     "time = the larger + (1 - efficiency.overlap) x the smaller + all-reduces over the link + "
     "efficiency.step_overhead_ms + layers x efficiency.layer_overhead_us; a decode step gives "
     "each running sequence one token, so decode_ms_per_token is one step and "

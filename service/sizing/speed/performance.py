@@ -4,7 +4,8 @@ One forward pass (a decode step for B sequences, or a prefill) on each GPU of a 
 group costs
 
     memory   = bytes it reads / (peak bandwidth x efficiency.bandwidth)
-    compute  = FLOPs it does  / (peak FLOPs at the weights' precision x efficiency.compute)
+    compute  = (linear FLOPs / peak FLOPs at the weights' precision
+                + attention FLOPs / BF16 peak) / efficiency.compute
     link     = its all-reduces over the interconnect (ring) + a latency per all-reduce
     overhead = efficiency.step_overhead_ms + layers x efficiency.layer_overhead_us
     time     = max(memory, compute) + (1 - efficiency.overlap) x min(memory, compute)
@@ -138,17 +139,17 @@ class Efficiency:
 # Fitted by performance_fit.fit on the 41 calibration points of
 # service/calibration/performance_points.json whose position in the file is not 2 mod 3
 # (FIT_POINT_IDS); the 20 held back (HELD_BACK_POINT_IDS) give the error:
-# 80% of them within +/-25%, median |error| 9.4%.
+# 80% of them within +/-25%, median |error| 8.4%.
 # tests/calibration/test_performance_fit.py re-runs the fit and must get these numbers.
 # The overlap comes out 0: on these points memory and compute time add up rather than hide
 # one another (the roofline max, overlap 1, fits the held-back points worse).
 FITTED: Final = Efficiency(
-    bandwidth=0.912,
-    compute=0.479,
-    step_overhead_ms=0.124,
+    bandwidth=0.913,
+    compute=0.484,
+    step_overhead_ms=0.115,
     allreduce_latency_us=0.0,
     overlap=0.0,
-    layer_overhead_us=88.85,
+    layer_overhead_us=88.71,
 )
 # The 80th percentile (nearest rank) of |predicted / measured - 1| over the held-back points:
 # the +/- band an answer quotes with these estimates.
@@ -164,11 +165,11 @@ ERROR_BAND: Final = 0.2
 # tests/calibration/test_source_hold_out.py re-runs the fit and must get these numbers.
 FITTED_AMD: Final = Efficiency(
     bandwidth=0.388,
-    compute=0.479,
-    step_overhead_ms=0.124,
+    compute=0.484,
+    step_overhead_ms=0.115,
     allreduce_latency_us=0.0,
     overlap=0.0,
-    layer_overhead_us=88.85,
+    layer_overhead_us=88.71,
 )
 # The +/- band each answer quotes, by class (the GPU's vendor, and the model's layers: dense,
 # MoE, MoE with MLA): the 80th percentile (nearest rank) of |predicted / measured - 1| over
@@ -180,7 +181,7 @@ ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
     "NVIDIA MoE": 0.64,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
     "NVIDIA MoE+MLA": 0.2,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
     "AMD dense": 0.31,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
-    "AMD MoE": 0.36,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
+    "AMD MoE": 0.35,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
 }
 ERROR_BAND_ANY_CLASS: Final = 0.3
 
@@ -387,12 +388,18 @@ class StepCost:
     flops: int  # per GPU, all of them
     attention_flops: int  # per GPU, the part spent scoring and reading the cache
     bandwidth_bytes_per_s: float  # peak
-    peak_flops_per_s: float  # peak at the weights' precision
+    peak_flops_per_s: float  # peak at the weights' precision, for the linear layers
     tensor_parallel_size: int
     allreduces: int  # per pass
     allreduce_bytes: int  # each all-reduce's message: tokens x hidden x activation bytes
     link_bytes_per_s: float | None
     layers: int = 0  # the model's blocks, each with its own kernels (layer_overhead_us)
+    # The attention's peak (`attention_peak_flops_per_s`); 0 takes peak_flops_per_s.
+    attention_flops_per_s: float = 0.0
+
+    @property
+    def attention_peak(self) -> float:
+        return self.attention_flops_per_s or self.peak_flops_per_s
 
     @property
     def bytes_read(self) -> int:
@@ -443,8 +450,9 @@ class StepTime:
             f"= {c.bytes_read:,} B",
             f"memory: {c.bytes_read:,} B / ({c.bandwidth_bytes_per_s / TB:g} TB/s x "
             f"{efficiency.bandwidth:g}) = {self.memory_ms:.3f} ms",
-            f"compute: {c.flops:,} FLOP / ({c.peak_flops_per_s / TERA:g} TFLOPS x "
-            f"{efficiency.compute:g}) = {self.compute_ms:.3f} ms",
+            f"compute: ({c.flops - c.attention_flops:,} FLOP / {c.peak_flops_per_s / TERA:g} "
+            f"TFLOPS + {c.attention_flops:,} attention FLOP / {c.attention_peak / TERA:g} "
+            f"TFLOPS) / {efficiency.compute:g} = {self.compute_ms:.3f} ms",
         ]
         if c.tensor_parallel_size > 1:
             tp = c.tensor_parallel_size
@@ -470,7 +478,10 @@ class StepTime:
 
 def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
     memory_s = cost.bytes_read / (cost.bandwidth_bytes_per_s * efficiency.bandwidth)
-    compute_s = cost.flops / (cost.peak_flops_per_s * efficiency.compute)
+    linear_flops = cost.flops - cost.attention_flops
+    compute_s = (
+        linear_flops / cost.peak_flops_per_s + cost.attention_flops / cost.attention_peak
+    ) / efficiency.compute
     link_s = cost.link_seconds
     if cost.tensor_parallel_size > 1:
         link_s += cost.allreduces * efficiency.allreduce_latency_us * 1e-6
@@ -489,6 +500,17 @@ def peak_flops_per_s(gpu: GpuPerformance, weight_format: WeightFormat) -> float:
     (weight-only formats such as AWQ and GPTQ dequantize to 16-bit before the matmul)."""
     if weight_format in FP8_COMPUTE_FORMATS and gpu.dense_fp8_tflops is not None:
         return gpu.dense_fp8_tflops * TERA
+    return gpu.dense_bf16_tflops * TERA
+
+
+def attention_peak_flops_per_s(gpu: GpuPerformance) -> float:
+    """The attention's matmuls (scores and values against the cache) run at the BF16 peak
+    whatever the weights' format: an FP8 (or FP4) checkpoint quantises the linear layers'
+    weights, not the queries, keys and values, and an FP8 KV cache is dequantised to BF16/FP16
+    as the attention kernel reads it (sgl-project/sglang issue #10083: "dequantize to BF16/FP16
+    at the reading time for attention calculation"; vLLM docs/features/quantization/
+    quantized_kvcache.md, v0.11.2: "no latency improvements as the implementation does not yet
+    include fused dequantization and attention operations")."""
     return gpu.dense_bf16_tflops * TERA
 
 
@@ -752,6 +774,7 @@ class _PassConstants:
     allreduce_bytes_per_token: int  # one token's hidden state in the model's dtype
     link_bytes_per_s: float | None
     layers: int
+    attention_flops_per_s: float
 
     def weights_read(self, tokens: int) -> int:
         """Weights a pass over `tokens` tokens reads per GPU: every dense weight, and the
@@ -776,6 +799,7 @@ class _PassConstants:
             allreduce_bytes=tokens * self.allreduce_bytes_per_token,
             link_bytes_per_s=self.link_bytes_per_s,
             layers=self.layers,
+            attention_flops_per_s=self.attention_flops_per_s,
         )
 
 
@@ -799,6 +823,7 @@ def _pass_constants(
         allreduce_bytes_per_token=_hidden(arch, tp) * arch.dtype.element_bytes,
         link_bytes_per_s=_link(gpu, tp),
         layers=len(arch.layers),
+        attention_flops_per_s=attention_peak_flops_per_s(gpu),
     )
 
 
