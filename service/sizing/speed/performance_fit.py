@@ -16,7 +16,7 @@ predicts it from the same formulas the answers use (service/sizing/speed/perform
 (the first output token comes out of the prefill; the decode steps are taken at the run's mean
 context, which is exact while a step is linear in the context and slightly low where the bound
 changes during the run). The fit minimises the sum of squared log errors, ln(predicted /
-measured)^2, over the points kept for fitting: a coarse grid over all six efficiencies, then
+measured)^2, over the points kept for fitting: a coarse grid over all seven efficiencies, then
 golden-section line searches one efficiency at a time (the
 overlap included: 1 is the roofline's max, 0 the sum). Deterministic: the same points give the
 same efficiencies, which tests/calibration/test_performance_fit.py checks against `FITTED`.
@@ -187,6 +187,7 @@ BOUNDS: Final[dict[str, tuple[float, float]]] = {
     "allreduce_latency_us": (0.0, 100.0),
     "overlap": (0.0, 1.0),
     "layer_overhead_us": (0.0, 200.0),
+    "compute_low_precision": (0.1, 1.0),
 }
 GRID: Final[dict[str, tuple[float, ...]]] = {
     "bandwidth": tuple(round(0.3 + 0.1 * i, 1) for i in range(8)),
@@ -195,6 +196,7 @@ GRID: Final[dict[str, tuple[float, ...]]] = {
     "allreduce_latency_us": (0.0, 25.0, 50.0),
     "overlap": (0.0, 0.5, 1.0),
     "layer_overhead_us": (0.0, 50.0, 100.0),
+    "compute_low_precision": (0.3, 0.6),
 }
 SWEEPS: Final = 40
 GOLDEN: Final = (math.sqrt(5) - 1) / 2
@@ -206,6 +208,7 @@ DECIMALS: Final[dict[str, int]] = {
     "allreduce_latency_us": 2,
     "overlap": 3,
     "layer_overhead_us": 2,
+    "compute_low_precision": 3,
 }
 
 
@@ -366,7 +369,7 @@ def _refit(costs: Sequence[PointCosts], start: Efficiency, names: Sequence[str])
 
 
 def vendor_fit(costs: Sequence[PointCosts], vendor: str) -> Efficiency:
-    """Efficiencies for `vendor`'s GPUs: NVIDIA's fitted on the NVIDIA points (all six);
+    """Efficiencies for `vendor`'s GPUs: NVIDIA's fitted on the NVIDIA points (all seven);
     another vendor's (AMD) start from them and refit only the achievable bandwidth on its own
     points (`vendor_efficiency`). A vendor without points of
     its own gets NVIDIA's."""
