@@ -250,6 +250,18 @@ def test_fp8_weights_run_the_linear_layers_on_fp8_and_the_attention_on_bf16() ->
     assert step_time(cost, half).compute_ms == pytest.approx(16.50448, abs=1e-5)
 
 
+def test_fp4_weights_run_on_fp4_tensor_cores_where_the_gpu_has_them() -> None:
+    # B200 (catalog b200): 2250 BF16, 4500 FP8, 9000 FP4 dense TFLOPS. NVFP4 linear layers run
+    # at 9000 on it; on an H100 (no FP4 figure) the same weights are dequantised to BF16, 989.
+    b200 = GpuPerformance(7.7, 2250, 4500, 900, "NVIDIA B200", dense_fp4_tflops=9000)
+    on_b200 = prefill_cost(LLAMA_31_8B, b200, 1000, weight_format=WeightFormat.NVFP4)
+    on_h100 = prefill_cost(LLAMA_31_8B, H100, 1000, weight_format=WeightFormat.NVFP4)
+    assert on_b200.peak_flops_per_s == 9000e12
+    assert on_b200.low_precision
+    assert on_h100.peak_flops_per_s == 989e12
+    assert not on_h100.low_precision
+
+
 def test_causal_pairs_by_layer_kind() -> None:
     # 10 tokens: full 10 x 11 / 2 = 55; window 4: 1 + 2 + 3 + 4 + 6 x 4 = 34;
     # chunks of 4 (4, 4, 2 tokens): 10 + 10 + 3 = 23.

@@ -95,28 +95,30 @@ LINK_GB_S: Final[dict[str, float]] = {
     "mi300x": 448,
 }
 
-# Weight formats whose matmuls run on FP8 (or finer) tensor cores where the GPU has them: FP8
-# checkpoints are W8A8 (TensorRT-LLM docs/source/blogs/H100vsA100.md: "FP8 is a W8A8 format");
-# FP4 formats have no peak figure in the catalog, so they are given the FP8 one.
-FP8_COMPUTE_FORMATS: Final = frozenset({WeightFormat.FP8, WeightFormat.NVFP4, WeightFormat.MXFP4})
+# Weight formats whose matmuls run on low-precision tensor cores where the GPU has them
+# (`peak_flops_per_s`): FP8 on an FP8 peak, NVFP4 and MXFP4 on an FP4 peak.
+FP8_COMPUTE_FORMATS: Final = frozenset({WeightFormat.FP8})
+FP4_FORMATS: Final = frozenset({WeightFormat.NVFP4, WeightFormat.MXFP4})
 
 
 @dataclass(frozen=True, slots=True)
 class GpuPerformance:
-    """The figures the estimate needs: catalog bandwidth and FLOPs, and the link per GPU."""
+    """The figures the estimate needs: catalog bandwidth and FLOPs (BF16; FP8 and FP4 where the
+    GPU has those tensor cores), and the link per GPU."""
 
     memory_bandwidth_tb_s: float
     dense_bf16_tflops: float
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
     name: str = ""
+    dense_fp4_tflops: float | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("memory_bandwidth_tb_s", "dense_bf16_tflops"):
             value = getattr(self, field_name)
             if not value > 0:
                 raise SizingError(f"gpu.{field_name}", f"must be a positive number, got {value}")
-        for field_name in ("dense_fp8_tflops", "interconnect_gb_s"):
+        for field_name in ("dense_fp8_tflops", "interconnect_gb_s", "dense_fp4_tflops"):
             value = getattr(self, field_name)
             if value is not None and not value > 0:
                 raise SizingError(f"gpu.{field_name}", f"must be a positive number, got {value}")
@@ -192,7 +194,7 @@ ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
     "AMD dense": 0.3,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
     "AMD MoE": 0.36,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
 }
-ERROR_BAND_ANY_CLASS: Final = 0.26
+ERROR_BAND_ANY_CLASS: Final = 0.27
 
 
 def is_amd(gpu_name: str) -> bool:
@@ -516,8 +518,15 @@ def linear_efficiency(cost: StepCost, efficiency: Efficiency) -> float:
 
 
 def peak_flops_per_s(gpu: GpuPerformance, weight_format: WeightFormat) -> float:
-    """FP8 tensor-core peak for FP8/FP4 weights on a GPU that has one, else the BF16 peak
-    (weight-only formats such as AWQ and GPTQ dequantize to 16-bit before the matmul)."""
+    """The linear layers' tensor-core peak at the weights' precision: FP8 checkpoints are W8A8
+    (TensorRT-LLM docs/source/blogs/H100vsA100.md: "FP8 is a W8A8 format"), at the FP8 peak
+    where the GPU has one; FP4 checkpoints (NVFP4, MXFP4) are W4A4 on a GPU with FP4 tensor
+    cores (Blackwell: the catalog's dense_fp4_tflops) and weight-only elsewhere, their weights
+    dequantised to 16 bits before the matmul as AWQ's and GPTQ's are, so at the BF16 peak."""
+    if weight_format in FP4_FORMATS:
+        if gpu.dense_fp4_tflops is not None:
+            return gpu.dense_fp4_tflops * TERA
+        return gpu.dense_bf16_tflops * TERA
     if weight_format in FP8_COMPUTE_FORMATS and gpu.dense_fp8_tflops is not None:
         return gpu.dense_fp8_tflops * TERA
     return gpu.dense_bf16_tflops * TERA
