@@ -165,13 +165,13 @@ FITTED: Final = Efficiency(
 # the +/- band an answer quotes with these estimates.
 ERROR_BAND: Final = 0.15
 # AMD Instinct GPUs (ROCm): FITTED with the achievable memory bandwidth refitted on the 17 AMD
-# points of performance_points.json (performance_fit.vendor_efficiency: compute, the
-# all-reduce latency, the step overhead and the overlap kept, since refitting them too predicts
-# a held-out AMD source worse): ROCm's kernels stream weights and cache at about 0.34 of the
-# MI300X's 5.3 TB/s peak where NVIDIA's reach 0.83 of theirs. Sources: Oracle OCI's
-# Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's gpt-oss-120b on one MI300X (vLLM
-# 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X (SGLang 0.5.13); each predicted
-# by a fit on the others is within 21% (median), `make bench`'s held-out table.
+# points of performance_points.json (performance_fit.vendor_efficiency: the other six kept,
+# since refitting them too predicts a held-out AMD source worse): ROCm's kernels stream weights
+# and cache at about 0.38 of the MI300X's 5.3 TB/s peak where NVIDIA's reach 0.84 of theirs.
+# Sources: Oracle OCI's Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's
+# gpt-oss-120b on one MI300X (vLLM 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X
+# (SGLang 0.5.13); each predicted by a fit on the others: median 22.1%, 53% within 25%
+# (`make bench`'s held-out table).
 # tests/calibration/test_source_hold_out.py re-runs the fit and must get these numbers.
 FITTED_AMD: Final = Efficiency(
     bandwidth=0.382,

@@ -385,12 +385,12 @@ def vendor_efficiency(own: Sequence[PointCosts], base: Efficiency) -> Efficiency
     """`base` (NVIDIA's) with the achievable memory bandwidth refitted on a vendor's own points:
     on ROCm the weights and the cache are streamed by other kernels (hipBLASLt, AITER, Triton)
     out of other memory (MI300X's HBM3 behind its Infinity Cache), and the fraction of the
-    peak they reach is the vendor's, not NVIDIA's. Compute, the all-reduce latency, the step
-    overhead and the overlap are kept: refitted on the AMD sources too (compute and the
-    all-reduce latency: median held-out AMD error 40%, 29% within 25%; compute alone: 22%,
-    53%; the step overhead: 23%, 71%) they predict the held-out AMD source worse than the
-    bandwidth alone (21%, 71%): the AMD runs mix expert parallelism, Triton attention and
-    vLLM's and SGLang's schedulers, which those terms absorb and do not carry over."""
+    peak they reach is the vendor's, not NVIDIA's. The other efficiencies are kept: refitted
+    on the AMD sources too they predict the held-out AMD sources worse than the bandwidth alone
+    (median held-out error, AMD dense and AMD MoE: bandwidth alone 25.9% and 11.8%; with
+    compute 29.2% and 14.7%; with the per-layer overhead 33.9% and 12.5%; with both 39.3% and
+    15.8%): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
+    schedulers, which those terms absorb and do not carry over."""
     return _refit(own, base, ["bandwidth"])
 
 
