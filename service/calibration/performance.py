@@ -78,6 +78,7 @@ def catalog_gpus() -> dict[str, GpuPerformance]:
             dense_fp8_tflops=g.get("dense_fp8_tflops"),
             interconnect_gb_s=LINK_GB_S.get(g["slug"]),
             name=g["name"],
+            dense_fp4_tflops=g.get("dense_fp4_tflops"),
         )
         for g in load_seed("gpus.json")
         if g.get("memory_bandwidth_tb_s") and g.get("dense_bf16_tflops")

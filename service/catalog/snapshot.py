@@ -394,6 +394,7 @@ def gpu_entry(row: GpuRow) -> GpuEntry:
             memory_bandwidth_tb_s=row.memory_bandwidth_tb_s,
             dense_bf16_tflops=row.dense_bf16_tflops,
             dense_fp8_tflops=row.dense_fp8_tflops,
+            dense_fp4_tflops=row.dense_fp4_tflops,
             # The catalog names the link; its bandwidth is kvplan's table by slug.
             # A row written before the catalog carried the link figure falls back on
             # kvplan's table by slug (service/sizing/speed/performance.py LINK_GB_S).

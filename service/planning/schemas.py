@@ -562,6 +562,13 @@ class InlineGpu(BaseModel):
     dense_fp8_tflops: float | None = Field(
         None, gt=0, le=1_000_000, description="Peak dense FP8 TFLOPS, where the GPU has FP8."
     )
+    dense_fp4_tflops: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="Peak dense FP4 TFLOPS, where the GPU has FP4 tensor cores (Blackwell): "
+        "NVFP4 and MXFP4 weights run on it; without it they are dequantised to BF16.",
+    )
     interconnect_gb_s: float | None = Field(
         None,
         gt=0,

@@ -540,6 +540,7 @@ def _resolve_gpu(
         memory_bandwidth_tb_s=ref.memory_bandwidth_tb_s,
         dense_bf16_tflops=ref.dense_bf16_tflops,
         dense_fp8_tflops=ref.dense_fp8_tflops,
+        dense_fp4_tflops=ref.dense_fp4_tflops,
         interconnect_gb_s=ref.interconnect_gb_s,
         bf16_support=ref.bf16_support,
         fully_connected=ref.fully_connected,

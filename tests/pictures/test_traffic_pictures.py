@@ -86,7 +86,7 @@ def test_the_simulation_picture_is_a_png_too(client: TestClient) -> None:
 
 
 def test_each_rate_is_the_simulation_at_that_rate(client: TestClient) -> None:
-    rates = [1, 4, 20]
+    rates = [1, 4, 30]
     body = {
         **DEPLOYMENT,
         "workload": WORKLOAD,
@@ -107,12 +107,12 @@ def test_each_rate_is_the_simulation_at_that_rate(client: TestClient) -> None:
                 ]
                 expected = answer[f"{metric}_ms"][quantile]
                 assert float(point.get("data-ms", "0")) == pytest.approx(expected, abs=1e-3)
-    # 20/s is past the ~7.7/s one replica serves (its throughput at 20 and 40/s): requests
-    # queue for room (mean_waiting 12 over 200 requests), the first rate marked saturated;
+    # 30/s is past the ~10.4/s one replica serves (its throughput at 30 and 40/s): requests
+    # queue for room (mean_waiting 8.3 over 200 requests), the first rate marked saturated;
     # at 1/s and 4/s none waits (mean_waiting 0.0).
-    assert answer["mean_waiting"] >= 1  # the last answer: at 20/s
+    assert answer["mean_waiting"] >= 1  # the last answer: at 30/s
     (saturation,) = [e for e in root.iter(f"{SVG}line") if e.get("data-marker") == "saturation"]
-    assert saturation.get("data-rate") == "20"
+    assert saturation.get("data-rate") == "30"
     markers = {e.get("data-marker") for e in root.iter(f"{SVG}line")}
     assert {"max_ttft_ms", "max_tpot_ms"} <= markers
     assert any(t.startswith("saturated:") for t in texts(root))

@@ -14,10 +14,12 @@ The decode step at B sequences of 8,192 tokens is worked by hand from the perfor
     memory  = bytes / (bandwidth x FITTED.bandwidth)
     compute = FLOPs / (989e12 x FITTED.compute)
     step    = larger + (1 - FITTED.overlap) x smaller + FITTED.step_overhead_ms
+              + 32 layers x FITTED.layer_overhead_us
 
-which, with the shipped fit (0.826, 0.483, 2.372 ms, overlap 0), is 8.176 + 0.4307 B ms on
-`fast` and 13.980 + 0.8187 B ms on `slow`. The tests search the largest batch with `step`
-itself; the figures with the shipped fit are in the comments.
+which, with the shipped fit (bandwidth 0.84, compute 0.787, overlap 0, 0 ms + 32 x 80.25 us
+= 2.568 ms), is 8.275 + 0.4077 B ms on `fast` and 13.983 + 0.7893 B ms on `slow`. The tests
+search the largest batch with `step` itself; the figures with the shipped fit are in the
+comments.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from fastapi.testclient import TestClient
 
 from service.planning.schemas import PlanRequestBody
 from service.sizing.speed.performance import FITTED
-from tests.planning.test_capacity_speed import FLOPS_TOKEN_8B, KV_SEQUENCE_8B, WEIGHTS_8B
+from tests.planning.test_capacity_speed import (
+    FLOPS_TOKEN_8B,
+    KV_SEQUENCE_8B,
+    WEIGHTS_8B,
+    overhead_ms,
+)
 
 MiB = 1 << 20
 FAST_BYTES_PER_S, SLOW_BYTES_PER_S = 3.35e12, 1.675e12
@@ -41,7 +48,7 @@ def step_ms(batch: int, bytes_per_s: float) -> float:
     memory = (WEIGHTS_8B + batch * KV_SEQUENCE_8B) / (bytes_per_s * FITTED.bandwidth) * 1e3
     compute = batch * FLOPS_TOKEN_8B / (FLOPS_PER_S * FITTED.compute) * 1e3
     larger, smaller = max(memory, compute), min(memory, compute)
-    return larger + (1 - FITTED.overlap) * smaller + FITTED.step_overhead_ms
+    return larger + (1 - FITTED.overlap) * smaller + overhead_ms(32)
 
 
 def largest_batch(limit_ms: float, bytes_per_s: float) -> int:
@@ -97,7 +104,7 @@ def test_without_targets_the_cheaper_slower_gpu_wins_and_says_how_fast(
         "fast",
         1,
     )
-    # each decodes all 54 at once: 13.980 + 0.8187 x 54 = 58.19 ms (slow), 31.43 ms (fast)
+    # each decodes all 54 at once: 13.983 + 0.7893 x 54 = 56.60 ms (slow), 30.29 ms (fast)
     assert best["decode_ms_per_token"] == pytest.approx(step_ms(54, SLOW_BYTES_PER_S), abs=1e-3)
     assert other["decode_ms_per_token"] == pytest.approx(step_ms(54, FAST_BYTES_PER_S), abs=1e-3)
     assert best["output_tokens_per_second"] == pytest.approx(
@@ -110,10 +117,10 @@ def test_a_tpot_target_shrinks_the_batch_and_the_cheapest_plan_that_meets_it_win
     client: TestClient, question: dict[str, Any]
 ) -> None:
     answer = plan(client, {**question, "max_tpot_ms": 25})
-    # fast: (25 - 8.176) / 0.4307 = 39.1 -> 39 a replica, ceil(54 / 39) = 2 replicas, $3.60;
-    # slow: (25 - 13.980) / 0.8187 = 13.5 -> 13, ceil(54 / 13) = 5 replicas, $5.00.
+    # fast: (25 - 8.275) / 0.4077 = 41.02 -> 41 a replica, ceil(54 / 41) = 2 replicas, $3.60;
+    # slow: (25 - 13.983) / 0.7893 = 13.96 -> 13, ceil(54 / 13) = 5 replicas, $5.00.
     fast, slow = largest_batch(25, FAST_BYTES_PER_S), largest_batch(25, SLOW_BYTES_PER_S)
-    assert (fast, slow) == (39, 13)
+    assert (fast, slow) == (41, 13)
     best, (other,) = answer["recommendation"], answer["alternatives"]
     assert (best["gpu"], best["replicas"]) == ("fast", cdiv(PEAK, fast))
     assert (other["gpu"], other["replicas"]) == ("slow", cdiv(PEAK, slow))
@@ -121,13 +128,13 @@ def test_a_tpot_target_shrinks_the_batch_and_the_cheapest_plan_that_meets_it_win
     assert (best["max_num_seqs"], best["sequences_per_replica"]) == (fast, fast)
     assert f"--max-num-seqs {fast}" in best["engine_flags"]["vllm"]
     assert f"--max-running-requests {fast}" in best["engine_flags"]["sglang"]
-    # at the peak each of the 2 replicas runs ceil(54 / 2) = 27: 8.176 + 0.4307 x 27 = 19.80 ms
+    # at the peak each of the 2 replicas runs ceil(54 / 2) = 27: 8.275 + 0.4077 x 27 = 19.28 ms
     assert best["decode_ms_per_token"] == pytest.approx(step_ms(27, FAST_BYTES_PER_S), abs=1e-3)
     assert best["decode_ms_per_token"] <= 25
-    # 31.43 ms at 54, over 25: the warning says why the batch is smaller
+    # 30.29 ms at 54, over 25: the warning says why the batch is smaller
     assert (
         f"decode at 54 sequences takes {step_ms(54, FAST_BYTES_PER_S):.1f} ms per token, over "
-        "the 25 ms max_tpot_ms target; max_num_seqs 39"
+        "the 25 ms max_tpot_ms target; max_num_seqs 41"
     ) in " ".join(best["warnings"])
 
 
@@ -135,7 +142,7 @@ def test_a_gpu_too_slow_for_one_sequence_is_rejected_with_the_reason(
     client: TestClient, question: dict[str, Any]
 ) -> None:
     answer = plan(client, {**question, "max_tpot_ms": 10})
-    # slow at 1 sequence: 13.980 + 0.819 = 14.8 ms > 10; fast: (10 - 8.176) / 0.4307 = 4.2 -> 4
+    # slow at 1 sequence: 13.983 + 0.789 = 14.8 ms > 10; fast: (10 - 8.275) / 0.4077 = 4.2 -> 4
     (rejected,) = answer["rejected"]
     assert (rejected["gpu"], rejected["code"]) == ("slow", "tpot-over-target")
     assert rejected["reason"] == (
@@ -169,8 +176,8 @@ def test_a_tokens_per_second_target_is_a_step_of_1000_over_it(
     by_rate = plan(client, {**question, "min_output_tokens_per_second_per_user": 40})
     by_tpot = plan(client, {**question, "max_tpot_ms": 25})
     assert by_rate["recommendation"]["replicas"] == by_tpot["recommendation"]["replicas"] == 2
-    assert by_rate["recommendation"]["max_num_seqs"] == 39
-    # 100 tokens/s is 10 ms a token: `slow` takes 14.8 ms for one sequence, 67.6 tokens/s
+    assert by_rate["recommendation"]["max_num_seqs"] == 41
+    # 100 tokens/s is 10 ms a token: `slow` takes 14.8 ms for one sequence, 67.7 tokens/s
     answer = plan(client, {**question, "min_output_tokens_per_second_per_user": 100})
     (rejected,) = answer["rejected"]
     assert rejected["code"] == "tokens-per-second-under-target"
@@ -184,18 +191,18 @@ def test_a_ttft_target_rejects_a_layout_whose_prefill_is_too_slow(
     client: TestClient, question: dict[str, Any]
 ) -> None:
     # One prompt of 2,048 tokens: 33,991,998,570,496 FLOPs (test_capacity_speed) and the
-    # weights read once; 71.16 ms of compute at the shipped fit, plus reading 16,060,522,496 B:
-    # 5.80 ms (fast), 11.61 ms (slow), plus 2.372 ms: 79.3 ms and 85.1 ms, one each side of 80.
+    # weights read once; 43.67 ms of compute at the shipped fit, plus reading 16,060,522,496 B:
+    # 5.71 ms (fast), 11.41 ms (slow), plus 2.568 ms: 51.9 ms and 57.7 ms, one each side of 55.
     flops = 33_991_998_570_496
 
     def prefill_ms(bytes_per_s: float) -> float:
         memory = WEIGHTS_8B / (bytes_per_s * FITTED.bandwidth) * 1e3
         compute = flops / (FLOPS_PER_S * FITTED.compute) * 1e3
         larger, smaller = max(memory, compute), min(memory, compute)
-        return larger + (1 - FITTED.overlap) * smaller + FITTED.step_overhead_ms
+        return larger + (1 - FITTED.overlap) * smaller + overhead_ms(32)
 
-    assert prefill_ms(FAST_BYTES_PER_S) < 80 < prefill_ms(SLOW_BYTES_PER_S)
-    answer = plan(client, {**question, "max_ttft_ms": 80, "avg_prompt_tokens": 2048})
+    assert prefill_ms(FAST_BYTES_PER_S) < 55 < prefill_ms(SLOW_BYTES_PER_S)
+    answer = plan(client, {**question, "max_ttft_ms": 55, "avg_prompt_tokens": 2048})
     best = answer["recommendation"]
     assert (best["gpu"], best["replicas"]) == ("fast", 1)
     assert best["prefill_ms"] == pytest.approx(prefill_ms(FAST_BYTES_PER_S), abs=1e-3)
@@ -203,7 +210,7 @@ def test_a_ttft_target_rejects_a_layout_whose_prefill_is_too_slow(
     assert (rejected["gpu"], rejected["code"]) == ("slow", "ttft-over-target")
     assert rejected["reason"] == (
         f"the prefill of one 2,048-token prompt takes {prefill_ms(SLOW_BYTES_PER_S):.1f} ms, "
-        "over the 80 ms max_ttft_ms target"
+        "over the 55 ms max_ttft_ms target"
     )
 
 
@@ -234,16 +241,16 @@ def test_the_explanation_shows_the_targets_and_the_speed_at_the_peaks_share(
     )
     targets = performance["latency_targets"]
     assert targets["max_tpot_ms"] == 25
-    assert targets["sequences_per_replica"] == 39
+    assert targets["sequences_per_replica"] == 41
     assert targets["outcome"].endswith(
-        "max_num_seqs 39, the largest batch that meets every target (the KV cache holds 54), "
+        "max_num_seqs 41, the largest batch that meets every target (the KV cache holds 54), "
         "on 2 replicas instead of 1"
     )
     assert list(answer["explanation"])[-1] == "replicas"
 
 
 def test_get_plans_takes_the_targets_as_parameters(client: TestClient) -> None:
-    # the catalog H100's figures are `fast`'s: the same 39 a replica, on 2 replicas
+    # the catalog H100's figures are `fast`'s: the same 41 a replica, on 2 replicas
     params = {
         "model": "llama-3.1-8b",
         "max_model_len": 8192,
@@ -258,7 +265,7 @@ def test_get_plans_takes_the_targets_as_parameters(client: TestClient) -> None:
     answer = client.get("/v1/plans", params=params).json()
     assert (answer["recommendation"]["replicas"], answer["recommendation"]["max_num_seqs"]) == (
         2,
-        39,
+        41,
     )
     text = client.get("/v1/plans", params={**params, "field": "decode_ms_per_token"}).text
     assert float(text) == pytest.approx(step_ms(27, FAST_BYTES_PER_S), abs=1e-3)

@@ -10,6 +10,8 @@ ones, so the arithmetic beside each test stays true when the fit moves.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from service.sizing.errors import SizingError
@@ -148,6 +150,32 @@ def test_mixtral_parameters_split_into_dense_and_experts() -> None:
     assert split.active == 12_879_925_248
 
 
+def test_a_model_with_dense_layers_keeps_their_parameters_out_of_the_experts() -> None:
+    # DeepSeek-V3 (catalog deepseek-v3: 671,026,404,352 parameters, hidden 7168, 256 experts of
+    # 2048, 8 per token; its config's first_k_dense_replace 3 leaves 58 of 61 layers MoE). An
+    # expert: 3 x 7168 x 2048 = 44,040,192; routed: 58 x 256 x that = 653,908,770,816; dense
+    # (attention, embeddings, 3 dense MLPs, shared experts) 671,026,404,352 - 653,908,770,816
+    # = 17,117,633,536. Taking all 61 layers as MoE would price 687.7 B of experts, more than
+    # the whole model, and leave no dense weights to read.
+    moe = MixtureOfExperts(256, 8, 2048, shared_expert_intermediate_size=2048, num_moe_layers=58)
+    mla = MultiHeadLatentAttention(kv_lora_rank=512, qk_rope_head_dim=64)
+    v3 = ModelArchitecture(
+        layers=(mla,) * 61,
+        num_attention_heads=128,
+        hidden_size=7168,
+        num_parameters=671_026_404_352,
+        moe=moe,
+    )
+    split = parameter_split(v3)
+    assert split.moe_layers == 58
+    assert split.dense == 671_026_404_352 - 58 * 256 * 44_040_192 == 17_117_633_536
+    # Without num_moe_layers: as many MoE layers as the parameters hold, 671,026,404,352 //
+    # (256 x 44,040,192 = 11,274,289,152) = 59 (59.5), below the 61 layers.
+    guessed = parameter_split(replace(v3, moe=replace(moe, num_moe_layers=None)))
+    assert guessed.moe_layers == 59
+    assert guessed.dense == 671_026_404_352 - 59 * 11_274_289_152
+
+
 def test_mixtral_decode_reads_only_the_experts_its_batch_touches() -> None:
     # Batch 1: dense + 32 layers x 2 experts = 12,879,925,248 parameters x 2 B = 25,759,850,496 B.
     one = decode_cost(MIXTRAL, H100, batch=1, context_tokens=1)
@@ -157,6 +185,19 @@ def test_mixtral_decode_reads_only_the_experts_its_batch_touches() -> None:
     assert two.weight_bytes == 42_671_284_224
     # FLOPs still follow the active parameters: 2 x 12,879,925,248 per token.
     assert one.flops == 2 * 12_879_925_248 + 32 * 2 * 32 * 256
+
+
+def test_each_layer_of_a_pass_adds_its_fixed_cost() -> None:
+    # Efficiencies chosen here: 0.5 ms a step and 20 us a layer. Llama-3.1-70B's 80 layers:
+    # 0.5 + 80 x 0.020 = 2.1 ms; Llama-3.1-8B's 32: 0.5 + 32 x 0.020 = 1.14 ms, in a decode
+    # step as in a prefill.
+    fixed = Efficiency(1.0, 1.0, 0.5, allreduce_latency_us=0.0, overlap=1.0, layer_overhead_us=20)
+    big = step_time(decode_cost(LLAMA_70B, H100, batch=1, context_tokens=1), fixed)
+    small = step_time(prefill_cost(LLAMA_31_8B, H100, 100), fixed)
+    assert big.cost.layers == 80
+    assert big.overhead_ms == pytest.approx(2.1)
+    assert small.overhead_ms == pytest.approx(1.14)
+    assert big.ms == pytest.approx(big.memory_ms + big.overhead_ms)
 
 
 def test_tensor_parallel_all_reduces() -> None:
@@ -194,6 +235,31 @@ def test_prefill_counts_the_quadratic_attention() -> None:
     t = step_time(cost, IDEAL)
     assert t.compute_ms == pytest.approx(16.5045, abs=1e-4)
     assert t.bound is PerformanceBound.COMPUTE
+
+
+def test_fp8_weights_run_the_linear_layers_on_fp8_and_the_attention_on_bf16() -> None:
+    # The same 1,000-token prefill with FP8 weights: the matmuls' 16,060,522,496,000 FLOPs at
+    # the FP8 peak, 1978e12: 8.11958 ms; the attention's 262,406,144,000 at the BF16 peak,
+    # 989e12 (its queries, keys and values are not FP8): 0.26532 ms; 8.38490 ms in all.
+    cost = prefill_cost(LLAMA_31_8B, H100, 1000, weight_format=WeightFormat.FP8)
+    assert cost.attention_flops == 262_406_144_000
+    assert step_time(cost, IDEAL).compute_ms == pytest.approx(8.38490, abs=1e-5)
+    # At half the FP8 peak (compute_low_precision 0.5, chosen here) the matmuls take twice
+    # as long, 16.23915 ms, the attention still 0.26532 ms at the BF16 efficiency (1): 16.50448.
+    half = Efficiency(1.0, 1.0, 0.0, 0.0, overlap=1.0, compute_low_precision=0.5)
+    assert step_time(cost, half).compute_ms == pytest.approx(16.50448, abs=1e-5)
+
+
+def test_fp4_weights_run_on_fp4_tensor_cores_where_the_gpu_has_them() -> None:
+    # B200 (catalog b200): 2250 BF16, 4500 FP8, 9000 FP4 dense TFLOPS. NVFP4 linear layers run
+    # at 9000 on it; on an H100 (no FP4 figure) the same weights are dequantised to BF16, 989.
+    b200 = GpuPerformance(7.7, 2250, 4500, 900, "NVIDIA B200", dense_fp4_tflops=9000)
+    on_b200 = prefill_cost(LLAMA_31_8B, b200, 1000, weight_format=WeightFormat.NVFP4)
+    on_h100 = prefill_cost(LLAMA_31_8B, H100, 1000, weight_format=WeightFormat.NVFP4)
+    assert on_b200.peak_flops_per_s == 9000e12
+    assert on_b200.low_precision
+    assert on_h100.peak_flops_per_s == 989e12
+    assert not on_h100.low_precision
 
 
 def test_causal_pairs_by_layer_kind() -> None:

@@ -304,6 +304,7 @@ class Gpu:
     dense_bf16_tflops: float | None = None
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
+    dense_fp4_tflops: float | None = None
     # Whether every pair of a node's GPUs has a direct link (NVLink, AMD xGMI): vLLM's
     # `current_platform.is_fully_connected`; False on PCIe-only boards; None: not known,
     # taken as linked (engines/vllm_platform.py custom_all_reduce).
@@ -330,6 +331,7 @@ SPEED_FIGURES = (
     "dense_bf16_tflops",
     "dense_fp8_tflops",
     "interconnect_gb_s",
+    "dense_fp4_tflops",
 )
 
 

@@ -36,11 +36,13 @@ PER_GPU_RULE = (
 )
 PERFORMANCE_RULE = (
     "one forward pass on each GPU of the tensor-parallel group: memory = bytes read / (peak "
-    "bandwidth x efficiency.bandwidth), compute = FLOPs / (peak FLOPS x efficiency.compute), "
+    "bandwidth x efficiency.bandwidth), compute = linear FLOPs / (peak FLOPS at the weights' "
+    "precision x efficiency.compute, or efficiency.compute_low_precision on an FP8/FP4 peak) + "
+    "attention FLOPs / (BF16 peak x efficiency.compute), "
     "time = the larger + (1 - efficiency.overlap) x the smaller + all-reduces over the link + "
-    "efficiency.step_overhead_ms; a decode step gives each running sequence one token, so "
-    "decode_ms_per_token is one step and output_tokens_per_second is batch x 1000 / step ms "
-    "(service/sizing/speed/performance.py)"
+    "efficiency.step_overhead_ms + layers x efficiency.layer_overhead_us; a decode step gives "
+    "each running sequence one token, so decode_ms_per_token is one step and "
+    "output_tokens_per_second is batch x 1000 / step ms (service/sizing/speed/performance.py)"
 )
 EFFICIENCY_SOURCE = (
     "fitted on published measurements (service/calibration/performance_points.json; "
@@ -171,6 +173,8 @@ class Efficiencies:
     step_overhead_ms: float
     allreduce_latency_us: float
     overlap: float
+    layer_overhead_us: float
+    compute_low_precision: float | None
     source: str = EFFICIENCY_SOURCE
 
 
@@ -422,6 +426,8 @@ def performance_steps(
             step_overhead_ms=e.step_overhead_ms,
             allreduce_latency_us=e.allreduce_latency_us,
             overlap=e.overlap,
+            layer_overhead_us=e.layer_overhead_us,
+            compute_low_precision=e.compute_low_precision,
             source=EFFICIENCY_SOURCE if e in (FITTED, FITTED_AMD) else "given by the caller",
         ),
         arithmetic=estimate.steps,

@@ -4,10 +4,13 @@ One forward pass (a decode step for B sequences, or a prefill) on each GPU of a 
 group costs
 
     memory   = bytes it reads / (peak bandwidth x efficiency.bandwidth)
-    compute  = FLOPs it does  / (peak FLOPs at the weights' precision x efficiency.compute)
+    compute  = linear FLOPs / (peak FLOPs at the weights' precision x efficiency.compute, or
+               x efficiency.compute_low_precision on an FP8/FP4 peak)
+               + attention FLOPs / (BF16 peak x efficiency.compute)
     link     = its all-reduces over the interconnect (ring) + a latency per all-reduce
+    overhead = efficiency.step_overhead_ms + layers x efficiency.layer_overhead_us
     time     = max(memory, compute) + (1 - efficiency.overlap) x min(memory, compute)
-               + link + efficiency.step_overhead_ms
+               + link + overhead
 
 The roofline model (Williams, Waterman and Patterson, "Roofline: an insightful visual
 performance model for multicore architectures", CACM 52(4), 2009,
@@ -43,6 +46,7 @@ from ..model.architecture import (
     GatedDeltaNet,
     Mamba1,
     Mamba2,
+    MixtureOfExperts,
     ModelArchitecture,
     MultiHeadLatentAttention,
     NoCache,
@@ -91,28 +95,30 @@ LINK_GB_S: Final[dict[str, float]] = {
     "mi300x": 448,
 }
 
-# Weight formats whose matmuls run on FP8 (or finer) tensor cores where the GPU has them: FP8
-# checkpoints are W8A8 (TensorRT-LLM docs/source/blogs/H100vsA100.md: "FP8 is a W8A8 format");
-# FP4 formats have no peak figure in the catalog, so they are given the FP8 one.
-FP8_COMPUTE_FORMATS: Final = frozenset({WeightFormat.FP8, WeightFormat.NVFP4, WeightFormat.MXFP4})
+# Weight formats whose matmuls run on low-precision tensor cores where the GPU has them
+# (`peak_flops_per_s`): FP8 on an FP8 peak, NVFP4 and MXFP4 on an FP4 peak.
+FP8_COMPUTE_FORMATS: Final = frozenset({WeightFormat.FP8})
+FP4_FORMATS: Final = frozenset({WeightFormat.NVFP4, WeightFormat.MXFP4})
 
 
 @dataclass(frozen=True, slots=True)
 class GpuPerformance:
-    """The figures the estimate needs: catalog bandwidth and FLOPs, and the link per GPU."""
+    """The figures the estimate needs: catalog bandwidth and FLOPs (BF16; FP8 and FP4 where the
+    GPU has those tensor cores), and the link per GPU."""
 
     memory_bandwidth_tb_s: float
     dense_bf16_tflops: float
     dense_fp8_tflops: float | None = None
     interconnect_gb_s: float | None = None
     name: str = ""
+    dense_fp4_tflops: float | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("memory_bandwidth_tb_s", "dense_bf16_tflops"):
             value = getattr(self, field_name)
             if not value > 0:
                 raise SizingError(f"gpu.{field_name}", f"must be a positive number, got {value}")
-        for field_name in ("dense_fp8_tflops", "interconnect_gb_s"):
+        for field_name in ("dense_fp8_tflops", "interconnect_gb_s", "dense_fp4_tflops"):
             value = getattr(self, field_name)
             if value is not None and not value > 0:
                 raise SizingError(f"gpu.{field_name}", f"must be a positive number, got {value}")
@@ -127,41 +133,54 @@ class Efficiency:
     step_overhead_ms: float  # per forward pass: launches, sampling, scheduling
     allreduce_latency_us: float  # per all-reduce, on top of its bytes over the link
     overlap: float  # share of the smaller of memory and compute time hidden under the larger
+    # Per block of the model in each pass: the launch and fixed cost of the block's own kernels
+    # (norms, rotary, the attention kernel, quantisation), which no byte or FLOP accounts for.
+    layer_overhead_us: float = 0.0
+    # Achievable fraction of the FP8 (or FP4) tensor-core peak, for the linear layers of a
+    # checkpoint that runs on it; None takes `compute`. FP8 matmuls reach a smaller share of
+    # their (doubled) peak than BF16 ones of theirs: in the data file TensorRT-LLM 0.9.0 prefills
+    # 2,048 tokens of Llama-2-7B in 30.8 ms on an H100 in FP8 (28.7 TFLOP: 0.47 of 1978 TFLOPS)
+    # and in 132.4 ms on an A100 in FP16 (0.70 of 312).
+    compute_low_precision: float | None = None
 
 
 # --- the fit (service/sizing/speed/performance_fit.py; `make bench` prints it) ------------------
 # Fitted by performance_fit.fit on the 41 calibration points of
 # service/calibration/performance_points.json whose position in the file is not 2 mod 3
 # (FIT_POINT_IDS); the 20 held back (HELD_BACK_POINT_IDS) give the error:
-# 75% of them within +/-25%, median |error| 12.2%.
+# 90% of them within +/-25%, median |error| 7.1%.
 # tests/calibration/test_performance_fit.py re-runs the fit and must get these numbers.
 # The overlap comes out 0: on these points memory and compute time add up rather than hide
 # one another (the roofline max, overlap 1, fits the held-back points worse).
 FITTED: Final = Efficiency(
-    bandwidth=0.826,
-    compute=0.483,
-    step_overhead_ms=2.372,
-    allreduce_latency_us=8.56,
+    bandwidth=0.84,
+    compute=0.787,
+    step_overhead_ms=0.0,
+    allreduce_latency_us=0.0,
     overlap=0.0,
+    layer_overhead_us=80.25,
+    compute_low_precision=0.413,
 )
 # The 80th percentile (nearest rank) of |predicted / measured - 1| over the held-back points:
 # the +/- band an answer quotes with these estimates.
-ERROR_BAND: Final = 0.26
+ERROR_BAND: Final = 0.15
 # AMD Instinct GPUs (ROCm): FITTED with the achievable memory bandwidth refitted on the 17 AMD
-# points of performance_points.json (performance_fit.vendor_efficiency: compute, the
-# all-reduce latency, the step overhead and the overlap kept, since refitting them too predicts
-# a held-out AMD source worse): ROCm's kernels stream weights and cache at about 0.34 of the
-# MI300X's 5.3 TB/s peak where NVIDIA's reach 0.83 of theirs. Sources: Oracle OCI's
-# Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's gpt-oss-120b on one MI300X (vLLM
-# 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X (SGLang 0.5.13); each predicted
-# by a fit on the others is within 21% (median), `make bench`'s held-out table.
+# points of performance_points.json (performance_fit.vendor_efficiency: the other six kept,
+# since refitting them too predicts a held-out AMD source worse): ROCm's kernels stream weights
+# and cache at about 0.38 of the MI300X's 5.3 TB/s peak where NVIDIA's reach 0.84 of theirs.
+# Sources: Oracle OCI's Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's
+# gpt-oss-120b on one MI300X (vLLM 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X
+# (SGLang 0.5.13); each predicted by a fit on the others: median 22.1%, 53% within 25%
+# (`make bench`'s held-out table).
 # tests/calibration/test_source_hold_out.py re-runs the fit and must get these numbers.
 FITTED_AMD: Final = Efficiency(
-    bandwidth=0.336,
-    compute=0.483,
-    step_overhead_ms=2.372,
-    allreduce_latency_us=8.56,
+    bandwidth=0.382,
+    compute=0.787,
+    step_overhead_ms=0.0,
+    allreduce_latency_us=0.0,
     overlap=0.0,
+    layer_overhead_us=80.25,
+    compute_low_precision=0.413,
 )
 # The +/- band each answer quotes, by class (the GPU's vendor, and the model's layers: dense,
 # MoE, MoE with MLA): the 80th percentile (nearest rank) of |predicted / measured - 1| over
@@ -169,13 +188,13 @@ FITTED_AMD: Final = Efficiency(
 # source (performance_fit.leave_one_source_out; `make bench` prints them). A class with no
 # points gets the band of all 99, ERROR_BAND_ANY_CLASS.
 ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
-    "NVIDIA dense": 0.31,  # 52 points, 6 sources
-    "NVIDIA MoE": 0.63,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
-    "NVIDIA MoE+MLA": 0.43,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
-    "AMD dense": 0.27,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
-    "AMD MoE": 0.31,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
+    "NVIDIA dense": 0.2,  # 52 points, 6 sources
+    "NVIDIA MoE": 0.58,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
+    "NVIDIA MoE+MLA": 0.22,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
+    "AMD dense": 0.3,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
+    "AMD MoE": 0.36,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
 }
-ERROR_BAND_ANY_CLASS: Final = 0.36
+ERROR_BAND_ANY_CLASS: Final = 0.27
 
 
 def is_amd(gpu_name: str) -> bool:
@@ -323,10 +342,11 @@ def expected_experts(num_experts: int, experts_per_token: int, tokens: int) -> f
 
 @lru_cache(maxsize=256)
 def parameter_split(arch: ModelArchitecture) -> ParameterSplit:
-    """Dense and expert parameters. Every layer is taken as an MoE layer when the model has
-    experts (the architecture does not record which layers are dense: DeepSeek-V3's first 3 of
-    61 are, so its expert share is ~5% high), and an expert is a SwiGLU MLP of
-    3 x hidden x moe_intermediate weights (gate, up and down projections)."""
+    """Dense and expert parameters; an expert is a SwiGLU MLP of 3 x hidden x moe_intermediate
+    weights (gate, up and down projections). The dense part (attention, embeddings, the dense
+    layers' MLPs, shared experts) is what the routed experts leave of the total
+    (`_moe_layers`: DeepSeek-V3's 58 MoE layers of 61, not 61, else its 17 B dense parameters
+    come out 0 and a decode step reads no attention weights)."""
     total = _parameters(arch)
     moe = arch.moe
     if moe is None:
@@ -334,9 +354,25 @@ def parameter_split(arch: ModelArchitecture) -> ParameterSplit:
     if arch.hidden_size is None:
         raise SizingError("model.hidden_size", "an MoE model needs hidden_size to size experts")
     per_expert = 3 * arch.hidden_size * moe.moe_intermediate_size
-    layers = arch.num_layers
+    layers = _moe_layers(arch, moe, total, per_expert)
     dense = max(0, total - layers * moe.num_experts * per_expert)
     return ParameterSplit(total, dense, per_expert, layers, moe.num_experts, moe.experts_per_token)
+
+
+def _moe_layers(arch: ModelArchitecture, moe: MixtureOfExperts, total: int, per_expert: int) -> int:
+    """Layers whose MLP is routed experts: `moe.num_moe_layers` where the model gives it (a
+    config's first_k_dense_replace, moe_layer_freq, moe_layers); else the routed experts'
+    parameters read from the config's tensors over one layer's experts; else as many layers
+    as the parameter count holds experts for, at most every layer (a model that interleaves
+    dense and MoE layers, Llama-4-Maverick's 24 of 48, or keeps a few dense ones,
+    Kimi-K2's 60 of 61, holds no more)."""
+    one_layer = moe.num_experts * per_expert
+    if moe.num_moe_layers is not None:
+        return moe.num_moe_layers
+    known = arch.routed_experts_known
+    if known is not None:
+        return min(arch.num_layers, max(1, round(known.parameters / one_layer)))
+    return max(1, min(arch.num_layers, total // one_layer))
 
 
 def _parameters(arch: ModelArchitecture) -> int:
@@ -363,11 +399,21 @@ class StepCost:
     flops: int  # per GPU, all of them
     attention_flops: int  # per GPU, the part spent scoring and reading the cache
     bandwidth_bytes_per_s: float  # peak
-    peak_flops_per_s: float  # peak at the weights' precision
+    peak_flops_per_s: float  # peak at the weights' precision, for the linear layers
     tensor_parallel_size: int
     allreduces: int  # per pass
     allreduce_bytes: int  # each all-reduce's message: tokens x hidden x activation bytes
     link_bytes_per_s: float | None
+    layers: int = 0  # the model's blocks, each with its own kernels (layer_overhead_us)
+    # Whether the linear layers run on a tensor-core peak below 16 bits (FP8, FP4): timed at
+    # efficiency.compute_low_precision.
+    low_precision: bool = False
+    # The attention's peak (`attention_peak_flops_per_s`); 0 takes peak_flops_per_s.
+    attention_flops_per_s: float = 0.0
+
+    @property
+    def attention_peak(self) -> float:
+        return self.attention_flops_per_s or self.peak_flops_per_s
 
     @property
     def bytes_read(self) -> int:
@@ -418,8 +464,10 @@ class StepTime:
             f"= {c.bytes_read:,} B",
             f"memory: {c.bytes_read:,} B / ({c.bandwidth_bytes_per_s / TB:g} TB/s x "
             f"{efficiency.bandwidth:g}) = {self.memory_ms:.3f} ms",
-            f"compute: {c.flops:,} FLOP / ({c.peak_flops_per_s / TERA:g} TFLOPS x "
-            f"{efficiency.compute:g}) = {self.compute_ms:.3f} ms",
+            f"compute: {c.flops - c.attention_flops:,} FLOP / ({c.peak_flops_per_s / TERA:g} "
+            f"TFLOPS x {linear_efficiency(c, efficiency):g}) + {c.attention_flops:,} attention "
+            f"FLOP / ({c.attention_peak / TERA:g} TFLOPS x {efficiency.compute:g}) = "
+            f"{self.compute_ms:.3f} ms",
         ]
         if c.tensor_parallel_size > 1:
             tp = c.tensor_parallel_size
@@ -429,6 +477,10 @@ class StepTime:
                 f"{c.allreduce_bytes:,} B / {link} GB/s + "
                 f"{efficiency.allreduce_latency_us:g} us) = {self.interconnect_ms:.3f} ms"
             )
+        lines.append(
+            f"overhead: {efficiency.step_overhead_ms:g} ms + {c.layers} layers x "
+            f"{efficiency.layer_overhead_us:g} us = {self.overhead_ms:.3f} ms"
+        )
         larger = max(self.memory_ms, self.compute_ms)
         smaller = min(self.memory_ms, self.compute_ms)
         lines.append(
@@ -441,7 +493,10 @@ class StepTime:
 
 def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
     memory_s = cost.bytes_read / (cost.bandwidth_bytes_per_s * efficiency.bandwidth)
-    compute_s = cost.flops / (cost.peak_flops_per_s * efficiency.compute)
+    linear_flops = cost.flops - cost.attention_flops
+    compute_s = linear_flops / (
+        cost.peak_flops_per_s * linear_efficiency(cost, efficiency)
+    ) + cost.attention_flops / (cost.attention_peak * efficiency.compute)
     link_s = cost.link_seconds
     if cost.tensor_parallel_size > 1:
         link_s += cost.allreduces * efficiency.allreduce_latency_us * 1e-6
@@ -450,16 +505,41 @@ def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
         memory_s * 1e3,
         compute_s * 1e3,
         link_s * 1e3,
-        efficiency.step_overhead_ms,
+        efficiency.step_overhead_ms + efficiency.layer_overhead_us * cost.layers / 1e3,
         efficiency.overlap,
     )
 
 
+def linear_efficiency(cost: StepCost, efficiency: Efficiency) -> float:
+    """The linear layers' fraction of their peak: compute_low_precision on an FP8/FP4 peak."""
+    if cost.low_precision and efficiency.compute_low_precision is not None:
+        return efficiency.compute_low_precision
+    return efficiency.compute
+
+
 def peak_flops_per_s(gpu: GpuPerformance, weight_format: WeightFormat) -> float:
-    """FP8 tensor-core peak for FP8/FP4 weights on a GPU that has one, else the BF16 peak
-    (weight-only formats such as AWQ and GPTQ dequantize to 16-bit before the matmul)."""
+    """The linear layers' tensor-core peak at the weights' precision: FP8 checkpoints are W8A8
+    (TensorRT-LLM docs/source/blogs/H100vsA100.md: "FP8 is a W8A8 format"), at the FP8 peak
+    where the GPU has one; FP4 checkpoints (NVFP4, MXFP4) are W4A4 on a GPU with FP4 tensor
+    cores (Blackwell: the catalog's dense_fp4_tflops) and weight-only elsewhere, their weights
+    dequantised to 16 bits before the matmul as AWQ's and GPTQ's are, so at the BF16 peak."""
+    if weight_format in FP4_FORMATS:
+        if gpu.dense_fp4_tflops is not None:
+            return gpu.dense_fp4_tflops * TERA
+        return gpu.dense_bf16_tflops * TERA
     if weight_format in FP8_COMPUTE_FORMATS and gpu.dense_fp8_tflops is not None:
         return gpu.dense_fp8_tflops * TERA
+    return gpu.dense_bf16_tflops * TERA
+
+
+def attention_peak_flops_per_s(gpu: GpuPerformance) -> float:
+    """The attention's matmuls (scores and values against the cache) run at the BF16 peak
+    whatever the weights' format: an FP8 (or FP4) checkpoint quantises the linear layers'
+    weights, not the queries, keys and values, and an FP8 KV cache is dequantised to BF16/FP16
+    as the attention kernel reads it (sgl-project/sglang issue #10083: "dequantize to BF16/FP16
+    at the reading time for attention calculation"; vLLM docs/features/quantization/
+    quantized_kvcache.md, v0.11.2: "no latency improvements as the implementation does not yet
+    include fused dequantization and attention operations")."""
     return gpu.dense_bf16_tflops * TERA
 
 
@@ -722,6 +802,9 @@ class _PassConstants:
     allreduces: int
     allreduce_bytes_per_token: int  # one token's hidden state in the model's dtype
     link_bytes_per_s: float | None
+    layers: int
+    attention_flops_per_s: float
+    low_precision: bool
 
     def weights_read(self, tokens: int) -> int:
         """Weights a pass over `tokens` tokens reads per GPU: every dense weight, and the
@@ -745,6 +828,9 @@ class _PassConstants:
             allreduces=self.allreduces,
             allreduce_bytes=tokens * self.allreduce_bytes_per_token,
             link_bytes_per_s=self.link_bytes_per_s,
+            layers=self.layers,
+            attention_flops_per_s=self.attention_flops_per_s,
+            low_precision=self.low_precision,
         )
 
 
@@ -757,16 +843,20 @@ def _pass_constants(
     fmt = _weight_format(arch, weight_format)
     terms = _attention_terms(arch)
     split = parameter_split(arch)
+    peak = peak_flops_per_s(gpu, fmt)
     return _PassConstants(
         split=split,
         bytes_per_parameter=_bytes_per_parameter(arch, weight_format),
         tensor_parallel_size=tp,
         attention=terms,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tb_s * TB,
-        peak_flops_per_s=peak_flops_per_s(gpu, fmt),
+        peak_flops_per_s=peak,
         allreduces=allreduces_per_pass(arch),
         allreduce_bytes_per_token=_hidden(arch, tp) * arch.dtype.element_bytes,
         link_bytes_per_s=_link(gpu, tp),
+        layers=len(arch.layers),
+        attention_flops_per_s=attention_peak_flops_per_s(gpu),
+        low_precision=peak > gpu.dense_bf16_tflops * TERA,
     )
 
 

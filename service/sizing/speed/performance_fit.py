@@ -16,7 +16,7 @@ predicts it from the same formulas the answers use (service/sizing/speed/perform
 (the first output token comes out of the prefill; the decode steps are taken at the run's mean
 context, which is exact while a step is linear in the context and slightly low where the bound
 changes during the run). The fit minimises the sum of squared log errors, ln(predicted /
-measured)^2, over the points kept for fitting: a coarse grid over all four efficiencies, then
+measured)^2, over the points kept for fitting: a coarse grid over all seven efficiencies, then
 golden-section line searches one efficiency at a time (the
 overlap included: 1 is the roofline's max, 0 the sum). Deterministic: the same points give the
 same efficiencies, which tests/calibration/test_performance_fit.py checks against `FITTED`.
@@ -186,13 +186,17 @@ BOUNDS: Final[dict[str, tuple[float, float]]] = {
     "step_overhead_ms": (0.0, 10.0),
     "allreduce_latency_us": (0.0, 100.0),
     "overlap": (0.0, 1.0),
+    "layer_overhead_us": (0.0, 200.0),
+    "compute_low_precision": (0.1, 1.0),
 }
 GRID: Final[dict[str, tuple[float, ...]]] = {
     "bandwidth": tuple(round(0.3 + 0.1 * i, 1) for i in range(8)),
     "compute": tuple(round(0.2 + 0.1 * i, 1) for i in range(9)),
-    "step_overhead_ms": (0.0, 2.0, 4.0),
+    "step_overhead_ms": (0.0, 2.0),
     "allreduce_latency_us": (0.0, 25.0, 50.0),
     "overlap": (0.0, 0.5, 1.0),
+    "layer_overhead_us": (0.0, 50.0, 100.0),
+    "compute_low_precision": (0.3, 0.6),
 }
 SWEEPS: Final = 40
 GOLDEN: Final = (math.sqrt(5) - 1) / 2
@@ -203,6 +207,8 @@ DECIMALS: Final[dict[str, int]] = {
     "step_overhead_ms": 3,
     "allreduce_latency_us": 2,
     "overlap": 3,
+    "layer_overhead_us": 2,
+    "compute_low_precision": 3,
 }
 
 
@@ -363,7 +369,7 @@ def _refit(costs: Sequence[PointCosts], start: Efficiency, names: Sequence[str])
 
 
 def vendor_fit(costs: Sequence[PointCosts], vendor: str) -> Efficiency:
-    """Efficiencies for `vendor`'s GPUs: NVIDIA's fitted on the NVIDIA points (all five);
+    """Efficiencies for `vendor`'s GPUs: NVIDIA's fitted on the NVIDIA points (all seven);
     another vendor's (AMD) start from them and refit only the achievable bandwidth on its own
     points (`vendor_efficiency`). A vendor without points of
     its own gets NVIDIA's."""
@@ -379,12 +385,12 @@ def vendor_efficiency(own: Sequence[PointCosts], base: Efficiency) -> Efficiency
     """`base` (NVIDIA's) with the achievable memory bandwidth refitted on a vendor's own points:
     on ROCm the weights and the cache are streamed by other kernels (hipBLASLt, AITER, Triton)
     out of other memory (MI300X's HBM3 behind its Infinity Cache), and the fraction of the
-    peak they reach is the vendor's, not NVIDIA's. Compute, the all-reduce latency, the step
-    overhead and the overlap are kept: refitted on the AMD sources too (compute and the
-    all-reduce latency: median held-out AMD error 40%, 29% within 25%; compute alone: 22%,
-    53%; the step overhead: 23%, 71%) they predict the held-out AMD source worse than the
-    bandwidth alone (21%, 71%): the AMD runs mix expert parallelism, Triton attention and
-    vLLM's and SGLang's schedulers, which those terms absorb and do not carry over."""
+    peak they reach is the vendor's, not NVIDIA's. The other efficiencies are kept: refitted
+    on the AMD sources too they predict the held-out AMD sources worse than the bandwidth alone
+    (median held-out error, AMD dense and AMD MoE: bandwidth alone 25.9% and 11.8%; with
+    compute 29.2% and 14.7%; with the per-layer overhead 33.9% and 12.5%; with both 39.3% and
+    15.8%): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
+    schedulers, which those terms absorb and do not carry over."""
     return _refit(own, base, ["bandwidth"])
 
 

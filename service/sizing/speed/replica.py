@@ -81,7 +81,7 @@ def gpu_performance(gpu: Gpu, tensor_parallel_size: int) -> GpuPerformance | NoE
         return NoEstimate(
             f"{gpu.slug or gpu.name or 'the GPU'} has no {which} figure (none in the catalog, "
             "or none given inline: an inline GPU takes memory_bandwidth_tb_s, "
-            "dense_bf16_tflops, dense_fp8_tflops and interconnect_gb_s)"
+            "dense_bf16_tflops, dense_fp8_tflops, dense_fp4_tflops and interconnect_gb_s)"
         )
     return GpuPerformance(
         memory_bandwidth_tb_s=gpu.memory_bandwidth_tb_s,
@@ -89,6 +89,7 @@ def gpu_performance(gpu: Gpu, tensor_parallel_size: int) -> GpuPerformance | NoE
         dense_fp8_tflops=gpu.dense_fp8_tflops,
         interconnect_gb_s=gpu.interconnect_gb_s,
         name=gpu.name,
+        dense_fp4_tflops=gpu.dense_fp4_tflops,
     )
 
 
