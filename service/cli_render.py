@@ -43,10 +43,13 @@ _PLAN_COLUMNS = (
     "decode_ms_per_token",
 )
 # A plan for a rate's: the simulated percentiles and the price of its tokens instead of a
-# decode step at a peak.
+# decode step at a peak. A disaggregated option's gpu, tensor_parallel_size and replicas are
+# its decode pool's; its prefill pool's stand beside them.
 _RATE_PLAN_COLUMNS = (
     *_PLAN_COLUMNS[:-1],
     "kind",
+    "prefill_gpu",
+    "prefill_tensor_parallel_size",
     "prefill_replicas",
     "cost_per_million_output_tokens_usd",
     "ttft_p99_ms",
