@@ -420,10 +420,10 @@ class EngineFields(BaseModel):
     lora_target_modules: str | None = Field(
         None,
         max_length=200,
-        description="SGLang `--lora-target-modules`, space- or comma-separated: q_proj, k_proj, "
-        "v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, embed_tokens, "
-        "lm_head, or `all` (0.5.12+: every linear module, embed_tokens and lm_head). Needed "
-        "with SGLang's enable_lora, as SGLang needs it without `--lora-paths`.",
+        description="SGLang `--lora-target-modules`, space-, comma- or `;`-separated: q_proj, "
+        "k_proj, v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, "
+        "embed_tokens, lm_head, or `all` (0.5.12+: every linear module, embed_tokens and "
+        "lm_head). Needed with SGLang's enable_lora, as SGLang needs it without `--lora-paths`.",
     )
     # issue 21: multimodal encoders (sizing engines/encoder.py)
     limit_mm_per_prompt: str | None = Field(
