@@ -198,6 +198,14 @@ def test_a_target_without_a_workload_is_refused_by_name(client: TestClient) -> N
     assert neither.json()["field"] == "peak_concurrency"
 
 
+def test_a_plan_for_a_rate_on_sglang_refuses_vllms_token_budget(client: TestClient) -> None:
+    # SGLang's scheduler has no max_num_batched_tokens (it chunks by chunked_prefill_size):
+    # a plan for a rate on it would simulate and paste flags without the budget asked
+    body = {**RATE_BODY, "engine": "sglang", "max_num_batched_tokens": 4096}
+    response = client.post("/v1/plans", json=body)
+    assert (response.status_code, response.json()["field"]) == (422, "max_num_batched_tokens")
+
+
 @pytest.mark.parametrize("engine_name", ["vllm", "sglang"])
 def test_the_shell_and_http_give_the_same_plan_for_a_rate(
     client: TestClient, capsys: pytest.CaptureFixture[str], engine_name: str

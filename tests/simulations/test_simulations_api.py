@@ -170,6 +170,37 @@ def test_an_engine_not_simulated_is_refused_by_name(client: TestClient) -> None:
     assert (csv.status_code, csv.json()["field"]) == (422, "engine")
 
 
+def test_sglang_with_vllms_token_budget_is_refused_by_name(client: TestClient) -> None:
+    # SGLang has no --max-num-batched-tokens: its scheduler chunks prefills by
+    # chunked_prefill_size (8,192 on this GPU, above), so a budget given for engine=sglang
+    # was run without it, answering a question nobody asked; on every door it is a 422
+    body = {
+        **DEPLOYMENT,
+        "engine": "sglang",
+        "max_num_batched_tokens": 2048,
+        "workload": {
+            "request_rate": 1,
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "num_requests": 5,
+        },
+    }
+    response = client.post("/v1/simulations", json=body)
+    assert (response.status_code, response.json()["field"]) == (422, "max_num_batched_tokens")
+    assert "chunked_prefill_size" in response.json()["detail"]
+    csv = client.post(
+        "/v1/simulations",
+        params={**DEPLOYMENT, "engine": "sglang", "max_num_batched_tokens": 2048},
+        content="arrival_s,input_tokens,output_tokens\n0,374,44\n",
+        headers={"Content-Type": "text/csv"},
+    )
+    assert (csv.status_code, csv.json()["field"]) == (422, "max_num_batched_tokens")
+    # vLLM's scheduler reads it: the same body on engine=vllm runs within 2,048 tokens a step
+    vllm = client.post("/v1/simulations", json={**body, "engine": "vllm"})
+    assert vllm.status_code == 200, vllm.text
+    assert vllm.json()["engine"]["max_num_batched_tokens"] == 2048
+
+
 def test_a_csv_trace_on_sglang_answers_as_its_json_rows(client: TestClient) -> None:
     text = "arrival_s,input_tokens,output_tokens\n0,374,44\n4.314579,396,109\n"
     csv = client.post(
