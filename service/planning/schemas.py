@@ -974,7 +974,13 @@ class WorkloadIn(BaseModel):
     )  # fmt: skip
     input_tokens: Length = Field(..., description=LENGTH_DOC)
     output_tokens: Length = Field(..., description=LENGTH_DOC)
-    num_requests: int | None = Field(None, ge=1, le=MAX_SIMULATED_REQUESTS)
+    num_requests: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SIMULATED_REQUESTS,
+        description="Requests to simulate (or `duration_s`); a plan for a rate's default "
+        "2,000, a simulation's none.",
+    )
     duration_s: float | None = Field(
         None, gt=0, le=MAX_DURATION_S, description="Arrivals for this long (with request_rate)."
     )
@@ -1201,8 +1207,12 @@ class PoolOut(BaseModel):
 class DisaggregatedOut(BaseModel):
     """A disaggregated option's two pools and the KV transfer between them."""
 
-    prefill_pool: PoolOut
-    decode_pool: PoolOut
+    prefill_pool: PoolOut = Field(
+        description="Computes each prompt and its first token, then sends the prompt's KV."
+    )
+    decode_pool: PoolOut = Field(
+        description="Receives each prompt's KV and generates the answer (the caller's flags)."
+    )
     kv_transfer_bytes_per_gpu: int = Field(
         description="A mean prompt's KV sent by each prefill GPU: input tokens x "
         "kv_bytes_per_token_per_gpu of the prefill layout."
