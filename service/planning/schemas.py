@@ -200,7 +200,13 @@ class EngineFields(BaseModel):
         description="A KV pool you already know (vLLM `--kv-cache-memory-bytes`, or "
         "'Available KV cache memory' from a log): replaces the computed budget.",
     )
-    num_gpu_blocks_override: int | None = Field(None, ge=0, le=2**40)
+    num_gpu_blocks_override: int | None = Field(
+        None,
+        ge=0,
+        le=2**40,
+        description="vLLM `--num-gpu-blocks-override`: this many KV blocks instead of the "
+        "computed ones.",
+    )
     mamba_ssm_cache_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
         None, description="Recurrent-state dtype (`--mamba-ssm-cache-dtype`)."
     )
@@ -631,8 +637,20 @@ class CapacityFields(EngineFields):
         "start unless allow_long_max_model_len).",
     )
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
-    tensor_parallel_size: int = Field(1, ge=1, le=64)
-    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    tensor_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="GPUs per replica that split each layer (vLLM `--tensor-parallel-size`, "
+        "SGLang `--tp-size`).",
+    )
+    pipeline_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="GPUs per replica that split the layers (vLLM `--pipeline-parallel-size`, "
+        "SGLang `--pp-size`).",
+    )
     data_parallel_size: int = Field(
         1,
         ge=1,

@@ -146,7 +146,7 @@ class SimulationAnswer(BaseModel):
     traffic: Literal["workload", "trace"]
     trace_format: str | None = Field(None, description="azure, burstgpt, mooncake or kvplan.")
     skipped_rows: int = Field(0, description="Trace rows without output (failed requests).")
-    completed_requests: int
+    completed_requests: int = Field(description="Requests run to their last token.")
     rejected_requests: int = Field(description="Longer than max_model_len: never run.")
     duration_s: float = Field(description="Simulated time from 0 to the last token.")
     ttft_ms: DistributionOut = Field(
