@@ -56,8 +56,8 @@ SIMULATED_ENGINES = (Engine.VLLM, Engine.SGLANG)
 # vLLM's token budget per step has no SGLang flag: SGLang's scheduler chunks a prefill by
 # chunked_prefill_size (set by the GPU's memory, sglang_scheduler.py) and caps no step's total.
 SGLANG_NO_BATCHED_TOKENS = (
-    "vLLM's token budget per step; SGLang's scheduler has no such flag (it chunks prefills by "
-    "chunked_prefill_size, set by the GPU's memory), so engine=sglang is simulated without it"
+    "vLLM's token budget per step, which SGLang has no flag for (its scheduler chunks prefills "
+    "by chunked_prefill_size, set by the GPU's memory): remove it for engine=sglang"
 )
 
 
