@@ -211,6 +211,13 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
     """POST /v1/speed-results from the shell: a benchmark's result file against kvplan's
     estimate of the same run, for the deployment the capacity options name."""
+    fmt = _format(args)
+    if fmt not in ("json", "table"):
+        # POST /v1/speed-results answers JSON only: a csv or text would be the table misnamed
+        raise InvalidRequest(
+            f"explain-bench answers as table or json (POST /v1/speed-results' body), not {fmt}",
+            field="format",
+        )
     result = _read_json(args.file, "result")
     fields = given(args, CAPACITY_OPTIONS)
     memory_bytes = fields.pop("gpu_memory_bytes", None)
@@ -221,7 +228,7 @@ def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
     answer = speed_results.explain_result(
         result, question, _snapshot(settings, args), args.benchmark
     )
-    if _format(args) == "json":
+    if fmt == "json":
         print(answer.model_dump_json(indent=2))
     else:
         sys.stdout.write(_bench_table(answer))
