@@ -132,6 +132,8 @@ def test_every_traffic_and_benchmark_field_is_described() -> None:
         if field not in SELF_EXPLAINING and not body.get("description")
     ]
     assert missing == []
+    # a simulation's engine picks the scheduler stepped, not only the memory arithmetic
+    assert "scheduler" in schemas["SimulationRequest"]["properties"]["engine"]["description"]
 
 
 def test_the_spec_is_valid_json_with_openapi_3() -> None:

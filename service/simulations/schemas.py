@@ -12,6 +12,7 @@ from ..planning.schemas import (  # moved there: a plan for a rate takes them to
     CapacityQuery,
     CapacityRequest,
     DistributionOut,
+    EngineName,
     SpeedCalibratedFrom,
     WorkloadIn,
 )
@@ -64,6 +65,12 @@ class SimulationRequest(CapacityRequest):
         },
     )
 
+    engine: EngineName = Field(
+        "vllm",
+        description="Whose scheduler steps the replica, and whose memory arithmetic sizes its "
+        "pool: `vllm` (its V1 scheduler) or `sglang`; `trtllm`'s scheduler is not simulated "
+        "(422, `engine`).",
+    )
     workload: WorkloadIn | None = Field(None, description="Synthetic traffic (or `trace`).")
     trace: list[TraceRowIn] | None = Field(
         None, max_length=MAX_SIMULATED_REQUESTS, description="Requests as rows (or `workload`)."
