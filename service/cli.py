@@ -39,7 +39,7 @@ from .catalog import service as catalog_service
 from .catalog.records import gpu_row_from_record, model_row_from_record
 from .catalog.seed import load_seed, offline_snapshot, seed_catalog
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
-from .cli_options import CAPACITY_OPTIONS, PLAN_OPTIONS, add_options, given
+from .cli_options import CAPACITY_OPTIONS, PLAN_OPTIONS, SIMULATE_OPTIONS, add_options, given
 from .cli_render import (
     FORMATS,
     OutputFormat,
@@ -365,7 +365,7 @@ def _simulation_traffic(args: argparse.Namespace) -> tuple[dict[str, Any], Trace
 
 
 def cmd_simulate(settings: Settings, args: argparse.Namespace) -> int:
-    fields = given(args, CAPACITY_OPTIONS)
+    fields = given(args, SIMULATE_OPTIONS)
     memory_bytes = fields.pop("gpu_memory_bytes", None)
     if memory_bytes is not None:
         fields["gpu"] = {"memory_bytes": memory_bytes}
@@ -613,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="one replica under traffic: TTFT, TPOT and latency percentiles"
     )
     _model_args(simulate)
-    add_options(simulate, CAPACITY_OPTIONS, SimulationRequest)
+    add_options(simulate, SIMULATE_OPTIONS, SimulationRequest)
     _simulate_args(simulate)
     simulate.set_defaults(run=cmd_simulate)
     for name, run, what in (("models", cmd_models, "models"), ("gpus", cmd_gpus, "GPUs")):

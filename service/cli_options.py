@@ -139,6 +139,18 @@ CAPACITY_OPTIONS: tuple[Option, ...] = (
     *ENGINE_OPTIONS,
 )
 
+# `kvplan simulate`: the capacity question's options, its engine picking the scheduler too.
+SIMULATE_OPTIONS: tuple[Option, ...] = tuple(
+    Option(
+        "engine",
+        help="vllm or sglang: whose scheduler steps the replica and whose memory arithmetic "
+        "sizes it (vllm); trtllm's scheduler is not simulated",
+    )
+    if option.name == "engine"
+    else option
+    for option in CAPACITY_OPTIONS
+)
+
 PLAN_OPTIONS: tuple[Option, ...] = (
     Option("max_model_len", required=True),
     Option("peak_concurrency", help="sequences live at the peak (or --rate and the lengths)"),

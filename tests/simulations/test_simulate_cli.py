@@ -159,3 +159,30 @@ def test_the_shells_csv_names_each_percentile_as_a_rate_plans_row_does(
     header = client.get("/v1/plans", params=plan).text.splitlines()[0].split(",")
     percentiles = [c for c in row if c.endswith("_ms")]
     assert set(percentiles) <= set(header)
+
+
+def test_the_shells_engine_help_says_it_picks_the_scheduler(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--engine` on simulate picks the scheduler stepped, not only the memory arithmetic
+    # (capacity's help), and says which engine is not simulated
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "vllm or sglang: whose scheduler steps the replica" in text
+    assert "trtllm's scheduler is not simulated" in text
+    traffic = ["--request-rate", "1", "--input-tokens", "10", "--output-tokens", "5"]
+    code = main(
+        [
+            "simulate",
+            "--offline",
+            *DEPLOYMENT,
+            *traffic,
+            "--num-requests",
+            "2",
+            "--engine",
+            "trtllm",
+        ]
+    )
+    assert code == 2
+    assert json.loads(capsys.readouterr().err)["field"] == "engine"
