@@ -39,7 +39,7 @@ from .catalog import service as catalog_service
 from .catalog.records import gpu_row_from_record, model_row_from_record
 from .catalog.seed import load_seed, offline_snapshot, seed_catalog
 from .catalog.snapshot import CatalogCache, CatalogSnapshot
-from .cli_options import CAPACITY_OPTIONS, PLAN_OPTIONS, add_options, given
+from .cli_options import CAPACITY_OPTIONS, PLAN_OPTIONS, SIMULATE_OPTIONS, add_options, given
 from .cli_render import (
     FORMATS,
     OutputFormat,
@@ -211,6 +211,13 @@ def cmd_capacity(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
     """POST /v1/speed-results from the shell: a benchmark's result file against kvplan's
     estimate of the same run, for the deployment the capacity options name."""
+    fmt = _format(args)
+    if fmt not in ("json", "table"):
+        # POST /v1/speed-results answers JSON only: a csv or text would be the table misnamed
+        raise InvalidRequest(
+            f"explain-bench answers as table or json (POST /v1/speed-results' body), not {fmt}",
+            field="format",
+        )
     result = _read_json(args.file, "result")
     fields = given(args, CAPACITY_OPTIONS)
     memory_bytes = fields.pop("gpu_memory_bytes", None)
@@ -221,7 +228,7 @@ def cmd_explain_bench(settings: Settings, args: argparse.Namespace) -> int:
     answer = speed_results.explain_result(
         result, question, _snapshot(settings, args), args.benchmark
     )
-    if _format(args) == "json":
+    if fmt == "json":
         print(answer.model_dump_json(indent=2))
     else:
         sys.stdout.write(_bench_table(answer))
@@ -358,7 +365,7 @@ def _simulation_traffic(args: argparse.Namespace) -> tuple[dict[str, Any], Trace
 
 
 def cmd_simulate(settings: Settings, args: argparse.Namespace) -> int:
-    fields = given(args, CAPACITY_OPTIONS)
+    fields = given(args, SIMULATE_OPTIONS)
     memory_bytes = fields.pop("gpu_memory_bytes", None)
     if memory_bytes is not None:
         fields["gpu"] = {"memory_bytes": memory_bytes}
@@ -606,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="one replica under traffic: TTFT, TPOT and latency percentiles"
     )
     _model_args(simulate)
-    add_options(simulate, CAPACITY_OPTIONS, SimulationRequest)
+    add_options(simulate, SIMULATE_OPTIONS, SimulationRequest)
     _simulate_args(simulate)
     simulate.set_defaults(run=cmd_simulate)
     for name, run, what in (("models", cmd_models, "models"), ("gpus", cmd_gpus, "GPUs")):

@@ -44,7 +44,7 @@ class Option:
     name: str  # the field, as the API names it
     help: str | None = None  # default: the field's description in the schema
     flag: str | None = None  # default: --name-with-dashes
-    kind: str = "value"  # value, switch (--x / --no-x), list (repeatable)
+    kind: str = "value"  # value, switch (--x / --no-x), list (repeatable), words (--x a b)
     required: bool = False
 
     def flags(self) -> list[str]:
@@ -115,7 +115,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("max_cpu_loras"),
     Option("fully_sharded_loras", kind="switch"),
     Option("max_loras_per_batch"),
-    Option("lora_target_modules"),
+    # SGLang takes its modules as separate words (--lora-target-modules q_proj v_proj)
+    Option("lora_target_modules", kind="words"),
     # issue 21: multimodal encoders
     Option("limit_mm_per_prompt", help='vLLM JSON, e.g. {"image": 2, "video": 0}'),
     Option("skip_mm_profiling", kind="switch"),
@@ -142,6 +143,18 @@ CAPACITY_OPTIONS: tuple[Option, ...] = (
     Option("avg_prompt_tokens"),
     Option("acceptance_length"),
     *ENGINE_OPTIONS,
+)
+
+# `kvplan simulate`: the capacity question's options, its engine picking the scheduler too.
+SIMULATE_OPTIONS: tuple[Option, ...] = tuple(
+    Option(
+        "engine",
+        help="vllm or sglang: whose scheduler steps the replica and whose memory arithmetic "
+        "sizes it (vllm); trtllm's scheduler is not simulated",
+    )
+    if option.name == "engine"
+    else option
+    for option in CAPACITY_OPTIONS
 )
 
 PLAN_OPTIONS: tuple[Option, ...] = (
@@ -182,6 +195,9 @@ def add_options(
         elif option.kind == "list":
             kwargs["action"] = "append"
             kwargs["metavar"] = option.name.upper()
+        elif option.kind == "words":
+            kwargs["nargs"] = "+"
+            kwargs["metavar"] = option.name.upper()
         else:
             kwargs["metavar"] = option.name.upper()
         if option.required:
@@ -191,5 +207,15 @@ def add_options(
 
 def given(args: argparse.Namespace, options: Sequence[Option]) -> dict[str, Any]:
     """The options typed, by field name (those left out take the schema's defaults)."""
-    values = {option.name: getattr(args, option.name) for option in options}
+    values = {
+        option.name: _words(getattr(args, option.name))
+        if option.kind == "words"
+        else getattr(args, option.name)
+        for option in options
+    }
     return {name: value for name, value in values.items() if value is not None}
+
+
+def _words(value: list[str] | None) -> str | None:
+    """A `words` option's values as the field's one space-separated string."""
+    return None if value is None else " ".join(value)

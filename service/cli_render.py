@@ -16,11 +16,14 @@ from .kit.formats import GIB, render_table, single_value
 from .planning.router import capacity_table_row, plan_table_rows
 from .planning.schemas import (
     CAPACITY_HEADLINE,
+    DISTRIBUTION_STATS,
+    OPTION_DISTRIBUTIONS,
     PLAN_HEADLINE,
     CapacityAnswer,
     CapacityDetail,
     DisaggregatedOut,
     PlanAnswer,
+    distribution_columns,
     no_plan_reason,
     plan_table_columns,
 )
@@ -43,10 +46,13 @@ _PLAN_COLUMNS = (
     "decode_ms_per_token",
 )
 # A plan for a rate's: the simulated percentiles and the price of its tokens instead of a
-# decode step at a peak.
+# decode step at a peak. A disaggregated option's gpu, tensor_parallel_size and replicas are
+# its decode pool's; its prefill pool's stand beside them.
 _RATE_PLAN_COLUMNS = (
     *_PLAN_COLUMNS[:-1],
     "kind",
+    "prefill_gpu",
+    "prefill_tensor_parallel_size",
     "prefill_replicas",
     "cost_per_million_output_tokens_usd",
     "ttft_p99_ms",
@@ -225,10 +231,11 @@ def simulation_output(answer: SimulationAnswer, fmt: OutputFormat) -> str:
     if fmt == "csv":
         row = {
             "completed_requests": answer.completed_requests,
+            # named as a plan for a rate's row names them (ttft_ms's p99 is ttft_p99_ms)
             **{
-                f"{n}_{k}": getattr(getattr(answer, n), k)
-                for n in ("ttft_ms", "tpot_ms", "e2e_latency_ms")
-                for k in ("mean", "p50", "p90", "p99")
+                column: getattr(getattr(answer, n), stat)
+                for n in OPTION_DISTRIBUTIONS
+                for column, stat in zip(distribution_columns(n), DISTRIBUTION_STATS, strict=True)
             },
             "requests_per_second": answer.throughput.requests_per_second,
             "output_tokens_per_second": answer.throughput.output_tokens_per_second,

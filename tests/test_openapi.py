@@ -107,6 +107,35 @@ def test_every_operation_is_described_for_people() -> None:
         assert operation.get("tags"), key
 
 
+# This session's traffic and benchmark answers: every field says what it is and its unit
+# (the unit in the name, `_ms`, `_s`, `_bytes`, where it has one).
+DESCRIBED_SCHEMAS = (
+    "SimulationAnswer",
+    "SimulationRequest",
+    "TraceRowIn",
+    "WorkloadIn",
+    "DisaggregatedOut",
+    "SpeedResultAnswer",
+    "BenchmarkOut",
+)
+# named by what they hold, each its own schema described: the deployment's echo and the
+# engine, traffic and throughput objects
+SELF_EXPLAINING = {"model", "gpu", "engine", "traffic", "throughput", "warnings", "capacity"}
+
+
+def test_every_traffic_and_benchmark_field_is_described() -> None:
+    schemas = openapi_spec()["components"]["schemas"]
+    missing = [
+        f"{name}.{field}"
+        for name in DESCRIBED_SCHEMAS
+        for field, body in schemas[name]["properties"].items()
+        if field not in SELF_EXPLAINING and not body.get("description")
+    ]
+    assert missing == []
+    # a simulation's engine picks the scheduler stepped, not only the memory arithmetic
+    assert "scheduler" in schemas["SimulationRequest"]["properties"]["engine"]["description"]
+
+
 def test_the_spec_is_valid_json_with_openapi_3() -> None:
     spec = json.loads(SPEC_FILE.read_text(encoding="utf-8"))
     assert spec["openapi"].startswith("3.")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.metrics import Metrics
 from ..simulation import (
+    SGLANG_NO_BATCHED_TOKENS,
     SIMULATED_ENGINES,
     Distribution,
     EngineConfig,
@@ -164,6 +165,8 @@ def check(fields: PlanFields) -> None:
         raise SizingError("ttft_p99_ms", "a workload needs a target: ttft_p99_ms, tpot_p99_ms")
     if fields.disaggregated == "only" and fields.engine != "vllm":
         raise SizingError("disaggregated", SPLIT_VLLM_ONLY)
+    if fields.engine == "sglang" and fields.max_num_batched_tokens is not None:
+        raise SizingError("max_num_batched_tokens", SGLANG_NO_BATCHED_TOKENS)
 
 
 def workload_of(body: WorkloadIn) -> Workload:

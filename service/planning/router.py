@@ -64,6 +64,7 @@ from .schemas import (
     PlanOptionOut,
     PlanQuery,
     PlanRequestBody,
+    WorkloadIn,
     disaggregated_row,
     distribution_columns,
     no_plan_reason,
@@ -107,6 +108,9 @@ CAPACITY_PARAMETERS = frozenset(
     info.alias or name for name, info in CapacityQuery.model_fields.items()
 )
 _PLAN_PARAMETERS = frozenset(info.alias or name for name, info in PlanQuery.model_fields.items())
+# A workload's own fields as query parameters: GET takes the workload as one JSON text, so
+# `request_rate=20` alone would be ignored and a plan for a peak (or none) answered.
+_FLAT_WORKLOAD = frozenset(WorkloadIn.model_fields) - _PLAN_PARAMETERS
 # json.dumps(body, separators=(",", ":")) without building an encoder per answer: the same
 # encoder (json/__init__.py `dumps` makes one with these arguments), so the same bytes.
 _JSON = json.JSONEncoder(separators=(",", ":"))
@@ -511,6 +515,13 @@ def get_plan(
     metrics: MetricsDep,
 ) -> Response:
     fmt = negotiate(request, query.format, query.field)
+    for name in request.query_params:
+        if name in _FLAT_WORKLOAD:
+            raise InvalidRequest(
+                f"{name}: a workload's field; GET takes the workload as its JSON text "
+                f'(workload={{"{name}": ...}})',
+                field=name,
+            )
     answer = service.plan(PlanQuestion.from_query(query), catalog, metrics)
     return _plan_response(
         request,

@@ -200,7 +200,13 @@ class EngineFields(BaseModel):
         description="A KV pool you already know (vLLM `--kv-cache-memory-bytes`, or "
         "'Available KV cache memory' from a log): replaces the computed budget.",
     )
-    num_gpu_blocks_override: int | None = Field(None, ge=0, le=2**40)
+    num_gpu_blocks_override: int | None = Field(
+        None,
+        ge=0,
+        le=2**40,
+        description="vLLM `--num-gpu-blocks-override`: this many KV blocks instead of the "
+        "computed ones.",
+    )
     mamba_ssm_cache_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
         None, description="Recurrent-state dtype (`--mamba-ssm-cache-dtype`)."
     )
@@ -456,10 +462,10 @@ class EngineFields(BaseModel):
     lora_target_modules: str | None = Field(
         None,
         max_length=200,
-        description="SGLang `--lora-target-modules`, space- or comma-separated: q_proj, k_proj, "
-        "v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, embed_tokens, "
-        "lm_head, or `all` (0.5.12+: every linear module, embed_tokens and lm_head). Needed "
-        "with SGLang's enable_lora, as SGLang needs it without `--lora-paths`.",
+        description="SGLang `--lora-target-modules`, space-, comma- or `;`-separated: q_proj, "
+        "k_proj, v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, "
+        "embed_tokens, lm_head, or `all` (0.5.12+: every linear module, embed_tokens and "
+        "lm_head). Needed with SGLang's enable_lora, as SGLang needs it without `--lora-paths`.",
     )
     # issue 21: multimodal encoders (sizing engines/encoder.py)
     limit_mm_per_prompt: str | None = Field(
@@ -674,8 +680,20 @@ class CapacityFields(EngineFields):
         "start unless allow_long_max_model_len).",
     )
     kv_cache_dtype: str = Field("auto", max_length=20, description=KV_CACHE_DTYPE_DOC)
-    tensor_parallel_size: int = Field(1, ge=1, le=64)
-    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    tensor_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="GPUs per replica that split each layer (vLLM `--tensor-parallel-size`, "
+        "SGLang `--tp-size`).",
+    )
+    pipeline_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="GPUs per replica that split the layers (vLLM `--pipeline-parallel-size`, "
+        "SGLang `--pp-size`).",
+    )
     data_parallel_size: int = Field(
         1,
         ge=1,
@@ -1026,7 +1044,13 @@ class WorkloadIn(BaseModel):
     )  # fmt: skip
     input_tokens: Length = Field(..., description=LENGTH_DOC)
     output_tokens: Length = Field(..., description=LENGTH_DOC)
-    num_requests: int | None = Field(None, ge=1, le=MAX_SIMULATED_REQUESTS)
+    num_requests: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SIMULATED_REQUESTS,
+        description="Requests to simulate (or `duration_s`); a plan for a rate's default "
+        "2,000, a simulation's none.",
+    )
     duration_s: float | None = Field(
         None, gt=0, le=MAX_DURATION_S, description="Arrivals for this long (with request_rate)."
     )
@@ -1253,8 +1277,12 @@ class PoolOut(BaseModel):
 class DisaggregatedOut(BaseModel):
     """A disaggregated option's two pools and the KV transfer between them."""
 
-    prefill_pool: PoolOut
-    decode_pool: PoolOut
+    prefill_pool: PoolOut = Field(
+        description="Computes each prompt and its first token, then sends the prompt's KV."
+    )
+    decode_pool: PoolOut = Field(
+        description="Receives each prompt's KV and generates the answer (the caller's flags)."
+    )
     kv_transfer_bytes_per_gpu: int = Field(
         description="A mean prompt's KV sent by each prefill GPU: input tokens x "
         "kv_bytes_per_token_per_gpu of the prefill layout."

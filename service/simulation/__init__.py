@@ -12,7 +12,13 @@ through a use case of their own (tests/test_layers.py holds both rules).
 from __future__ import annotations
 
 from ..sizing import Capacity, Gpu, ModelArchitecture, WeightFormat
-from .deployment import SIMULATED_ENGINES, StepTable, engine_config, step_table
+from .deployment import (
+    SGLANG_NO_BATCHED_TOKENS,
+    SIMULATED_ENGINES,
+    StepTable,
+    engine_config,
+    step_table,
+)
 from .disaggregated import DecodeOnly, DisaggregatedSummary, Pool, run_disaggregated
 from .engine import Engine, EngineConfig, Finished, Run, Sample, SglangLimits, StepTimer
 from .errors import SimulationError
@@ -72,6 +78,7 @@ def run(
 
 
 __all__ = [
+    "SGLANG_NO_BATCHED_TOKENS",
     "SIMULATED_ENGINES",
     "DecodeOnly",
     "DisaggregatedSummary",

@@ -53,6 +53,12 @@ from .errors import SimulationError
 from .sglang_scheduler import sglang_block_size
 
 SIMULATED_ENGINES = (Engine.VLLM, Engine.SGLANG)
+# vLLM's token budget per step has no SGLang flag: SGLang's scheduler chunks a prefill by
+# chunked_prefill_size (set by the GPU's memory, sglang_scheduler.py) and caps no step's total.
+SGLANG_NO_BATCHED_TOKENS = (
+    "vLLM's token budget per step, which SGLang has no flag for (its scheduler chunks prefills "
+    "by chunked_prefill_size, set by the GPU's memory): remove it for engine=sglang"
+)
 
 
 def _whole(capacity: Capacity, name: str) -> int:

@@ -12,9 +12,12 @@ from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..kit.deps import get_catalog
+from ..kit.answer_headers import answer_headers
+from ..kit.deps import get_catalog, misspelling_of
+from ..kit.engine_flags import ignored
 from ..kit.errors import InvalidRequest, validation_problem
 from ..kit.security import READ, READ_OPENAPI, check_read_key
+from ..planning.schemas import WorkloadIn
 from ..planning.service import CapacityQuestion
 from . import service
 from .schemas import MAX_TRACE_BYTES, SimulationAnswer, SimulationQuery, SimulationRequest
@@ -43,12 +46,47 @@ MOONCAKE_EXAMPLE = (
 )
 
 
-def _json(answer: SimulationAnswer) -> Response:
+# What a trace's query string reads: the deployment, as GET /v1/capacity, and goodput's
+# targets. The traffic is the body's rows: a workload's field there is refused by name.
+TRACE_PARAMETERS = frozenset(
+    info.alias or name for name, info in SimulationQuery.model_fields.items()
+)
+_TRAFFIC_FIELDS = (frozenset(WorkloadIn.model_fields) | {"workload", "trace", "targets"}) - (
+    TRACE_PARAMETERS
+)
+
+
+def _json(answer: SimulationAnswer, ignored_names: tuple[str, ...] = ()) -> Response:
     return Response(
         answer.model_dump_json(),
         media_type="application/json",
-        headers={"Cache-Control": "no-store"},
+        headers={"Cache-Control": "no-store", **answer_headers((), ignored_names)},
     )
+
+
+def _trace_query(request: Request) -> tuple[SimulationQuery, tuple[str, ...]]:
+    """A trace's query string as GET /v1/capacity reads its own: a near-miss of a parameter
+    or a workload's field is a 422 naming it (ignored, it would answer a question nobody
+    asked); other unknown names are ignored and said in Kvplan-Ignored-Parameters."""
+    for name in request.query_params:
+        if name in _TRAFFIC_FIELDS:
+            raise InvalidRequest(
+                f"{name}: the trace's rows are the traffic; the query string takes the "
+                "deployment and goodput's max_ttft_ms, max_tpot_ms, max_e2e_latency_ms",
+                field=name,
+            )
+        close = misspelling_of(name, TRACE_PARAMETERS)
+        if close is not None:
+            raise InvalidRequest(
+                f"{name}: not a parameter of this request; did you mean {close}?",
+                field=name,
+                suggestions=[close],
+            )
+    try:
+        query = SimulationQuery.model_validate(dict(request.query_params))
+    except ValidationError as exc:
+        raise validation_problem(exc) from exc
+    return query, ignored(request.query_params.keys(), TRACE_PARAMETERS)
 
 
 async def _post_trace(request: Request, media: str) -> Response:
@@ -62,10 +100,7 @@ async def _post_trace(request: Request, media: str) -> Response:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidRequest("the trace is not UTF-8 text", field="body") from exc
-    try:
-        query = SimulationQuery.model_validate(dict(request.query_params))
-    except ValidationError as exc:
-        raise validation_problem(exc) from exc
+    query, ignored_names = _trace_query(request)
     trace = service.trace_of(text, media)
     targets = service.targets_of(
         TargetsIn(
@@ -77,7 +112,7 @@ async def _post_trace(request: Request, media: str) -> Response:
     catalog = await get_catalog(request)
     question = CapacityQuestion.from_query(query)
     answer = await run_in_threadpool(service.simulation, question, trace, targets, catalog)
-    return _json(answer)
+    return _json(answer, ignored_names)
 
 
 class SimulationRoute(APIRoute):

@@ -12,6 +12,7 @@ from ..planning.schemas import (  # moved there: a plan for a rate takes them to
     CapacityQuery,
     CapacityRequest,
     DistributionOut,
+    EngineName,
     SpeedCalibratedFrom,
     WorkloadIn,
 )
@@ -32,9 +33,9 @@ class TraceRowIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    arrival_s: float = Field(..., ge=0)
-    input_tokens: int = Field(..., ge=1)
-    output_tokens: int = Field(..., ge=1)
+    arrival_s: float = Field(..., ge=0, description="When the request arrives, s from 0.")
+    input_tokens: int = Field(..., ge=1, description="Its prompt, tokens.")
+    output_tokens: int = Field(..., ge=1, description="Its answer, tokens (max_tokens).")
     hash_ids: list[int] | None = Field(
         None, description="Prefix-aware block hashes, one per 512 tokens (Mooncake's)."
     )
@@ -64,11 +65,19 @@ class SimulationRequest(CapacityRequest):
         },
     )
 
+    engine: EngineName = Field(
+        "vllm",
+        description="Whose scheduler steps the replica, and whose memory arithmetic sizes its "
+        "pool: `vllm` (its V1 scheduler) or `sglang`; `trtllm`'s scheduler is not simulated "
+        "(422, `engine`).",
+    )
     workload: WorkloadIn | None = Field(None, description="Synthetic traffic (or `trace`).")
     trace: list[TraceRowIn] | None = Field(
         None, max_length=MAX_SIMULATED_REQUESTS, description="Requests as rows (or `workload`)."
     )
-    targets: Targets | None = None
+    targets: Targets | None = Field(
+        None, description="Goodput's targets: the answer's `goodput` counts requests within them."
+    )
 
 
 class SimulationQuery(CapacityQuery):
@@ -144,22 +153,45 @@ class SimulationAnswer(BaseModel):
     traffic: Literal["workload", "trace"]
     trace_format: str | None = Field(None, description="azure, burstgpt, mooncake or kvplan.")
     skipped_rows: int = Field(0, description="Trace rows without output (failed requests).")
-    completed_requests: int
+    completed_requests: int = Field(description="Requests run to their last token.")
     rejected_requests: int = Field(description="Longer than max_model_len: never run.")
     duration_s: float = Field(description="Simulated time from 0 to the last token.")
-    ttft_ms: DistributionOut
-    tpot_ms: DistributionOut
-    e2e_latency_ms: DistributionOut
-    queue_time_ms: DistributionOut
+    ttft_ms: DistributionOut = Field(
+        description="Time to first token, ms: from a request's arrival to its first output "
+        "token (queue and prefill included), as `vllm bench serve` reports it."
+    )
+    tpot_ms: DistributionOut = Field(
+        description="Time per output token (inter-token latency), ms: (end-to-end - TTFT) / "
+        "(output tokens - 1), over requests of more than one output token."
+    )
+    e2e_latency_ms: DistributionOut = Field(
+        description="End-to-end latency, ms: from a request's arrival to its last token."
+    )
+    queue_time_ms: DistributionOut = Field(
+        description="From a request's arrival until the scheduler first runs it, ms."
+    )
     throughput: ThroughputOut
-    goodput: GoodputOut | None
-    mean_running: float
-    mean_waiting: float
-    mean_kv_usage: float
-    peak_kv_usage: float
-    preemptions: int
+    goodput: GoodputOut | None = Field(
+        description="Requests within every target given (`targets`); null without targets."
+    )
+    mean_running: float = Field(
+        description="Requests running in the engine, averaged over the simulated time."
+    )
+    mean_waiting: float = Field(
+        description="Requests queued for room (KV blocks, the running cap), time-averaged."
+    )
+    mean_kv_usage: float = Field(
+        description="Share (0-1) of the KV pool's blocks in use, averaged over the time."
+    )
+    peak_kv_usage: float = Field(description="The largest share (0-1) of KV blocks in use.")
+    preemptions: int = Field(
+        description="Requests evicted when KV blocks ran out (vLLM: preempted and recomputed; "
+        "SGLang: retracted to the queue), counted each time."
+    )
     steps: int = Field(description="Engine steps (forward passes) simulated.")
-    time_series: list[SampleOut]
+    time_series: list[SampleOut] = Field(
+        description="Running and waiting requests and KV usage over time (at most 800 points)."
+    )
     speed_calibrated_from: SpeedCalibratedFrom | None = Field(
         None,
         description="Set when a stored speed calibration with the deployment's key (as a "

@@ -12,6 +12,7 @@ from ..kit.errors import InvalidRequest
 from ..planning.schemas import DistributionOut, SpeedCalibratedFrom, WorkloadIn
 from ..planning.service import CapacityQuestion, SizedDeployment, sized_deployment
 from ..simulation import (
+    SGLANG_NO_BATCHED_TOKENS,
     Distribution,
     EngineConfig,
     Lengths,
@@ -111,6 +112,9 @@ def simulation(
     catalog: CatalogSnapshot,
 ) -> SimulationAnswer:
     """One replica of the deployment under the traffic."""
+    fields = question.fields
+    if fields.engine == "sglang" and fields.max_num_batched_tokens is not None:
+        raise InvalidRequest(SGLANG_NO_BATCHED_TOKENS, field="max_num_batched_tokens")
     deployment = sized_deployment(question, catalog)
     if not deployment.detail.fits:
         raise InvalidRequest(

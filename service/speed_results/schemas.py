@@ -84,6 +84,13 @@ class RunOut(BaseModel):
     prompt_tokens: int = Field(description="The prefill's prompt: the mean prompt.")
 
 
+FIGURES_DOC = (
+    "Each figure measured beside kvplan's estimate of it: mean_tpot_ms and mean_itl_ms against "
+    "the decode step at the run's batch, mean_ttft_ms against one prompt's prefill, and for a "
+    "closed loop output_throughput (tokens/s)."
+)
+
+
 class ComparedOut(BaseModel):
     name: str = Field(description="The result file's own name for the figure.")
     measured: float | None
@@ -97,7 +104,7 @@ class BenchmarkOut(BaseModel):
     index: int = Field(description="Its place in the file (guidellm's `benchmarks`), from 0.")
     strategy: str | None = Field(description="guidellm's strategy; null for the other tools.")
     run: RunOut | None = Field(description="Null when it is not compared (`not_compared`).")
-    figures: list[ComparedOut]
+    figures: list[ComparedOut] = Field(description=FIGURES_DOC)
     step_time_scale: float | None = Field(
         description="Measured TPOT over kvplan's decode step at its batch."
     )
@@ -114,8 +121,11 @@ class SpeedResultAnswer(BaseModel):
         "one asked, or 0 for a file of one run; null for a report of several when none was "
         "asked (then only `benchmarks` compares them)."
     )
-    run: RunOut | None
-    figures: list[ComparedOut]
+    run: RunOut | None = Field(
+        description="The run `benchmark` names, its shape as the file gives it; null when a "
+        "report of several was sent without `benchmark`."
+    )
+    figures: list[ComparedOut] = Field(description=FIGURES_DOC)
     step_time_scale: float | None = Field(
         description="Measured TPOT over kvplan's decode step at the run's batch: the factor on "
         "the estimate's step time that this run measured."

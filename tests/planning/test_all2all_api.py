@@ -126,3 +126,25 @@ def test_sglang_deepep_on_get_post_and_the_cli(
     args += ["--data-parallel-size", "8", "--enable-dp-attention", "--moe-a2a-backend", "deepep"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["kv_pool_bytes"] == body["kv_pool_bytes"]
+
+
+def test_sglang_deepep_warnings_name_sglangs_own_flags(client: TestClient) -> None:
+    # a user who asked --moe-a2a-backend deepep reads of moe_a2a_backend, never of vLLM's
+    # all2all_backend (the RDMA part of auto mode's buffer is NVSHMEM's, engines/all2all.py)
+    query = f"{V3}&engine=sglang&engine_version=0.5.23&tp_size=8&dp_size=8"
+    query += "&enable_dp_attention=true&moe_a2a_backend=deepep"
+    warnings = client.get(f"{CAPACITY}?{query}").json()["warnings"]
+    assert any(w.startswith("moe_a2a_backend deepep: NVSHMEM holds") for w in warnings)
+    assert not any("all2all_backend" in w for w in warnings)
+
+
+def test_sglang_deepep_mode_without_deepep_says_it_changes_nothing(client: TestClient) -> None:
+    # --deepep-mode picks the DeepEP buffer's mode; with no --moe-a2a-backend deepep SGLang
+    # makes no buffer, so the pool is the plain TP 8 one and the answer says so
+    plain = client.get(f"{CAPACITY}?{V3}&engine=sglang&tp_size=8").json()
+    asked = client.get(f"{CAPACITY}?{V3}&engine=sglang&tp_size=8&deepep_mode=low_latency")
+    assert asked.status_code == 200, asked.text
+    assert asked.json()["kv_pool_bytes"] == plain["kv_pool_bytes"]
+    said = [w for w in asked.json()["warnings"] if w.startswith("deepep_mode low_latency")]
+    assert len(said) == 1
+    assert "only with moe_a2a_backend deepep" in said[0]

@@ -231,6 +231,40 @@ def test_the_shell_csv_and_http_give_the_same_split_plan(
     assert float(row["kv_transfer_ms"]) == pools["kv_transfer_ms"]
 
 
+def test_the_shells_table_names_both_pools_of_a_split_option(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the table a person reads at a terminal: a split option's gpu, tensor_parallel_size and
+    # replicas are its decode pool's, and its prefill pool's GPU and TP stand beside them, so
+    # two options that differ only in a pool's layout read apart (each cell as the JSON says)
+    code = main(
+        [
+            "plan", "--offline", "--model", "llama-3.1-8b-instruct", "--max-model-len", "16384",
+            "--gpu", "h100-sxm-80gb", "--rate", "10", "--input-tokens", "8000",
+            "--output-tokens", "100", "--ttft-p99-ms", "3000", "--tpot-p99-ms", "25",
+            "--format", "table",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1].split()
+    http = client.post("/v1/plans", json=PREFILL_HEAVY).json()
+    options = [http["recommendation"], *http["alternatives"]]
+    rows = [dict(zip(header, line.split(), strict=True)) for line in lines[2 : 2 + len(options)]]
+    split = [(row, o) for row, o in zip(rows, options, strict=True) if o["disaggregated"]]
+    assert split
+    for row, option in split:
+        prefill = option["disaggregated"]["prefill_pool"]
+        decode = option["disaggregated"]["decode_pool"]
+        assert row["kind"] == "disaggregated"
+        assert row["prefill_gpu"] == prefill["gpu"]
+        assert int(row["prefill_tensor_parallel_size"]) == prefill["tensor_parallel_size"]
+        assert int(row["prefill_replicas"]) == prefill["replicas"]
+        assert row["gpu"] == decode["gpu"]
+        assert int(row["tensor_parallel_size"]) == decode["tensor_parallel_size"]
+        assert int(row["replicas"]) == decode["replicas"]
+
+
 def test_a_workload_given_by_duration_runs_the_same_requests_through_both_pools() -> None:
     # 60 s at 2 requests/s: the prefill replica (1 of 2) sees 1/s, the decode replica (the one)
     # 2/s; both runs are the same requests, so every one that finished is counted once.

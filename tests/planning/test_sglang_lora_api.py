@@ -125,3 +125,30 @@ def test_what_is_not_sized_is_refused_by_name(
 ) -> None:
     body = problem(client.get("/v1/capacity", params=params), 422)
     assert body["field"] == field
+
+
+def test_the_modules_as_sglang_spells_them_and_as_a_csv_lists_them(
+    client: TestClient, sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SGLang's own command line takes the modules as separate words (`--lora-target-modules
+    # q_proj v_proj`, server_args.py nargs="*"), and a CSV cell lists items `;`-separated
+    # (README "Spreadsheets"): both ask what GET's `q_proj,v_proj` asks, and the flags pasted
+    # are SGLang's words
+    targets = {**QUESTION, **LORA, "lora_target_modules": "q_proj,v_proj"}
+    want = _get(client, targets)["kv_pool_bytes"]
+    shell = ["capacity", "--offline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80gb"]
+    shell += ["--max-model-len", "8192", "--engine", "sglang", "--engine-version", "0.5.23"]
+    shell += ["--enable-lora", "--max-loras-per-batch", "4", "--max-lora-rank", "16"]
+    shell += ["--lora-target-modules", "q_proj", "v_proj", "--no-explain"]
+    assert main(shell) == 0
+    assert json.loads(capsys.readouterr().out)["kv_pool_bytes"] == want
+    header = "model,max_model_len,peak_concurrency,gpus,engine,engine_version,enable_lora,"
+    header += "max_loras_per_batch,max_lora_rank,lora_target_modules"
+    cells = "llama-3.1-8b,8192,8,h100-sxm-80gb,sglang,0.5.23,true,4,16,q_proj;v_proj"
+    table = client.post(
+        "/v1/plans", content=f"{header}\n{cells}\n", headers={"Content-Type": "text/csv"}
+    )
+    (row,) = list(csv.DictReader(io.StringIO(table.text)))
+    assert row["status"] == "ok", row["error"]
+    assert int(row["kv_pool_bytes"]) == want
+    assert row["sglang_flags"].endswith("--lora-target-modules q_proj v_proj")

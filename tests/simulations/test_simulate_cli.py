@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -130,3 +132,57 @@ def test_the_shell_refuses_an_engine_not_simulated_by_name(
     )  # fmt: skip
     assert code != 0
     assert "engine" in capsys.readouterr().err
+
+
+def test_the_shells_csv_names_each_percentile_as_a_rate_plans_row_does(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # one name per quantity: a plan for a rate's CSV row calls ttft_ms's p99 `ttft_p99_ms`
+    # (the name of its target), so the simulation's row does too, each cell the JSON's figure
+    args = ["simulate", "--offline", *DEPLOYMENT, "--request-rate", "2"]
+    args += ["--input-tokens", "500", "--output-tokens", "100", "--num-requests", "50"]
+    assert main([*args, "--format", "csv"]) == 0
+    row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert main([*args, "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    for name in ("ttft", "tpot", "e2e_latency"):
+        for stat in ("mean", "p50", "p90", "p99"):
+            assert float(row[f"{name}_{stat}_ms"]) == answer[f"{name}_ms"][stat]
+    plan = {
+        "model": "llama-3.1-8b",
+        "gpus": "h100-sxm-80gb",
+        "max_model_len": 8192,
+        "workload": json.dumps({"request_rate": 2, "input_tokens": 500, "output_tokens": 100}),
+        "ttft_p99_ms": 2000,
+        "format": "csv",
+    }
+    header = client.get("/v1/plans", params=plan).text.splitlines()[0].split(",")
+    percentiles = [c for c in row if c.endswith("_ms")]
+    assert set(percentiles) <= set(header)
+
+
+def test_the_shells_engine_help_says_it_picks_the_scheduler(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--engine` on simulate picks the scheduler stepped, not only the memory arithmetic
+    # (capacity's help), and says which engine is not simulated
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "vllm or sglang: whose scheduler steps the replica" in text
+    assert "trtllm's scheduler is not simulated" in text
+    traffic = ["--request-rate", "1", "--input-tokens", "10", "--output-tokens", "5"]
+    code = main(
+        [
+            "simulate",
+            "--offline",
+            *DEPLOYMENT,
+            *traffic,
+            "--num-requests",
+            "2",
+            "--engine",
+            "trtllm",
+        ]
+    )
+    assert code == 2
+    assert json.loads(capsys.readouterr().err)["field"] == "engine"

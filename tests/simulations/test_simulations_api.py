@@ -171,6 +171,37 @@ def test_an_engine_not_simulated_is_refused_by_name(client: TestClient) -> None:
     assert (csv.status_code, csv.json()["field"]) == (422, "engine")
 
 
+def test_sglang_with_vllms_token_budget_is_refused_by_name(client: TestClient) -> None:
+    # SGLang has no --max-num-batched-tokens: its scheduler chunks prefills by
+    # chunked_prefill_size (8,192 on this GPU, above), so a budget given for engine=sglang
+    # was run without it, answering a question nobody asked; on every door it is a 422
+    body = {
+        **DEPLOYMENT,
+        "engine": "sglang",
+        "max_num_batched_tokens": 2048,
+        "workload": {
+            "request_rate": 1,
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "num_requests": 5,
+        },
+    }
+    response = client.post("/v1/simulations", json=body)
+    assert (response.status_code, response.json()["field"]) == (422, "max_num_batched_tokens")
+    assert "chunked_prefill_size" in response.json()["detail"]
+    csv = client.post(
+        "/v1/simulations",
+        params={**DEPLOYMENT, "engine": "sglang", "max_num_batched_tokens": 2048},
+        content="arrival_s,input_tokens,output_tokens\n0,374,44\n",
+        headers={"Content-Type": "text/csv"},
+    )
+    assert (csv.status_code, csv.json()["field"]) == (422, "max_num_batched_tokens")
+    # vLLM's scheduler reads it: the same body on engine=vllm runs within 2,048 tokens a step
+    vllm = client.post("/v1/simulations", json={**body, "engine": "vllm"})
+    assert vllm.status_code == 200, vllm.text
+    assert vllm.json()["engine"]["max_num_batched_tokens"] == 2048
+
+
 def test_a_csv_trace_on_sglang_answers_as_its_json_rows(client: TestClient) -> None:
     text = "arrival_s,input_tokens,output_tokens\n0,374,44\n4.314579,396,109\n"
     csv = client.post(
@@ -188,3 +219,39 @@ def test_a_csv_trace_on_sglang_answers_as_its_json_rows(client: TestClient) -> N
     assert csv["engine"]["engine"] == http["engine"]["engine"] == "sglang"
     for name in ("ttft_ms", "tpot_ms", "e2e_latency_ms", "steps"):
         assert csv[name] == http[name]
+
+
+def test_a_csv_traces_query_string_is_read_as_get_capacity_reads_its_own(
+    client: TestClient,
+) -> None:
+    # The trace's deployment is in the query string: a misspelt `max_model_length` was
+    # ignored, the run sized at the model's own 131,072-token context, a question nobody
+    # asked; a workload's field (the rows are the traffic) likewise. Both are 422s naming
+    # the parameter, and a name kvplan does not read (`_`, a sheet's cache-buster) is said in
+    # Kvplan-Ignored-Parameters, as on GET /v1/capacity.
+    text = "arrival_s,input_tokens,output_tokens\n0,374,44\n"
+
+    def post(**query: Any) -> Any:
+        return client.post(
+            "/v1/simulations",
+            params={"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", **query},
+            content=text,
+            headers={"Content-Type": "text/csv"},
+        )
+
+    misspelt = post(max_model_length=4096)
+    assert (misspelt.status_code, misspelt.json()["field"]) == (422, "max_model_length")
+    assert misspelt.json()["suggestions"] == ["max_model_len"]
+    for name, value in (("request_rate", 4), ("num_requests", 10), ("seed", 1)):
+        refused = post(max_model_len=4096, **{name: value})
+        assert (refused.status_code, refused.json()["field"]) == (422, name)
+    read = post(max_model_len=4096, _=3)
+    assert read.status_code == 200, read.text
+    assert read.json()["engine"]["max_model_len"] == 4096
+    assert read.headers["Kvplan-Ignored-Parameters"] == "_"
+    # the engines' own spellings are read, as GET reads them: SGLang's tp_size is TP 2
+    blocks = [
+        post(max_model_len=4096, **{name: 2}).json()["engine"]["num_gpu_blocks"]
+        for name in ("tp_size", "tensor_parallel_size")
+    ]
+    assert blocks[0] == blocks[1] > read.json()["engine"]["num_gpu_blocks"]

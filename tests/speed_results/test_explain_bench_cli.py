@@ -39,3 +39,16 @@ def test_the_table_shows_measured_estimated_and_ratio(
 def test_a_missing_file_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain-bench", "/nonexistent.json", "--model", "qwen3-8b", "--offline"]) != 0
     assert "result" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "text"])
+def test_a_format_the_api_has_no_answer_in_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # POST /v1/speed-results answers JSON only: `--format csv` printed the table instead
+    assert main([*ARGS, "--format", fmt]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    problem = json.loads(captured.err)
+    assert problem["field"] == "format"
+    assert fmt in problem["detail"]

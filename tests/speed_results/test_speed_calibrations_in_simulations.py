@@ -167,4 +167,4 @@ def test_every_capacity_door_names_the_calibration(
     assert main(["simulate", *shell, *traffic, "--num-requests", "20", "--format", "csv"]) == 0
     row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert row["speed_calibration_id"] == str(stored["id"])
-    assert float(row["tpot_ms_mean"]) == pytest.approx(_simulate(client)["tpot_ms"]["mean"])
+    assert float(row["tpot_mean_ms"]) == pytest.approx(_simulate(client)["tpot_ms"]["mean"])

@@ -115,7 +115,7 @@ VLLM_MOE_DP_CHUNK_SIZE = 256  # envs.py, to 0.19
 VLLM_BATCHED_DP_TOKENS = 256  # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 
 NVSHMEM_WARNING = (
-    "all2all_backend {backend}: NVSHMEM holds the {rdma} B RDMA buffer in its symmetric heap, "
+    "{flag} {backend}: NVSHMEM holds the {rdma} B RDMA buffer in its symmetric heap, "
     "which it maps in NVSHMEM_CUMEM_GRANULARITY chunks (512 MiB, set by deep_ep/buffer.py) "
     "beside its own state; that rounding and state depend on the NVSHMEM build and the NICs "
     "and are not counted"
@@ -281,7 +281,7 @@ def _deepep(
             f"{experts} experts) = {rdma} B"
         )
     if rdma:
-        warnings += (NVSHMEM_WARNING.format(backend=backend, rdma=rdma),)
+        warnings += (NVSHMEM_WARNING.format(flag="all2all_backend", backend=backend, rdma=rdma),)
     return All2All(
         backend=backend,
         buffer_bytes=nvl + DEEPEP_WORKSPACE_BYTES + rdma,
@@ -416,7 +416,7 @@ def sglang_deepep(
     reserve = SGLANG_DEEPEP_RESERVE_MIB if version >= SGLANG_DEEPEP_RESERVE and graphs else 0
     warnings: tuple[str, ...] = ()
     if rdma:
-        warnings += (NVSHMEM_WARNING.format(backend="deepep", rdma=rdma),)
+        warnings += (NVSHMEM_WARNING.format(flag="moe_a2a_backend", backend="deepep", rdma=rdma),)
     if mode == "normal":
         warnings += (
             "deepep_mode normal: SGLang turns CUDA graphs off; kvplan's default "

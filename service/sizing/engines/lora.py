@@ -310,7 +310,8 @@ def lora_flags(options: EngineOptions) -> list[str]:
         if value is not None:
             flags.append(f"--{name.replace('_', '-')} {value}")
     if sglang and options.lora_target_modules is not None:
-        flags.append(f"--lora-target-modules {' '.join(options.lora_target_modules.split(','))}")
+        modules = " ".join(target_words(options.lora_target_modules))
+        flags.append(f"--lora-target-modules {modules}")
     if options.lora_dtype is not None:
         flags.append(f"--lora-dtype {options.lora_dtype.value}")
     if options.fully_sharded_loras:
@@ -393,9 +394,15 @@ def _refuse_sglang_lora(options: EngineOptions, version: cal.SglangVersion) -> N
         )
 
 
+def target_words(text: str) -> list[str]:
+    """--lora-target-modules' names: space- or comma-separated, or `;`-separated as a CSV
+    cell gives a list (README "Spreadsheets")."""
+    return text.replace(",", " ").replace(";", " ").split()
+
+
 def sglang_target_modules(text: str, version: cal.SglangVersion) -> frozenset[str]:
-    """--lora-target-modules (space- or comma-separated) as SGLang's normalised names."""
-    names = [n for n in text.replace(",", " ").split() if n]
+    """--lora-target-modules' names as SGLang's normalised names."""
+    names = target_words(text)
     if names == ["all"]:
         if version < cal.SGLANG_LORA_MODEL_TARGETS:
             raise SizingError(

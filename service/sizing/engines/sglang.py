@@ -1346,6 +1346,12 @@ def _rank_budget(inputs: SizingInputs) -> tuple[MemoryBudget, int, tuple[str, ..
         deepep=deepep,
     )
     notes = () if deepep is None else deepep.warnings
+    if deepep is None and engine.sglang_parallel.deepep_mode != "auto":
+        notes += (
+            f"deepep_mode {engine.sglang_parallel.deepep_mode}: the mode of SGLang's DeepEP "
+            "buffer (DeepEPBuffer.get_deepep_buffer), made only with moe_a2a_backend deepep; "
+            "it changes nothing here",
+        )
     if deepep is not None and deepep.buffer_bytes > budget.activation_bytes:
         notes += (
             f"moe_a2a_backend deepep: its {deepep.buffer_bytes} B buffer is more than the "
