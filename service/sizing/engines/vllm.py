@@ -54,7 +54,9 @@ from .common import (
     Engine,
     EngineOptions,
     EngineSettings,
+    Gpu,
     MemoryBudget,
+    Parallelism,
     PoolReport,
     SizingInputs,
     given_pool_budget,
@@ -1321,23 +1323,24 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     return vllm_tiers(capacity, inputs.engine, release.version, release.label)
 
 
-def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:
+def _loaded_with_model(
+    arch: ModelArchitecture, engine: EngineOptions, tp: int, flags: VllmFlags
+) -> tuple[BudgetLine, ...]:
     """What GPUModelRunner.load_model allocates beside the target's weights (issue 21): the
     drafter's weights (engines/speculative.py) and the LoRA buffers (engines/lora.py)."""
     lines: list[BudgetLine] = []
-    spec = inputs.engine.speculative_config
-    tp = inputs.parallel.tensor_parallel_size
+    spec = engine.speculative_config
     draft_layers = 0
     if spec is not None:
-        # inputs.arch already ends with the drafter's cache layers (capacity.py): the LoRA
-        # manager wraps the target's layers only
-        drafter = vllm_drafter(inputs.arch, spec, tp)
+        # arch already ends with the drafter's cache layers (capacity.py): the LoRA manager
+        # wraps the target's layers only
+        drafter = vllm_drafter(arch, spec, tp)
         draft_layers = len(drafter.layers)
         lines.append(drafter.budget_line())
     lora = vllm_lora_buffers(
-        inputs.arch,
-        inputs.engine,
-        num_layers=inputs.arch.num_layers - draft_layers,
+        arch,
+        engine,
+        num_layers=arch.num_layers - draft_layers,
         tensor_parallel_size=tp,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
@@ -1351,31 +1354,59 @@ def _stage_budget(
     inputs: SizingInputs, release: VllmRelease, flags: VllmFlags, weights_per_gpu: int
 ) -> MemoryBudget:
     """One worker's budget with `weights_per_gpu` (its stage's weights) loaded."""
-    offloaded = offloaded_weight_bytes(inputs.engine, weights_per_gpu)
-    budget = vllm_budget(
+    rank = inputs.facts.rank_weights
+    return _worker_budget(
         inputs.arch,
+        inputs.gpu,
+        inputs.parallel,
+        inputs.engine,
+        release,
+        flags=flags,
+        weights_per_gpu=weights_per_gpu,
+        weights_note=None if rank is None else rank.note,
+        # the encoder's profile is the budget's one term that reads the context
+        encoder_context=0 if inputs.arch.encoder is None else inputs.workload.max_model_len,
+    )
+
+
+# Memoised by the layout, not the context: questions on one layout at other lengths share it.
+@lru_cache(maxsize=4096)
+def _worker_budget(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    release: VllmRelease,
+    *,
+    flags: VllmFlags,
+    weights_per_gpu: int,
+    weights_note: str | None,
+    encoder_context: int,
+) -> MemoryBudget:
+    offloaded = offloaded_weight_bytes(engine, weights_per_gpu)
+    tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
+    budget = vllm_budget(
+        arch,
         release=release,
-        total_bytes=inputs.gpu.memory_bytes,
+        total_bytes=gpu.memory_bytes,
         weights_per_gpu=weights_per_gpu - offloaded,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-        options=inputs.engine,
+        tensor_parallel_size=tp,
+        options=engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
-        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
-        device=device_memory(
-            inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
-        ),
-        weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
-        loaded_with_model=_loaded_with_model(inputs, flags),
+        pipeline_parallel_size=pp,
+        device=device_memory(gpu, tp, engine, release.version),
+        weights_note=weights_note,
+        loaded_with_model=_loaded_with_model(arch, engine, tp, flags),
         encoder=encoder_profile(
-            inputs.arch,
+            arch,
             version=release.version,
-            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+            pipeline_parallel_size=pp,
             max_num_batched_tokens=flags.max_num_batched_tokens,
             max_num_seqs=flags.max_num_seqs,
-            max_model_len=inputs.workload.max_model_len,
-            limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
-            skip_mm_profiling=inputs.engine.skip_mm_profiling,
+            max_model_len=encoder_context,
+            limit_mm_per_prompt=engine.limit_mm_per_prompt,
+            skip_mm_profiling=engine.skip_mm_profiling,
         ),
     )
     return with_weight_offload(budget, offloaded)
@@ -1651,7 +1682,9 @@ def _deepseek_v4_capacity(
         max_num_seqs=flags.max_num_seqs,
         # the MTP drafter's weights (engines/speculative.py); its layer is already in
         # inputs.arch.compressed_layers (capacity.py with_draft_layers)
-        loaded_with_model=_loaded_with_model(inputs, flags),
+        loaded_with_model=_loaded_with_model(
+            inputs.arch, inputs.engine, inputs.parallel.tensor_parallel_size, flags
+        ),
     )
     pool_bytes = max(0, budget.pool_bytes)
     override = inputs.engine.num_gpu_blocks_override
