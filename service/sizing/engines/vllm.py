@@ -1265,16 +1265,10 @@ def vllm_report(
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
-    vllm_rules_text(inputs.engine)  # refuses rules without a build, or outside the build's
-    release, note = release_sizing(asked, inputs.engine.engine_rules_version)
-    _check_release_runs(inputs.arch, release)
-    _check_roles_run(inputs.engine, release)
-    check_encoder_release(inputs.engine.skip_mm_profiling, release.version, release.label)
-    check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
-    dcp = inputs.engine.expert_parallel.decode_context_parallel_size
-    check_vllm_dcp(
-        inputs.arch, inputs.parallel.tensor_parallel_size, dcp, release.version, release.label
+    release, note = _checked_release(
+        inputs.arch, inputs.parallel.tensor_parallel_size, inputs.engine
     )
+    dcp = inputs.engine.expert_parallel.decode_context_parallel_size
     flags = vllm_flags(inputs, release)
     if inputs.arch.has_compressed_attention:
         return _deepseek_v4_capacity(inputs, asked, release, flags, note)
@@ -1321,6 +1315,25 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         per_stage_blocks=blocks.per_stage,
     )
     return vllm_tiers(capacity, inputs.engine, release.version, release.label)
+
+
+# Memoised without the context: the release and the checks of what it runs read none of it.
+@lru_cache(maxsize=4096)
+def _checked_release(
+    arch: ModelArchitecture, tensor_parallel_size: int, engine: EngineOptions
+) -> tuple[VllmRelease, str | None]:
+    """The release that sizes the question and the note saying so (`release_sizing`), once
+    it is known to run the model, the roles and the flags asked."""
+    asked = engine.engine_version or cal.LATEST_VLLM_VERSION
+    vllm_rules_text(engine)  # refuses rules without a build, or outside the build's
+    release, note = release_sizing(asked, engine.engine_rules_version)
+    _check_release_runs(arch, release)
+    _check_roles_run(engine, release)
+    check_encoder_release(engine.skip_mm_profiling, release.version, release.label)
+    check_vllm_kinds(arch, release.version, release.label, engine)
+    dcp = engine.expert_parallel.decode_context_parallel_size
+    check_vllm_dcp(arch, tensor_parallel_size, dcp, release.version, release.label)
+    return release, note
 
 
 def _loaded_with_model(
@@ -1756,8 +1769,21 @@ class VllmFlags:
 
 
 def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
-    arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
-    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
+    # V1's scheduler defaults are the GPU's; V0's alone read the context (batch_defaults)
+    context = inputs.workload.max_model_len if not release.v1_engine else 0
+    return _flags(inputs.arch, inputs.gpu, inputs.engine, release, context)
+
+
+# Memoised without the context where the release's defaults do not read it (V1).
+@lru_cache(maxsize=4096)
+def _flags(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    engine: EngineOptions,
+    release: VllmRelease,
+    max_model_len: int,
+) -> VllmFlags:
+    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, max_model_len)
     max_num_batched_tokens = engine.max_num_batched_tokens or defaults.max_num_batched_tokens
     return VllmFlags(
         defaults=defaults,
