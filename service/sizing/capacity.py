@@ -138,9 +138,6 @@ class CheckedLayout:
     warnings: tuple[str, ...]
 
 
-# Memoised without the context: no step here reads max_model_len, and a new question is most
-# often a known layout at another length. A refusal raises again each time (never memoised).
-@lru_cache(maxsize=4096)
 def checked_layout(
     arch: ModelArchitecture,
     gpu: Gpu,
@@ -151,6 +148,32 @@ def checked_layout(
     """compute_capacity's steps up to the context: the flags every engine refuses alike, the
     model as served, SGLang's widths, LoRA and speculative decoding, the tensor-parallel split,
     vLLM's cache dtype, the stages and expert parallelism."""
+    # A ModelArchitecture compares without its name and weights_unknown, which the served
+    # model carries on (SGLang picks its SWA pool by the name): the memo's key names both.
+    return _checked_layout(
+        arch,
+        gpu,
+        kv_cache_dtype,
+        parallel,
+        engine,
+        name=arch.name,
+        weights_unknown=arch.weights_unknown,
+    )
+
+
+# Memoised without the context: no step here reads max_model_len, and a new question is most
+# often a known layout at another length. A refusal raises again each time (never memoised).
+@lru_cache(maxsize=4096)
+def _checked_layout(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    kv_cache_dtype: KvCacheDtype,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    *,
+    name: str,  # the key's only, as is weights_unknown
+    weights_unknown: tuple[str, str] | None,
+) -> CheckedLayout:
     check_offload_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
     # SGLang's DP attention: from here on the parallel is attention TP x attention DP
