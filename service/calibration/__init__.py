@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -455,6 +455,4 @@ def replay(row: Row, models: Models) -> Replay | None:
 
 
 def _with_pool(options: EngineOptions, pool: int) -> EngineOptions:
-    fields = {name: getattr(options, name) for name in EngineOptions.__slots__}
-    fields["kv_pool_bytes"] = pool
-    return EngineOptions(**fields)
+    return replace(options, kv_pool_bytes=pool)

@@ -21,6 +21,8 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Generic, TypeVar
 
 from ..kit.answer_headers import IGNORED_HEADER, WARNINGS_HEADER, ignored_value, warnings_value
@@ -70,7 +72,7 @@ class AnswerCache(_Lru[tuple[str, str], CapacityDetail]):
 _EXCLUDED_FROM_KEY = {"format", "field"}
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CapacityKey:
     """One GET /v1/capacity question, canonical: what is asked, in which format."""
 
@@ -80,6 +82,15 @@ class CapacityKey:
     query: tuple[Any, ...]
     fmt: str  # json, csv, tsv, text or prometheus
     field: str | None
+    # Hashed once: every lookup of the answers (and the put of a new one) hashes the key, and
+    # the query's eighty values are most of the cost of one.
+    _hash: int = dataclass_field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.query, self.fmt, self.field)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(cls, query: CapacityQuery, fmt: str) -> CapacityKey:

@@ -56,7 +56,7 @@ from .engines.speculative import (
 )
 from .engines.trtllm import trtllm_capacity
 from .engines.vllm import vllm_capacity
-from .engines.vllm_kv_dtype import vllm_workload
+from .engines.vllm_kv_dtype import vllm_kv_cache
 from .errors import InvalidDtype, InvalidParallelism, SizingError
 from .model.architecture import ModelArchitecture
 from .model.context_limit import check_max_model_len
@@ -88,6 +88,93 @@ def compute_capacity(
 ) -> Capacity:
     parallel = parallel or Parallelism()
     engine = engine or EngineOptions()
+    checked = checked_layout(arch, gpu, workload.kv_cache_dtype, parallel, engine)
+    arch, parallel, sglang = checked.arch, checked.parallel, checked.sglang
+    if checked.kv_cache_dtype != workload.kv_cache_dtype:
+        workload = Workload(workload.max_model_len, checked.kv_cache_dtype)
+    warnings = list(checked.warnings)
+    warnings.extend(_check_workload(arch, workload, engine, backend_said=checked.backend_decided))
+    note = weights_note(arch, engine)
+    if note is not None:
+        warnings.append(note)
+    facts = model_facts(arch, checked.stages, workload, parallel, engine, sglang=sglang)
+    if facts.rank_weights is not None and facts.rank_weights.warning is not None:
+        warnings.append(facts.rank_weights.warning)
+    if facts.stage_weights_note is not None:
+        warnings.append(facts.stage_weights_note)
+    inputs = SizingInputs(
+        arch=arch,
+        stages=checked.stages,
+        gpu=gpu,
+        workload=workload,
+        parallel=parallel,
+        engine=engine,
+        facts=facts,
+        warnings=tuple(warnings),
+    )
+    match engine.engine:
+        case Engine.VLLM:
+            return vllm_capacity(inputs)
+        case Engine.SGLANG:
+            return sglang_capacity(inputs)
+        case Engine.TRTLLM:
+            return trtllm_capacity(inputs)
+        case _:
+            assert_never(engine.engine)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedLayout:
+    """What a question's model, GPU, layout, cache dtype and flags decide before its context:
+    the model as served (weights at --dtype, a drafter's layers added), the parallel layout
+    (SGLang's DP attention normalised), the cache dtype vLLM allocates, the pipeline stages'
+    layers, and the warnings said so far, in the order they are found."""
+
+    arch: ModelArchitecture
+    parallel: Parallelism
+    sglang: _SglangParallelism | None
+    kv_cache_dtype: KvCacheDtype
+    backend_decided: bool  # the GPU's sparse-MLA backend chose the cache's format
+    stages: tuple[ModelArchitecture, ...]
+    warnings: tuple[str, ...]
+
+
+def checked_layout(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    kv_cache_dtype: KvCacheDtype,
+    parallel: Parallelism,
+    engine: EngineOptions,
+) -> CheckedLayout:
+    """compute_capacity's steps up to the context: the flags every engine refuses alike, the
+    model as served, SGLang's widths, LoRA and speculative decoding, the tensor-parallel split,
+    vLLM's cache dtype, the stages and expert parallelism."""
+    # A ModelArchitecture compares without its name and weights_unknown, which the served
+    # model carries on (SGLang picks its SWA pool by the name): the memo's key names both.
+    return _checked_layout(
+        arch,
+        gpu,
+        kv_cache_dtype,
+        parallel,
+        engine,
+        name=arch.name,
+        weights_unknown=arch.weights_unknown,
+    )
+
+
+# Memoised without the context: no step here reads max_model_len, and a new question is most
+# often a known layout at another length. A refusal raises again each time (never memoised).
+@lru_cache(maxsize=4096)
+def _checked_layout(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    kv_cache_dtype: KvCacheDtype,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    *,
+    name: str,  # the key's only, as is weights_unknown
+    weights_unknown: tuple[str, str] | None,
+) -> CheckedLayout:
     check_offload_flags(engine)
     check_lmcache_flags(engine)
     arch, warnings = served_model(arch, gpu, engine)
@@ -111,44 +198,18 @@ def compute_capacity(
     warnings.extend(check_tensor_parallel(arch, parallel.tensor_parallel_size))
     if arch.config_note is not None:
         warnings.append(arch.config_note)
+    backend_decided = False
     if engine.engine is Engine.VLLM:
         # the engine's first step: auto becomes the KV cache the checkpoint declares
-        served = vllm_workload(arch, workload, engine, gpu.name)
-        workload, backend_decided = served.workload, served.backend_decided
+        served = vllm_kv_cache(arch, kv_cache_dtype, engine, gpu.name)
+        kv_cache_dtype, backend_decided = served.kv_cache_dtype, served.backend_decided
         if served.note is not None:
             warnings.append(served.note)
-    else:
-        backend_decided = False
     stages = _check_parallelism(arch, gpu, parallel)
     warnings.extend(_check_expert_parallel(arch, parallel, engine))
-    warnings.extend(_check_workload(arch, workload, engine, backend_said=backend_decided))
-    note = weights_note(arch, engine)
-    if note is not None:
-        warnings.append(note)
-    facts = model_facts(arch, stages, workload, parallel, engine, sglang=sglang)
-    if facts.rank_weights is not None and facts.rank_weights.warning is not None:
-        warnings.append(facts.rank_weights.warning)
-    if facts.stage_weights_note is not None:
-        warnings.append(facts.stage_weights_note)
-    inputs = SizingInputs(
-        arch=arch,
-        stages=stages,
-        gpu=gpu,
-        workload=workload,
-        parallel=parallel,
-        engine=engine,
-        facts=facts,
-        warnings=tuple(warnings),
+    return CheckedLayout(
+        arch, parallel, sglang, kv_cache_dtype, backend_decided, stages, tuple(warnings)
     )
-    match engine.engine:
-        case Engine.VLLM:
-            return vllm_capacity(inputs)
-        case Engine.SGLANG:
-            return sglang_capacity(inputs)
-        case Engine.TRTLLM:
-            return trtllm_capacity(inputs)
-        case _:
-            assert_never(engine.engine)
 
 
 def served_model(

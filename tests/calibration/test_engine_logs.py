@@ -12,8 +12,8 @@ states.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,7 +35,7 @@ from service.calibration import (
 )
 from service.calibration.fits import refit
 from service.catalog.seed import offline_snapshot
-from service.sizing import Capacity, EngineOptions, compute_capacity
+from service.sizing import Capacity, compute_capacity
 from service.sizing.engines.common import CacheGroup, CacheLayout
 from service.sizing.engines.vllm import parse_vllm_version, vllm_release, vllm_report
 from service.sizing.units import GiB, MiB
@@ -59,10 +59,7 @@ def _given_pool(case_id: str, pool: int) -> Capacity:
     assert not isinstance(arch, str)
     assert gpu is not None
     workload, parallel, options = case_options(item)
-    fields: dict[str, Any] = {name: getattr(options, name) for name in EngineOptions.__slots__}
-    return compute_capacity(
-        arch, gpu, workload, parallel, EngineOptions(**{**fields, "kv_pool_bytes": pool})
-    )
+    return compute_capacity(arch, gpu, workload, parallel, replace(options, kv_pool_bytes=pool))
 
 
 def test_the_complete_logs_are_the_23_that_print_every_term_of_the_budget() -> None:

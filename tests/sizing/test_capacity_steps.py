@@ -10,6 +10,8 @@ Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B per toke
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from service.sizing.capacity import (
@@ -19,6 +21,7 @@ from service.sizing.capacity import (
     Workload,
     _check_parallelism,
     _check_workload,
+    compute_capacity,
     model_facts,
 )
 from service.sizing.engines.common import (
@@ -223,3 +226,24 @@ def test_from_0_11_workers_group_the_whole_model_and_project_it_on_their_stages(
     stages, sizes, layout_at = worker_layouts(old, release, vllm_flags(old, release))
     assert ([stage.num_layers for stage in stages], sizes) == ([16, 16], ())
     assert layout_at(stages[1], 8192).bytes_per_block == MiB
+
+
+def test_a_layout_checked_once_still_answers_each_model_in_its_own_words() -> None:
+    # capacity.checked_layout is memoised by the model, and a ModelArchitecture compares without
+    # its weights_unknown (nor its name): two such models are one architecture to the memo,
+    # whose key names both, so each answer's weights note (capacity.weights_note) is its own.
+    unknown = ModelArchitecture(
+        layers=(FullAttention(8, 128),) * 32,
+        num_attention_heads=32,
+        max_position_embeddings=131_072,
+    )
+    a = replace(unknown, weights_unknown=("num_parameters", "no count in the config"))
+    b = replace(unknown, weights_unknown=("hidden_size", "not in the config"))
+    assert a == b
+    pool = EngineOptions(kv_pool_bytes=10 * GiB)  # a given pool: the weights are not needed
+    for arch, field in ((a, "num_parameters"), (b, "hidden_size"), (a, "num_parameters")):
+        answer = compute_capacity(arch, H100, Workload(8192), Parallelism(), pool)
+        assert [w for w in answer.warnings if w.startswith("weights unknown")] == [
+            f"weights unknown ({field}: {arch.weights_unknown[1]}); not needed, since "  # type: ignore[index]
+            "kv_pool_bytes gives the pool, and shown as 0 in the budget"
+        ]

@@ -10,7 +10,7 @@ a PoolReport.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -45,7 +45,8 @@ class Engine(StrEnum):
     TRTLLM = "trtllm"
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: its hash is kept on the instance (`_hash`), as ModelArchitecture's is.
+@dataclass(frozen=True)
 class EngineOptions:
     """The engine flags that change the arithmetic. `None` means the engine's default."""
 
@@ -165,6 +166,16 @@ class EngineOptions:
         if self.limit_mm_per_prompt is not None:
             canonical = canonical_limit_mm_per_prompt(self.limit_mm_per_prompt)
             object.__setattr__(self, "limit_mm_per_prompt", canonical)
+        # A question's memos look its options up a dozen times: the 43 fields are hashed once
+        # (the frozen dataclass's own hash, of the fields' tuple, kept).
+        values = tuple(getattr(self, name) for name in _ENGINE_OPTION_FIELDS)
+        object.__setattr__(self, "_hash", hash(values))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+
+_ENGINE_OPTION_FIELDS = tuple(f.name for f in fields(EngineOptions))
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,9 @@ from .common import (
     Engine,
     EngineOptions,
     EngineSettings,
+    Gpu,
     MemoryBudget,
+    Parallelism,
     PoolReport,
     SizingInputs,
     given_pool_budget,
@@ -1284,16 +1286,10 @@ def vllm_report(
 def vllm_capacity(inputs: SizingInputs) -> Capacity:
     """One vLLM instance: release, flags, cache groups per worker, budget, blocks, report."""
     asked = inputs.engine.engine_version or cal.LATEST_VLLM_VERSION
-    vllm_rules_text(inputs.engine)  # refuses rules without a build, or outside the build's
-    release, note = release_sizing(asked, inputs.engine.engine_rules_version)
-    _check_release_runs(inputs.arch, release)
-    _check_roles_run(inputs.engine, release)
-    check_encoder_release(inputs.engine.skip_mm_profiling, release.version, release.label)
-    check_vllm_kinds(inputs.arch, release.version, release.label, inputs.engine)
-    dcp = inputs.engine.expert_parallel.decode_context_parallel_size
-    check_vllm_dcp(
-        inputs.arch, inputs.parallel.tensor_parallel_size, dcp, release.version, release.label
+    release, note = _checked_release(
+        inputs.arch, inputs.parallel.tensor_parallel_size, inputs.engine
     )
+    dcp = inputs.engine.expert_parallel.decode_context_parallel_size
     flags = vllm_flags(inputs, release)
     inputs, all2all = _with_all2all(inputs, release, flags)
     if inputs.arch.has_compressed_attention:
@@ -1344,23 +1340,43 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     return with_lmcache(tiered, inputs.engine, release.version, release.label)
 
 
-def _loaded_with_model(inputs: SizingInputs, flags: VllmFlags) -> tuple[BudgetLine, ...]:
+# Memoised without the context: the release and the checks of what it runs read none of it.
+@lru_cache(maxsize=4096)
+def _checked_release(
+    arch: ModelArchitecture, tensor_parallel_size: int, engine: EngineOptions
+) -> tuple[VllmRelease, str | None]:
+    """The release that sizes the question and the note saying so (`release_sizing`), once
+    it is known to run the model, the roles and the flags asked."""
+    asked = engine.engine_version or cal.LATEST_VLLM_VERSION
+    vllm_rules_text(engine)  # refuses rules without a build, or outside the build's
+    release, note = release_sizing(asked, engine.engine_rules_version)
+    _check_release_runs(arch, release)
+    _check_roles_run(engine, release)
+    check_encoder_release(engine.skip_mm_profiling, release.version, release.label)
+    check_vllm_kinds(arch, release.version, release.label, engine)
+    dcp = engine.expert_parallel.decode_context_parallel_size
+    check_vllm_dcp(arch, tensor_parallel_size, dcp, release.version, release.label)
+    return release, note
+
+
+def _loaded_with_model(
+    arch: ModelArchitecture, engine: EngineOptions, tp: int, flags: VllmFlags
+) -> tuple[BudgetLine, ...]:
     """What GPUModelRunner.load_model allocates beside the target's weights (issue 21): the
     drafter's weights (engines/speculative.py) and the LoRA buffers (engines/lora.py)."""
     lines: list[BudgetLine] = []
-    spec = inputs.engine.speculative_config
-    tp = inputs.parallel.tensor_parallel_size
+    spec = engine.speculative_config
     draft_layers = 0
     if spec is not None:
-        # inputs.arch already ends with the drafter's cache layers (capacity.py): the LoRA
-        # manager wraps the target's layers only
-        drafter = vllm_drafter(inputs.arch, spec, tp)
+        # arch already ends with the drafter's cache layers (capacity.py): the LoRA manager
+        # wraps the target's layers only
+        drafter = vllm_drafter(arch, spec, tp)
         draft_layers = len(drafter.layers)
         lines.append(drafter.budget_line())
     lora = vllm_lora_buffers(
-        inputs.arch,
-        inputs.engine,
-        num_layers=inputs.arch.num_layers - draft_layers,
+        arch,
+        engine,
+        num_layers=arch.num_layers - draft_layers,
         tensor_parallel_size=tp,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
@@ -1406,31 +1422,61 @@ def _stage_budget(
     all2all: All2All | None = None,
 ) -> MemoryBudget:
     """One worker's budget with `weights_per_gpu` (its stage's weights) loaded."""
-    offloaded = offloaded_weight_bytes(inputs.engine, weights_per_gpu)
-    budget = vllm_budget(
+    rank = inputs.facts.rank_weights
+    return _worker_budget(
         inputs.arch,
+        inputs.gpu,
+        inputs.parallel,
+        inputs.engine,
+        release,
+        flags=flags,
+        weights_per_gpu=weights_per_gpu,
+        weights_note=None if rank is None else rank.note,
+        # the encoder's profile is the budget's one term that reads the context
+        encoder_context=0 if inputs.arch.encoder is None else inputs.workload.max_model_len,
+        all2all=all2all,
+    )
+
+
+# Memoised by the layout, not the context: questions on one layout at other lengths share it.
+@lru_cache(maxsize=4096)
+def _worker_budget(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    release: VllmRelease,
+    *,
+    flags: VllmFlags,
+    weights_per_gpu: int,
+    weights_note: str | None,
+    encoder_context: int,
+    all2all: All2All | None,
+) -> MemoryBudget:
+    offloaded = offloaded_weight_bytes(engine, weights_per_gpu)
+    tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
+    budget = vllm_budget(
+        arch,
         release=release,
-        total_bytes=inputs.gpu.memory_bytes,
+        total_bytes=gpu.memory_bytes,
         weights_per_gpu=weights_per_gpu - offloaded,
-        tensor_parallel_size=inputs.parallel.tensor_parallel_size,
-        options=inputs.engine,
+        tensor_parallel_size=tp,
+        options=engine,
         max_num_batched_tokens=flags.max_num_batched_tokens,
         max_num_seqs=flags.max_num_seqs,
-        pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
-        device=device_memory(
-            inputs.gpu, inputs.parallel.tensor_parallel_size, inputs.engine, release.version
-        ),
-        weights_note=None if inputs.facts.rank_weights is None else inputs.facts.rank_weights.note,
-        loaded_with_model=_loaded_with_model(inputs, flags),
+        pipeline_parallel_size=pp,
+        device=device_memory(gpu, tp, engine, release.version),
+        weights_note=weights_note,
+        loaded_with_model=_loaded_with_model(arch, engine, tp, flags),
         encoder=encoder_profile(
-            inputs.arch,
+            arch,
             version=release.version,
-            pipeline_parallel_size=inputs.parallel.pipeline_parallel_size,
+            pipeline_parallel_size=pp,
             max_num_batched_tokens=flags.max_num_batched_tokens,
             max_num_seqs=flags.max_num_seqs,
-            max_model_len=inputs.workload.max_model_len,
-            limit_mm_per_prompt=inputs.engine.limit_mm_per_prompt,
-            skip_mm_profiling=inputs.engine.skip_mm_profiling,
+            max_model_len=encoder_context,
+            limit_mm_per_prompt=engine.limit_mm_per_prompt,
+            skip_mm_profiling=engine.skip_mm_profiling,
         ),
         all2all=all2all,
     )
@@ -1709,7 +1755,9 @@ def _deepseek_v4_capacity(
         max_num_seqs=flags.max_num_seqs,
         # the MTP drafter's weights (engines/speculative.py); its layer is already in
         # inputs.arch.compressed_layers (capacity.py with_draft_layers)
-        loaded_with_model=_loaded_with_model(inputs, flags),
+        loaded_with_model=_loaded_with_model(
+            inputs.arch, inputs.engine, inputs.parallel.tensor_parallel_size, flags
+        ),
         all2all=all2all,
     )
     pool_bytes = max(0, budget.pool_bytes)
@@ -1782,11 +1830,26 @@ class VllmFlags:
 
 
 def vllm_flags(inputs: SizingInputs, release: VllmRelease) -> VllmFlags:
-    arch, gpu, engine = inputs.arch, inputs.gpu, inputs.engine
-    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, inputs.workload.max_model_len)
-    batched_dp = vllm_batched_dp_tokens(
-        arch, inputs.parallel, engine.expert_parallel, release.version
+    # V1's scheduler defaults are the GPU's; V0's alone read the context (batch_defaults)
+    context = inputs.workload.max_model_len if not release.v1_engine else 0
+    return _flags(
+        inputs.arch, inputs.gpu, inputs.parallel, inputs.engine, release, max_model_len=context
     )
+
+
+# Memoised without the context where the release's defaults do not read it (V1).
+@lru_cache(maxsize=4096)
+def _flags(
+    arch: ModelArchitecture,
+    gpu: Gpu,
+    parallel: Parallelism,
+    engine: EngineOptions,
+    release: VllmRelease,
+    *,
+    max_model_len: int,
+) -> VllmFlags:
+    defaults = batch_defaults(release, gpu.memory_bytes, gpu.name, max_model_len)
+    batched_dp = vllm_batched_dp_tokens(arch, parallel, engine.expert_parallel, release.version)
     if batched_dp is not None:
         defaults = BatchDefaults(
             batched_dp,

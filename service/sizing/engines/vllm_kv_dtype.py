@@ -23,7 +23,7 @@ from ..frozen import frozen
 from ..model.architecture import ModelArchitecture
 from ..model.dtypes import KvCacheDtype
 from . import calibration as cal
-from .common import EngineOptions, Workload
+from .common import EngineOptions
 from .vllm import VllmRelease, cuda_major, parse_vllm_version, vllm_release, vllm_rules_text
 
 _FP8_KV_DTYPES = frozenset({KvCacheDtype.FP8, KvCacheDtype.FP8_E4M3, KvCacheDtype.FP8_E5M2})
@@ -169,28 +169,26 @@ def sparse_mla_kv_cache_dtype(
 
 
 @frozen
-class VllmWorkload:
-    """The workload with the cache dtype vLLM allocates, the note saying how it came to be,
+class VllmKvCache:
+    """The cache dtype vLLM allocates for the one asked, the note saying how it came to be,
     and whether the attention backend the GPU runs decided a sparse-MLA cache's format."""
 
-    workload: Workload
+    kv_cache_dtype: KvCacheDtype
     note: str | None
     backend_decided: bool
 
 
-def vllm_workload(
-    arch: ModelArchitecture, workload: Workload, engine: EngineOptions, gpu_name: str = ""
-) -> VllmWorkload:
-    """The question's workload with the cache dtype the asked vLLM release allocates: the
-    checkpoint's declaration first (`EngineArgs`), then, for sparse MLA, the format of the
-    backend the GPU runs (`MLAAttention.__init__`)."""
+def vllm_kv_cache(
+    arch: ModelArchitecture, asked: KvCacheDtype, engine: EngineOptions, gpu_name: str = ""
+) -> VllmKvCache:
+    """The cache dtype the asked vLLM release allocates for the question's: the checkpoint's
+    declaration first (`EngineArgs`), then, for sparse MLA, the format of the backend the GPU
+    runs (`MLAAttention.__init__`)."""
     release = vllm_release(parse_vllm_version(vllm_rules_text(engine)))
     if arch.has_compressed_attention:
-        resolved = deepseek_v4_kv_cache_dtype(workload.kv_cache_dtype, release)
+        resolved = deepseek_v4_kv_cache_dtype(asked, release)
     else:
-        resolved = vllm_kv_cache_dtype(
-            workload.kv_cache_dtype, arch.checkpoint_kv_cache, release, arch.has_mla
-        )
+        resolved = vllm_kv_cache_dtype(asked, arch.checkpoint_kv_cache, release, arch.has_mla)
     backend = None
     if arch.has_sparse_mla and not arch.has_compressed_attention:
         backend = sparse_mla_kv_cache_dtype(resolved.kv_cache_dtype, gpu_name, release)
@@ -198,6 +196,4 @@ def vllm_workload(
     if backend is not None:
         note = backend.note if note is None else f"{note}; then {backend.note}"
         resolved = ResolvedKvDtype(backend.kv_cache_dtype, note)
-    if resolved.kv_cache_dtype != workload.kv_cache_dtype:
-        workload = Workload(workload.max_model_len, resolved.kv_cache_dtype)
-    return VllmWorkload(workload, note, backend is not None)
+    return VllmKvCache(resolved.kv_cache_dtype, note, backend is not None)
