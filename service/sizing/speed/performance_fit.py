@@ -81,6 +81,9 @@ class MeasuredPoint:
     source: str
     source_id: str = ""  # the key of the source in the data file
     vendor: str = "NVIDIA"  # the GPU's vendor, as the catalog names it
+    # The experts spread over this many of the TP group's ranks (SGLang's --ep-size), as the
+    # source states its layout; 1: experts sharded by TP like every other weight.
+    expert_parallel_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
             point.input_tokens,
             tensor_parallel_size=tp,
             weight_format=point.weight_format,
+            expert_parallel_size=point.expert_parallel_size,
         )
         return PointCosts(point, prefill, None, 0)
     prefill = prefill_cost(
@@ -111,6 +115,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
         prompts=1 if point.metric in CLOSED_LOOP else point.batch,
         tensor_parallel_size=tp,
         weight_format=point.weight_format,
+        expert_parallel_size=point.expert_parallel_size,
     )
     decode = decode_cost(
         arch,
@@ -120,6 +125,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
         tensor_parallel_size=tp,
         kv_cache_dtype=point.kv_cache_dtype,
         weight_format=point.weight_format,
+        expert_parallel_size=point.expert_parallel_size,
     )
     return PointCosts(point, prefill, decode, point.output_tokens - 1)
 
