@@ -395,7 +395,10 @@ def vendor_efficiency(own: Sequence[PointCosts], base: Efficiency) -> Efficiency
     on the AMD sources too they predict the held-out AMD sources worse than the bandwidth alone
     (median held-out error, AMD dense and AMD MoE: bandwidth alone 25.9% and 11.8%; with
     compute 29.2% and 14.7%; with the per-layer overhead 33.9% and 12.5%; with both 39.3% and
-    15.8%): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
+    15.8%; with expert parallelism timed, bandwidth alone still predicts them best: AMD median
+    21.1% and 11 of 17 within 25%, against 21.5% and 9 with the per-layer overhead, 29.6-29.7%
+    and 5 with either compute efficiency, 24.5-24.6% and 9 with the overlap or the all-reduce
+    latency): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
     schedulers, which those terms absorb and do not carry over."""
     return _refit(own, base, ["bandwidth"])
 
