@@ -60,6 +60,7 @@ def load_points() -> list[MeasuredPoint]:
             source=sources[p["source"]]["cite"],
             source_id=p["source"],
             vendor=vendors[p["gpu"]],
+            expert_parallel_size=p.get("expert_parallel_size", 1),
         )
         for p in document["points"]
     ]

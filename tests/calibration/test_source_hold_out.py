@@ -10,6 +10,7 @@ import pytest
 from service.calibration.performance import (
     catalog_gpus,
     catalog_models,
+    load_document,
     load_points,
     run_source_hold_out,
 )
@@ -67,6 +68,28 @@ def test_a_closed_loop_tpot_is_a_decode_step_plus_its_share_of_the_prefills() ->
     rate = replace(point, metric=Metric.CLOSED_LOOP_OUTPUT_TOKENS_PER_SECOND_PER_GPU)
     costs = point_costs(rate, catalog_models()[rate.model], catalog_gpus()[rate.gpu])
     assert predict(costs, ideal) == pytest.approx(149.94, abs=0.01)
+
+
+def test_expert_parallel_points_carry_the_layout_their_source_states() -> None:
+    # InferenceX #870's B200 run: 'TP=8 EP=8'; SGLang #31044's 'TP x EP' column: 2x2 and 4x4
+    # (each point's quote); InferenceX #870's H200 run: 'TP=8, EP=1'. Every other point is TP.
+    by_source: dict[str, set[tuple[int, int]]] = {}
+    for p in POINTS:
+        by_source.setdefault(p.source_id, set()).add(
+            (p.tensor_parallel_size, p.expert_parallel_size)
+        )
+    assert by_source.pop("inferencex-870-b200-dsr1-fp4") == {(8, 8)}
+    assert by_source.pop("sglang-31044-mi300x-minimax-m2.7") == {(2, 2), (4, 4)}
+    assert all(ep == 1 for layouts in by_source.values() for _, ep in layouts)
+    minimax = [p for p in POINTS if p.source_id == "sglang-31044-mi300x-minimax-m2.7"]
+    for p in minimax:
+        quote = json_quote(p.id)
+        tp = p.tensor_parallel_size
+        assert f"| {tp}x{tp} |" in quote
+
+
+def json_quote(point_id: str) -> str:
+    return next(p["quote"] for p in load_document()["points"] if p["id"] == point_id)
 
 
 def test_refitting_the_amd_points_reproduces_fitted_amd() -> None:

@@ -28,6 +28,7 @@ Costs (`StepCost`) depend only on the model, the GPU, the batch and the context;
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -170,11 +171,12 @@ ERROR_BAND: Final = 0.15
 # and cache at about 0.38 of the MI300X's 5.3 TB/s peak where NVIDIA's reach 0.84 of theirs.
 # Sources: Oracle OCI's Llama-3.1-405B FP8 on 8 x MI300X (vLLM), InferenceX #1061's
 # gpt-oss-120b on one MI300X (vLLM 0.17.0), SGLang #31044's MiniMax-M2.7 FP8 on 2 and 4 MI300X
-# (SGLang 0.5.13); each predicted by a fit on the others: median 22.1%, 53% within 25%
+# (SGLang 0.5.13, EP 2 and 4: the busiest rank's experts read); each predicted by a fit on the
+# others: median 21.1%, 65% within 25%
 # (`make bench`'s held-out table).
 # tests/calibration/test_source_hold_out.py re-runs the fit and must get these numbers.
 FITTED_AMD: Final = Efficiency(
-    bandwidth=0.382,
+    bandwidth=0.385,
     compute=0.787,
     step_overhead_ms=0.0,
     allreduce_latency_us=0.0,
@@ -190,11 +192,11 @@ FITTED_AMD: Final = Efficiency(
 ERROR_BAND_BY_CLASS: Final[dict[str, float]] = {
     "NVIDIA dense": 0.2,  # 52 points, 6 sources
     "NVIDIA MoE": 0.58,  # 22 points: Mixtral-8x7B (TensorRT-LLM 0.9.0), gpt-oss-120b (vLLM)
-    "NVIDIA MoE+MLA": 0.22,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
-    "AMD dense": 0.3,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
+    "NVIDIA MoE+MLA": 0.14,  # 8 points: DeepSeek-R1 on H200 and B200 (SGLang 0.5)
+    "AMD dense": 0.29,  # 9 points: Llama-3.1-405B FP8, 8 x MI300X
     "AMD MoE": 0.36,  # 8 points: gpt-oss-120b and MiniMax-M2.7 on MI300X
 }
-ERROR_BAND_ANY_CLASS: Final = 0.27
+ERROR_BAND_ANY_CLASS: Final = 0.25
 
 
 def is_amd(gpu_name: str) -> bool:
@@ -326,6 +328,22 @@ class ParameterSplit:
             self.num_experts, self.experts_per_token, tokens
         )
 
+    def read_per_gpu(self, tokens: int, tp: int, ep: int) -> float:
+        """Parameters the slowest GPU of a TP group reads in a pass over `tokens` tokens.
+
+        Tensor parallelism (ep 1) shards every weight over the tp ranks, so each reads
+        `read(tokens)` / tp. Expert parallelism over ep ranks gives each rank E / ep whole
+        experts (sharded tp / ep ways where ep < tp); the dense part stays TP-sharded. The
+        step waits for the rank whose experts the batch touches most, so a rank reads the
+        busiest rank's experts (`busiest_rank_experts`), not the average: at small batch the
+        routed tokens fall unevenly over the ranks."""
+        if ep == 1 or self.num_experts == 0:
+            return self.read(tokens) / tp
+        experts = busiest_rank_experts(
+            self.num_experts // ep, self.num_experts, self.experts_per_token, tokens, ep
+        )
+        return self.dense / tp + self.moe_layers * self.per_expert * experts * ep / tp
+
 
 def expected_experts(num_experts: int, experts_per_token: int, tokens: int) -> float:
     """Distinct experts a batch of `tokens` tokens touches in one MoE layer, on average.
@@ -338,6 +356,27 @@ def expected_experts(num_experts: int, experts_per_token: int, tokens: int) -> f
     if num_experts == 0:
         return 0.0
     return num_experts * (1 - (1 - experts_per_token / num_experts) ** tokens)
+
+
+@lru_cache(maxsize=4096)
+def busiest_rank_experts(
+    per_rank: int, num_experts: int, experts_per_token: int, tokens: int, ranks: int
+) -> float:
+    """Expected distinct experts touched on the busiest of `ranks` ranks of `per_rank` experts
+    each, in one MoE layer of a pass over `tokens` tokens.
+
+    Routing uniform as in `expected_experts`: an expert is touched with probability
+    q = 1 - (1 - k/E)^B, so a rank's count is taken as Binomial(per_rank, q) (experts touched
+    independently: the sum over ranks keeps the mean E x q), and the expected largest of
+    `ranks` such counts is sum over m = 1..per_rank of P(max >= m) = 1 - F(m - 1)^ranks,
+    F the binomial's distribution function. One rank: per_rank x q; many tokens: per_rank."""
+    q = 1 - (1 - experts_per_token / num_experts) ** tokens
+    below = 0.0  # F(m - 1)
+    total = 0.0
+    for m in range(1, per_rank + 1):
+        below += math.comb(per_rank, m - 1) * q ** (m - 1) * (1 - q) ** (per_rank - m + 1)
+        total += 1 - min(1.0, below) ** ranks
+    return total
 
 
 @lru_cache(maxsize=256)
@@ -562,6 +601,29 @@ def _link(gpu: GpuPerformance, tensor_parallel_size: int) -> float | None:
     return gpu.interconnect_gb_s * GB
 
 
+def _ep(arch: ModelArchitecture, tp: int, expert_parallel_size: int) -> int:
+    """The expert-parallel size, checked: 1, or a divisor of the TP size that divides the
+    routed experts. SGLang's --ep-size splits the --tp-size ranks into expert-parallel groups,
+    the attention staying tensor-parallel (sgl-project/sglang
+    docs/advanced_features/expert_parallelism.md); without an all-to-all backend (DeepEP,
+    which kvplan does not time here) each MoE layer's output is still summed over the TP
+    group, so the all-reduces are counted as under TP."""
+    ep = expert_parallel_size
+    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
+        raise SizingError("expert_parallel_size", f"must be a positive integer, got {ep!r}")
+    if ep == 1:
+        return ep
+    if arch.moe is None:
+        raise SizingError("expert_parallel_size", "expert parallelism needs an MoE model")
+    if tp % ep or arch.moe.num_experts % ep:
+        raise SizingError(
+            "expert_parallel_size",
+            f"must divide tensor_parallel_size ({tp}) and the routed experts "
+            f"({arch.moe.num_experts}), got {ep}",
+        )
+    return ep
+
+
 def _check_tp(tensor_parallel_size: int) -> None:
     if isinstance(tensor_parallel_size, bool) or tensor_parallel_size < 1:
         raise SizingError("tensor_parallel_size", "must be a positive integer")
@@ -642,6 +704,7 @@ def decode_cost(
     tensor_parallel_size: int = 1,
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
+    expert_parallel_size: int = 1,
 ) -> StepCost:
     """One decode step: B sequences each add one token at context C.
 
@@ -657,7 +720,7 @@ def decode_cost(
     _positive_int("context_tokens", context_tokens)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format)
+    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
     reads = _cache_reads(arch, kv_cache_dtype, tp)
     terms = step.attention
     # Integers throughout: the per-layer sums, grouped once per model, are the same numbers.
@@ -678,6 +741,7 @@ def prefill_cost(
     prompts: int = 1,
     tensor_parallel_size: int = 1,
     weight_format: WeightFormat | None = None,
+    expert_parallel_size: int = 1,
 ) -> StepCost:
     """One prefill pass over `prompts` prompts of P tokens each (compute-bound for all but the
     shortest prompts). FLOPs: 2 x active parameters x P, plus the causal attention's quadratic
@@ -687,7 +751,7 @@ def prefill_cost(
     _positive_int("prompts", prompts)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format)
+    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
     terms = step.attention
     p = prompt_tokens
     attention_flops = p * terms.state + p * (p + 1) // 2 * terms.full
@@ -720,6 +784,7 @@ def mixed_cost(
     tensor_parallel_size: int = 1,
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
+    expert_parallel_size: int = 1,
 ) -> StepCost:
     """One engine step that decodes `decodes` sequences at context C and computes prefill
     `chunks` in the same forward pass, as vLLM's V1 scheduler batches them (vllm
@@ -747,7 +812,7 @@ def mixed_cost(
         _positive_int("context_tokens", context_tokens)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format)
+    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
     reads = _cache_reads(arch, kv_cache_dtype, tp)
     terms = step.attention
     kv = decodes * (reads.state + context_tokens * reads.full) if decodes else 0
@@ -805,13 +870,17 @@ class _PassConstants:
     layers: int
     attention_flops_per_s: float
     low_precision: bool
+    expert_parallel_size: int = 1
 
     def weights_read(self, tokens: int) -> int:
         """Weights a pass over `tokens` tokens reads per GPU: every dense weight, and the
         experts the tokens touch; all sharded over the TP ranks. Bytes per parameter are the
         checkpoint's average, or the asked-for format's (weights.weight_bytes_total re-prices
         the same way)."""
-        return round(self.split.read(tokens) * self.bytes_per_parameter / self.tensor_parallel_size)
+        parameters = self.split.read_per_gpu(
+            tokens, self.tensor_parallel_size, self.expert_parallel_size
+        )
+        return round(parameters * self.bytes_per_parameter)
 
     def cost(self, tokens: int, *, kv_bytes: int, flops: int, attention_flops: int) -> StepCost:
         """A pass over `tokens` tokens that reads `kv_bytes` of cache and does `flops` (of
@@ -838,7 +907,11 @@ class _PassConstants:
 # and a plan dozens, each of which would otherwise look up every constant on its own.
 @lru_cache(maxsize=4096)
 def _pass_constants(
-    arch: ModelArchitecture, gpu: GpuPerformance, tp: int, weight_format: WeightFormat | None
+    arch: ModelArchitecture,
+    gpu: GpuPerformance,
+    tp: int,
+    weight_format: WeightFormat | None,
+    ep: int = 1,
 ) -> _PassConstants:
     fmt = _weight_format(arch, weight_format)
     terms = _attention_terms(arch)
@@ -857,6 +930,7 @@ def _pass_constants(
         layers=len(arch.layers),
         attention_flops_per_s=attention_peak_flops_per_s(gpu),
         low_precision=peak > gpu.dense_bf16_tflops * TERA,
+        expert_parallel_size=ep,
     )
 
 
@@ -962,6 +1036,7 @@ def verify_cost(
     tensor_parallel_size: int = 1,
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
+    expert_parallel_size: int = 1,
 ) -> StepCost:
     """A speculative decoding step: each of B sequences at context C scores its last token and
     k drafted ones, 1 + k queries over the C cached tokens and causally among themselves, in
@@ -977,6 +1052,7 @@ def verify_cost(
         tensor_parallel_size=tensor_parallel_size,
         kv_cache_dtype=kv_cache_dtype,
         weight_format=weight_format,
+        expert_parallel_size=expert_parallel_size,
     )
 
 

@@ -81,6 +81,9 @@ class MeasuredPoint:
     source: str
     source_id: str = ""  # the key of the source in the data file
     vendor: str = "NVIDIA"  # the GPU's vendor, as the catalog names it
+    # The experts spread over this many of the TP group's ranks (SGLang's --ep-size), as the
+    # source states its layout; 1: experts sharded by TP like every other weight.
+    expert_parallel_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
             point.input_tokens,
             tensor_parallel_size=tp,
             weight_format=point.weight_format,
+            expert_parallel_size=point.expert_parallel_size,
         )
         return PointCosts(point, prefill, None, 0)
     prefill = prefill_cost(
@@ -111,6 +115,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
         prompts=1 if point.metric in CLOSED_LOOP else point.batch,
         tensor_parallel_size=tp,
         weight_format=point.weight_format,
+        expert_parallel_size=point.expert_parallel_size,
     )
     decode = decode_cost(
         arch,
@@ -120,6 +125,7 @@ def point_costs(point: MeasuredPoint, arch: ModelArchitecture, gpu: GpuPerforman
         tensor_parallel_size=tp,
         kv_cache_dtype=point.kv_cache_dtype,
         weight_format=point.weight_format,
+        expert_parallel_size=point.expert_parallel_size,
     )
     return PointCosts(point, prefill, decode, point.output_tokens - 1)
 
@@ -389,7 +395,10 @@ def vendor_efficiency(own: Sequence[PointCosts], base: Efficiency) -> Efficiency
     on the AMD sources too they predict the held-out AMD sources worse than the bandwidth alone
     (median held-out error, AMD dense and AMD MoE: bandwidth alone 25.9% and 11.8%; with
     compute 29.2% and 14.7%; with the per-layer overhead 33.9% and 12.5%; with both 39.3% and
-    15.8%): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
+    15.8%; with expert parallelism timed, bandwidth alone still predicts them best: AMD median
+    21.1% and 11 of 17 within 25%, against 21.5% and 9 with the per-layer overhead, 29.6-29.7%
+    and 5 with either compute efficiency, 24.5-24.6% and 9 with the overlap or the all-reduce
+    latency): the AMD runs mix expert parallelism, Triton attention and vLLM's and SGLang's
     schedulers, which those terms absorb and do not carry over."""
     return _refit(own, base, ["bandwidth"])
 
