@@ -13,13 +13,16 @@ from pathlib import Path
 import pytest
 
 from service.sizing import architecture_from_hf_config
+from service.sizing.capacity import compute_capacity
 from service.sizing.engines import calibration as cal
 from service.sizing.engines.activation import moe_workspace_bytes, triton_sampler_bytes
+from service.sizing.engines.common import Gpu, Workload
 from service.sizing.engines.vllm import (
     model_memory_usage,
     mxfp4_moe_bytes,
     parse_vllm_version,
     rotary_cos_sin_cache_bytes,
+    vllm_budget,
     vllm_cudagraph_estimate,
     vllm_non_torch_bytes,
     vllm_release,
@@ -198,3 +201,18 @@ def test_the_estimate_is_subtracted_from_0_20_only() -> None:
     assert not vllm_release(parse_vllm_version("0.19.0")).cudagraph_in_budget
     assert vllm_release(parse_vllm_version("0.20.0")).cudagraph_in_budget
     assert MiB == 1 << 20
+
+
+def test_a_layout_asked_at_another_max_model_len_reuses_its_budget() -> None:
+    # The budget's inputs (the V1 scheduler's defaults included) do not read max_model_len, so
+    # vllm_budget is memoised per layout (issue 18): the second length of the same layout is a
+    # hit, the same budget. A MiniMax refusal inserted between the decorator and vllm_budget
+    # once memoised the refusal instead (make bench's cold runs then failed on cache_clear).
+    llama = config("meta-llama--Meta-Llama-3.1-8B")
+    gpu = Gpu(memory_bytes=85_051_089_879, name="NVIDIA H100 80GB HBM3", slug="h100-sxm-80gb")
+    vllm_budget.cache_clear()
+    short = compute_capacity(llama, gpu, Workload(8192))
+    hits = vllm_budget.cache_info().hits
+    long = compute_capacity(llama, gpu, Workload(16384))
+    assert vllm_budget.cache_info().hits == hits + 1
+    assert long.budget == short.budget

@@ -985,9 +985,6 @@ def _counts_cudagraphs(release: VllmRelease, options: EngineOptions) -> bool:
     return release.cudagraph_in_budget and not options.enforce_eager
 
 
-# Memoised: the budget is the same at every max_model_len of a layout (the V1 scheduler's
-# defaults do not read it), and dashboards ask one layout at many.
-@lru_cache(maxsize=4096)
 def _refuse_minimax_loaded_terms(arch: ModelArchitecture) -> None:
     """MiniMax-Text-01 / M1 (lightning attention): its weights are counted
     (model/param_count_2026.py minimax_m1), but three terms of vLLM's loaded model are not
@@ -1008,6 +1005,9 @@ def _refuse_minimax_loaded_terms(arch: ModelArchitecture) -> None:
         )
 
 
+# Memoised: the budget is the same at every max_model_len of a layout (the V1 scheduler's
+# defaults do not read it), and dashboards ask one layout at many.
+@lru_cache(maxsize=4096)
 def vllm_budget(
     arch: ModelArchitecture,
     *,
