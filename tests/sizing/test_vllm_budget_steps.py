@@ -15,6 +15,7 @@ import pytest
 from service.sizing import architecture_from_hf_config
 from service.sizing.capacity import compute_capacity
 from service.sizing.engines import calibration as cal
+from service.sizing.engines import vllm
 from service.sizing.engines.activation import moe_workspace_bytes, triton_sampler_bytes
 from service.sizing.engines.common import Gpu, Workload
 from service.sizing.engines.vllm import (
@@ -210,9 +211,19 @@ def test_a_layout_asked_at_another_max_model_len_reuses_its_budget() -> None:
     # once memoised the refusal instead (make bench's cold runs then failed on cache_clear).
     llama = config("meta-llama--Meta-Llama-3.1-8B")
     gpu = Gpu(memory_bytes=85_051_089_879, name="NVIDIA H100 80GB HBM3", slug="h100-sxm-80gb")
+    # The worker's budget (vllm._worker_budget, keyed by the layout) is memoised above it:
+    # the second length is a hit there, and vllm_budget is not asked again.
     vllm_budget.cache_clear()
+    vllm._worker_budget.cache_clear()
     short = compute_capacity(llama, gpu, Workload(8192))
-    hits = vllm_budget.cache_info().hits
+    hits = vllm._worker_budget.cache_info().hits
+    asked = vllm_budget.cache_info()
     long = compute_capacity(llama, gpu, Workload(16384))
-    assert vllm_budget.cache_info().hits == hits + 1
+    assert vllm._worker_budget.cache_info().hits == hits + 1
+    assert vllm_budget.cache_info().misses == asked.misses
     assert long.budget == short.budget
+    # asked below the worker's memo, vllm_budget itself is memoised (its own hit)
+    vllm._worker_budget.cache_clear()
+    again = compute_capacity(llama, gpu, Workload(16384))
+    assert vllm_budget.cache_info().hits == asked.hits + 1
+    assert again.budget == short.budget
