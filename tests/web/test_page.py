@@ -807,3 +807,154 @@ def test_the_traffic_mode_simulates_a_trace_file(browser: WebDriver, base_url: s
     assert "not a trace file" in browser.find_element(By.ID, "rate-plan-none").text
     assert not browser.find_element(By.ID, "traffic-pictures").is_displayed()
     _no_policy_violation(browser)
+
+
+def _traffic_link(driver: WebDriver) -> str:
+    return driver.find_element(By.ID, "traffic-share-link").get_attribute("href") or ""
+
+
+def _traffic_form(driver: WebDriver) -> dict[str, str]:
+    ids = (
+        "model", "gpu", "engine", "max-model-len", "kv-cache-dtype", "request-rate",
+        "input-tokens", "output-tokens", "num-requests", "max-ttft-ms", "max-tpot-ms",
+        "disaggregated", "tensor-parallel-size",
+    )  # fmt: skip
+    checked = {
+        name: driver.find_element(By.CSS_SELECTOR, f'input[name="{name}"]:checked')
+        for name in ("mode", "model-source", "traffic-source")
+    }
+    return {i: driver.find_element(By.ID, i).get_attribute("value") or "" for i in ids} | {
+        name: radio.get_attribute("value") or "" for name, radio in checked.items()
+    }
+
+
+def _rate_table(driver: WebDriver) -> list[dict[str, tuple[str, str]]]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#rate-options tbody tr")
+    return [_option_cells(row) | {"": (row.get_attribute("data-kind") or "", "")} for row in rows]
+
+
+def _replica_figures(driver: WebDriver) -> dict[str, Any]:
+    cells = driver.find_elements(By.CSS_SELECTOR, "#traffic-latency td")
+    return {
+        "latency": [(c.get_attribute("data-value"), c.text) for c in cells],
+        "figures": _figures(driver),
+        "engine": driver.find_element(By.ID, "traffic-engine").text,
+    }
+
+
+def test_the_traffic_modes_link_carries_every_field_and_asks_the_same_question(
+    browser: WebDriver, base_url: str
+) -> None:
+    # Every traffic field away from its default: SGLang on one H100 at 3 requests/s of 1,500 +
+    # 200 tokens, 100 requests, fp8 KV, TTFT p99 under 1.5 s and no TPOT target, one pool only.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    Select(browser.find_element(By.ID, "gpu")).select_by_value("h100-sxm-80gb")
+    Select(browser.find_element(By.ID, "engine")).select_by_value("sglang")
+    Select(browser.find_element(By.ID, "kv-cache-dtype")).select_by_value("fp8")
+    Select(browser.find_element(By.ID, "disaggregated")).select_by_value("never")
+    for element_id, text in (
+        ("max-model-len", "8192"),
+        ("request-rate", "3"),
+        ("input-tokens", "1500"),
+        ("output-tokens", "200"),
+        ("num-requests", "100"),
+        ("max-ttft-ms", "1500"),
+    ):
+        _type(browser, element_id, text)
+    browser.find_element(By.ID, "max-tpot-ms").clear()
+    browser.find_element(By.ID, "submit").click()
+    assert _traffic_answer(browser) == "ready", browser.find_element(By.ID, "problem").text
+    form, table, replica = _traffic_form(browser), _rate_table(browser), _replica_figures(browser)
+    assert table
+    assert replica["latency"]
+    # The link names each field as the API does: GET v1/plans' (the workload as its JSON
+    # text, as GET takes it), `traffic` as POST v1/simulations answers it, and the replica's
+    # tensor_parallel_size; the empty TPOT target is left out (none), as is the read key.
+    link = _traffic_link(browser)
+    assert link.split("#")[0] == base_url
+    fields = parse_qs(urlsplit(link).fragment)
+    workload = {"request_rate": 3, "input_tokens": 1500, "output_tokens": 200, "num_requests": 100}
+    assert {name: values for name, values in fields.items() if name != "workload"} == {
+        "model": ["llama-3.1-8b"],
+        "traffic": ["workload"],
+        "gpus": ["h100-sxm-80gb"],
+        "engine": ["sglang"],
+        "max_model_len": ["8192"],
+        "kv_cache_dtype": ["fp8"],
+        "ttft_p99_ms": ["1500"],
+        "disaggregated": ["never"],
+        "tensor_parallel_size": ["1"],
+    }
+    assert json.loads(fields["workload"][0]) == workload
+    # the plan part of the link is GET v1/plans' query: the same plan as the page's table
+    query = {k: v[0] for k, v in fields.items() if k not in ("traffic", "tensor_parallel_size")}
+    answer = httpx.get(f"{base_url}v1/plans", params=query, timeout=60)
+    assert answer.status_code == 200, answer.text
+    plan = answer.json()
+    options = [plan["recommendation"], *plan["alternatives"]]
+    assert [row["total_gpus"][0] for row in table] == [str(o["total_gpus"]) for o in options]
+    # Opened in a fresh page in the plan mode, the link restores the traffic form and asks.
+    browser.get("about:blank")
+    _open(browser, link)
+    assert _traffic_answer(browser) == "ready", browser.find_element(By.ID, "problem").text
+    assert _traffic_form(browser) == form
+    assert form["mode"] == "traffic"
+    assert form["max-tpot-ms"] == ""
+    assert _rate_table(browser) == table
+    assert _replica_figures(browser) == replica
+    assert _traffic_link(browser) == link
+    _no_policy_violation(browser)
+
+
+def test_a_trace_link_restores_the_form_and_asks_for_the_file_by_name(
+    browser: WebDriver, base_url: str
+) -> None:
+    # A trace file cannot go in a link: the page says so beside the link, and opening the link
+    # fills the form and names the field it lacks instead of asking.
+    _open(browser, base_url)
+    browser.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="traffic"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'input[name="traffic-source"][value="trace"]').click()
+    Select(browser.find_element(By.ID, "model")).select_by_value("llama-3.1-8b")
+    Select(browser.find_element(By.ID, "gpu")).select_by_value("h100-sxm-80gb")
+    _type(browser, "max-model-len", "8192")
+    browser.find_element(By.ID, "trace-file").send_keys(str(AZURE_HEAD))
+    browser.find_element(By.ID, "submit").click()
+    assert _traffic_answer(browser) == "ready", browser.find_element(By.ID, "problem").text
+    assert "a file cannot go in a link" in browser.find_element(By.ID, "share-trace").text
+    link = _traffic_link(browser)
+    fields = parse_qs(urlsplit(link).fragment)
+    assert fields["traffic"] == ["trace"]
+    assert "workload" not in fields
+    browser.get("about:blank")
+    _open(browser, link)
+    problem = browser.find_element(By.ID, "problem")
+    WebDriverWait(browser, 30).until(lambda d: problem.is_displayed())
+    assert problem.get_attribute("data-field") == "trace"
+    form = _traffic_form(browser)
+    assert (form["mode"], form["traffic-source"], form["max-model-len"]) == (
+        "traffic",
+        "trace",
+        "8192",
+    )
+    assert browser.find_element(By.ID, "traffic-result").get_attribute("data-state") is None
+    _no_policy_violation(browser)
+
+
+def test_a_traffic_link_refuses_a_workload_the_form_cannot_hold_by_name(
+    browser: WebDriver, base_url: str
+) -> None:
+    # Percentile lengths are the API's, not the form's: the page names the field, asks nothing
+    workload = '{"request_rate":4,"input_tokens":{"p50":900},"output_tokens":300,"num_requests":9}'
+    _open(browser, f"{base_url}#traffic=workload&model=llama-3.1-8b&workload={workload}")
+    problem = browser.find_element(By.ID, "problem")
+    WebDriverWait(browser, 30).until(lambda d: problem.is_displayed())
+    assert problem.get_attribute("data-field") == "workload.input_tokens"
+    # a plan's field in a traffic link is named too
+    _open(browser, f"{base_url}#traffic=workload&model=llama-3.1-8b&peak_concurrency=64")
+    WebDriverWait(browser, 30).until(
+        lambda d: problem.get_attribute("data-field") == "peak_concurrency"
+    )
+    assert browser.find_element(By.ID, "traffic-result").get_attribute("data-state") is None
+    assert _errors(browser) == []

@@ -337,31 +337,71 @@ function showProblem(problem) {
 // ---- the question as a link ---------------------------------------------------------------
 // The link holds the question's fields under the API's names, in the fragment (#...): a
 // browser never sends a fragment to a server (no access log holds it), and the read key is
-// never one of them. Opening the link fills the form and asks.
-const LINK_FIELDS = [
-  "model",
-  "hf_config",
-  "num_parameters",
-  "gpus",
-  "engine",
-  "max_model_len",
-  "peak_concurrency",
-  "kv_cache_dtype",
-];
+// never one of them. Opening the link fills the form and asks. A plan for a peak holds
+// GET v1/plans' fields; the traffic mode's link adds `traffic` (`workload` or `trace`, as
+// POST v1/simulations answers it), GET v1/plans' fields of a plan for a rate (the workload as
+// its JSON text, the p99 targets, disaggregated) and the simulated replica's
+// tensor_parallel_size. A trace file cannot go in a link: opening a trace's link asks for it.
+const MODEL_FIELDS = ["model", "hf_config", "num_parameters"];
+const LINK_FIELDS = {
+  plan: [...MODEL_FIELDS, "gpus", "engine", "max_model_len", "peak_concurrency", "kv_cache_dtype"],
+  traffic: [
+    ...MODEL_FIELDS,
+    "traffic",
+    "gpus",
+    "engine",
+    "max_model_len",
+    "kv_cache_dtype",
+    "workload",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "disaggregated",
+    "tensor_parallel_size",
+  ],
+};
+// The workload's fields the form holds (the input named by the field, `_` as `-`).
+const WORKLOAD_FIELDS = ["request_rate", "input_tokens", "output_tokens", "num_requests"];
+
+function modelFields(model) {
+  const fields = new URLSearchParams();
+  if (typeof model === "string") {
+    fields.set("model", model);
+  } else {
+    fields.set("hf_config", JSON.stringify(model.hf_config));
+    if (model.num_parameters) fields.set("num_parameters", String(model.num_parameters));
+  }
+  return fields;
+}
+
+function linkTo(fields) {
+  return `${location.origin}${location.pathname}#${fields}`;
+}
 
 function shareLink(body) {
-  const fields = new URLSearchParams();
-  if (typeof body.model === "string") {
-    fields.set("model", body.model);
-  } else {
-    fields.set("hf_config", JSON.stringify(body.model.hf_config));
-    if (body.model.num_parameters) fields.set("num_parameters", String(body.model.num_parameters));
-  }
+  const fields = modelFields(body.model);
   if (body.gpus) fields.set("gpus", body.gpus.join(","));
   for (const name of ["engine", "max_model_len", "peak_concurrency", "kv_cache_dtype"]) {
     fields.set(name, String(body[name]));
   }
-  return `${location.origin}${location.pathname}#${fields}`;
+  return linkTo(fields);
+}
+
+// The traffic question as a link: the deployment, the workload (none for a trace), the
+// targets given (a target left empty is left out: none), the split and the replica's layout.
+function trafficLink(deployed, workload, targets) {
+  const fields = modelFields(deployed.model);
+  fields.set("traffic", workload ? "workload" : "trace");
+  if ($("gpu").value) fields.set("gpus", $("gpu").value);
+  for (const name of ["engine", "max_model_len", "kv_cache_dtype"]) fields.set(name, String(deployed[name]));
+  if (workload) fields.set("workload", JSON.stringify(workload));
+  for (const [name, value] of Object.entries(targets)) fields.set(name, String(value));
+  fields.set("disaggregated", $("disaggregated").value);
+  fields.set("tensor_parallel_size", String(deployed.tensor_parallel_size));
+  return linkTo(fields);
+}
+
+function refuse(field, detail) {
+  return new Problem({ detail, field }, 0);
 }
 
 // A select set to the link's value, or a problem naming the field when it holds no such choice.
@@ -369,24 +409,28 @@ function choose(id, value, field) {
   const select = $(id);
   select.value = value;
   if (select.value !== value) {
-    throw new Problem(
-      { detail: `the link's ${JSON.stringify(value)} is not one of this page's choices`, field },
-      0,
-    );
+    throw refuse(field, `the link's ${JSON.stringify(value)} is not one of this page's choices`);
   }
+}
+
+function check(name, value) {
+  document.querySelector(`input[name="${name}"][value="${value}"]`).checked = true;
 }
 
 // The form filled from the link's fields, or a problem naming the first field it cannot take.
 function fillFromLink(fields) {
-  const unknown = [...fields.keys()].filter((name) => !LINK_FIELDS.includes(name));
+  const traffic = fields.has("traffic");
+  const unknown = [...fields.keys()].filter((name) => !LINK_FIELDS[traffic ? "traffic" : "plan"].includes(name));
   if (unknown.length) {
-    throw new Problem(
-      { detail: `the link names fields the page does not know: ${unknown.join(", ")}`, field: unknown[0] },
-      0,
-    );
+    const detail = traffic
+      ? `the link names fields a traffic question does not take: ${unknown.join(", ")}`
+      : `the link names fields the page does not know: ${unknown.join(", ")}`;
+    throw refuse(unknown[0], detail);
   }
+  check("mode", traffic ? "traffic" : "plan");
+  showMode();
   const pasted = fields.has("hf_config");
-  document.querySelector(`input[name="model-source"][value="${pasted ? "config" : "catalog"}"]`).checked = true;
+  check("model-source", pasted ? "config" : "catalog");
   showSource();
   if (pasted) {
     $("hf-config").value = fields.get("hf_config");
@@ -398,7 +442,56 @@ function fillFromLink(fields) {
   if (fields.has("engine")) choose("engine", fields.get("engine"), "engine");
   if (fields.has("kv_cache_dtype")) choose("kv-cache-dtype", fields.get("kv_cache_dtype"), "kv_cache_dtype");
   if (fields.has("max_model_len")) $("max-model-len").value = fields.get("max_model_len");
-  if (fields.has("peak_concurrency")) $("peak-concurrency").value = fields.get("peak_concurrency");
+  if (traffic) {
+    fillTrafficFromLink(fields);
+  } else if (fields.has("peak_concurrency")) {
+    $("peak-concurrency").value = fields.get("peak_concurrency");
+  }
+}
+
+// The traffic fields of a link: its kind of traffic, the workload, the targets (one the link
+// leaves out is none, as the API reads it), the split and the simulated replica's layout.
+function fillTrafficFromLink(fields) {
+  const source = fields.get("traffic");
+  if (source !== "workload" && source !== "trace") {
+    throw refuse("traffic", `the link's ${JSON.stringify(source)} is neither workload nor trace`);
+  }
+  check("traffic-source", source === "workload" ? "rate" : "trace");
+  showTrafficSource();
+  if (source === "workload") {
+    fillWorkload(fields.get("workload"));
+  } else if (fields.has("workload")) {
+    throw refuse("workload", "a trace's link holds no workload: the trace file is the traffic");
+  }
+  $("max-ttft-ms").value = fields.get("ttft_p99_ms") || "";
+  $("max-tpot-ms").value = fields.get("tpot_p99_ms") || "";
+  if (fields.has("disaggregated")) choose("disaggregated", fields.get("disaggregated"), "disaggregated");
+  $("tensor-parallel-size").value = fields.get("tensor_parallel_size") || "1";
+}
+
+// The workload's JSON text into its four inputs: each a number (lengths as percentiles or a
+// histogram, a duration or a closed loop are the API's, not this form's: refused by name).
+function fillWorkload(text) {
+  let workload;
+  try {
+    workload = JSON.parse(text);
+  } catch (error) {
+    throw refuse("workload", `the link's workload is not JSON: ${error.message}`);
+  }
+  if (!workload || typeof workload !== "object" || Array.isArray(workload)) {
+    throw refuse("workload", "the link's workload is not a JSON object");
+  }
+  for (const name of Object.keys(workload)) {
+    if (!WORKLOAD_FIELDS.includes(name)) {
+      throw refuse(`workload.${name}`, `the page's form takes only ${WORKLOAD_FIELDS.join(", ")}`);
+    }
+  }
+  for (const name of WORKLOAD_FIELDS) {
+    if (typeof workload[name] !== "number") {
+      throw refuse(`workload.${name}`, "the link's workload gives no number for it");
+    }
+    $(name.replaceAll("_", "-")).value = String(workload[name]);
+  }
 }
 
 // The link the page was opened with (or moved to), asked once the catalog is in the lists.
@@ -409,6 +502,9 @@ function askTheLink() {
   if (location.hash === linkAsked || ![...fields.keys()].length) return;
   linkAsked = location.hash;
   fillFromLink(fields);
+  if (fields.get("traffic") === "trace") {
+    throw refuse("trace", "a trace file cannot go in a link: choose it again, then Plan and simulate");
+  }
   $("question").requestSubmit();
 }
 
@@ -831,6 +927,8 @@ async function traffic() {
   const deployed = deployment();
   const workload = asks.rate ? workloadIn() : null;
   resetTraffic(asks);
+  $("traffic-share-link").href = trafficLink(deployed, workload, asks.targets);
+  $("share-trace").hidden = asks.rate;
   result.hidden = false;
   if (asks.plans) await planForRate(deployed, workload, asks.targets);
   if (asks.simulates && asks.rate) await simulateRate(deployed, workload, goodputTargets(asks.targets));
