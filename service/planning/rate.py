@@ -375,7 +375,7 @@ def plan_for_rate(
     split: list[Chosen] = []
     note = (
         f"a plan for a rate: {len(candidates)} candidates sized analytically, "
-        f"{bounded.note()}, cheapest lower bound first ({len(draw_requests(workload, 16))} "
+        f"{bounded.note()} ({len(draw_requests(workload, 16))} "
         "requests each run, one replica at request_rate / replicas)"
     )
     if mode != "never":
@@ -385,9 +385,8 @@ def plan_for_rate(
             search, pools, (workload, load), rejected if mode == "only" else []
         )
         note += (
-            f"; {paired} disaggregated pairs of pools sized analytically, the "
-            f"{min(paired, disaggregated.FINALISTS)} cheapest simulated (a prefill and a decode "
-            "replica chained, each at its pool's share of request_rate)"
+            f"; {paired} (a prefill and a decode replica chained, each at its pool's share of "
+            "request_rate)"
         )
     answer = _answer(
         question, catalog, found, [*chosen, *split], rejected=rejected, context=(label, hook, load)
@@ -565,8 +564,10 @@ class Bounded:
     simulated: int  # candidates simulated
     unsimulated: int  # candidates left
     next_bound: float | None  # the cheapest lower bound left ($/h), None: none priced left
-    capped: bool  # stopped at MAX_CANDIDATES, not by the bound
+    capped: bool  # stopped at the cap on simulations, not by the bound
     withheld: int  # simulated options not shown: an unsimulated bound is below their cost
+
+    keep: int  # the cheapest options the bound proves
 
     def note(self) -> str:
         """How many were simulated, and why the rest could not beat the ones shown."""
@@ -576,10 +577,11 @@ class Bounded:
             "is unpriced" if self.next_bound is None else f"is ${self.next_bound:.2f}/h or more"
         )
         if self.capped:
-            said = f"{self.simulated} simulated (at most {MAX_CANDIDATES}; {rest}"
-            said += ": the ranking past the options shown is not proven)"
+            said = f"{self.simulated} simulated, the most simulated ({rest}, not above the "
+            said += f"{self.keep} cheapest simulated: the ranking past them is not proven)"
         else:
-            said = f"{self.simulated} simulated ({rest}, above the options shown)"
+            said = f"{self.simulated} simulated cheapest lower bound first ({rest}, above the "
+            said += f"{self.keep} cheapest simulated: none of them could beat those)"
         if self.withheld:
             said += f"; {self.withheld} simulated not shown (dearer than that lower bound)"
         return said
@@ -600,17 +602,23 @@ def _simulated(
     chosen: list[Chosen] = []
     done = 0
     for candidate in candidates:
-        if _bound_closes(candidate, chosen, keep) or done >= MAX_CANDIDATES:
+        if bound_closes(candidate.bound, chosen, keep) or done >= MAX_CANDIDATES:
             break
         done += 1
         one = _simulate(candidate, workload, load, max_replicas, rejected)
         if one is not None:
             chosen.append(one)
     left = candidates[done:]
-    bound = left[0].bound if left else None
+    return bounded(chosen, done, [c.bound for c in left], keep)
+
+
+def bounded(chosen: list[Chosen], done: int, left: Sequence[float | None], keep: int) -> Bounded:
+    """The outcome of a branch and bound that simulated `done` candidates and left those whose
+    lower bounds are `left` (cheapest first): the options no unsimulated one might beat."""
+    bound = left[0] if left else None
     shown = [c for c in chosen if not _beatable(_cost(c), bound)]
-    capped = bool(left) and not _bound_closes(left[0], chosen, keep)
-    return Bounded(shown, done, len(left), bound, capped, len(chosen) - len(shown))
+    capped = bool(left) and not bound_closes(bound, chosen, keep)
+    return Bounded(shown, done, len(left), bound, capped, len(chosen) - len(shown), keep)
 
 
 def _beatable(cost: float | None, bound: float | None) -> bool:
@@ -622,14 +630,14 @@ def _cost(chosen: Chosen) -> float | None:
     return chosen.option.cost_per_hour_usd
 
 
-def _bound_closes(candidate: _Candidate, chosen: Sequence[Chosen], keep: int) -> bool:
-    """Whether the candidate, and so every later one, cannot be among the `keep` cheapest:
-    its lower bound costs more than the keep-th cheapest priced option simulated (an
-    unpriced candidate: once keep priced options are found)."""
+def bound_closes(bound: float | None, chosen: Sequence[Chosen], keep: int) -> bool:
+    """Whether a candidate whose lower bound costs `bound` an hour, and so every later one,
+    cannot be among the `keep` cheapest: the bound is above the keep-th cheapest priced option
+    simulated (an unpriced candidate: once keep priced options are found)."""
     costs = sorted(c for c in map(_cost, chosen) if c is not None)
     if len(costs) < keep:
         return False
-    return candidate.bound is None or candidate.bound > costs[keep - 1]
+    return bound is None or bound > costs[keep - 1]
 
 
 def _simulate(
