@@ -4,8 +4,9 @@ python -m bench.rate_plan [--repeat N]
 
 Llama-3.1-8B-Instruct, max_model_len 8192, every catalog GPU and layout; 20 requests/s of
 2,000 input and 300 output tokens; p99 TTFT 2 s and p99 TPOT 50 ms (the issue's example).
-The analytic pass sizes every candidate, the simulator runs the cheapest four
-(service/planning/rate.py) and the two cheapest disaggregated pairs
+The analytic pass sizes every candidate, the simulator runs them by branch and bound on their
+lower bounds until none left could beat the four cheapest (service/planning/rate.py), and the
+disaggregated pairs until none left could beat the two cheapest
 (service/planning/disaggregated.py), 2,000 requests a run.
 """
 

@@ -16,12 +16,17 @@ a large token budget so a step prefills several prompts). Then, as rate.py does 
    largest batch b memory, max_num_seqs and the TPOT target allow (rate.decode_batch), each
    request holding a slot for O x decode(b) ms, so the decode pool needs
    ceil(rate x O x decode(b) / b / 1000 / UTILISATION). A pair whose prefill(I) + transfer(I)
-   alone misses the TTFT target is dropped. The pairs of the cheapest PAIRED prefill and
-   decode pools are ranked by the cost of both pools.
-2. Simulated, the FINALISTS cheapest pairs (`service.simulation.run_disaggregated`: one prefill
-   replica and one decode replica, chained request by request), more replicas of the pool that
-   a missed target points at (TPOT: decode; TTFT: whichever of the time before the decode pool
-   and the wait in it is longer), then fewer of each while the targets hold.
+   alone misses the TTFT target is dropped. Each pool's lower bound is the same count at
+   utilisation 1. The PAIRED prefill and decode pools of each platform cheapest by their
+   lower bound are paired, the pairs ranked by both pools' lower bounds' cost.
+2. Simulated, by branch and bound as rate.py's single pools: pairs in order of their lower
+   bound (`service.simulation.run_disaggregated`: one prefill replica and one decode replica,
+   chained request by request), from the analytic replicas, more replicas of the pool that a
+   missed target points at (TPOT: decode; TTFT: whichever of the time before the decode pool
+   and the wait in it is longer), then fewer of each while the targets hold; until the next
+   pair's lower bound costs more than the FINALISTS-th cheapest simulated pair, or after
+   MAX_PAIRS pairs simulated. A simulated pair dearer than an unsimulated pair's lower bound
+   is not shown.
 """
 
 from __future__ import annotations
@@ -57,9 +62,12 @@ from . import calibrated, service
 from .rate import (
     MAX_SIMULATIONS,
     UTILISATION,
+    Bounded,
     Chosen,
     Load,
     Tabled,
+    bound_closes,
+    bounded,
     decode_batch,
     distribution_out,
     misses,
@@ -72,7 +80,8 @@ from .schemas import DisaggregatedMode, DisaggregatedOut, DisaggregationOut, Pla
 PREFILL_MAX_NUM_SEQS: Final = 16
 PREFILL_MAX_NUM_BATCHED_TOKENS: Final = 16384
 PAIRED = 4  # cheapest pools of each role paired in the analytic pass
-FINALISTS = 2  # pairs simulated
+FINALISTS = 2  # pairs the branch and bound proves the cheapest
+MAX_PAIRS = 6  # pairs simulated at most
 SPLIT_MISS = "disaggregated-percentile-over-target"
 
 
@@ -91,11 +100,17 @@ class Search:
 class _Sized:
     pool: Tabled
     replicas: int
+    floor: int  # the lower bound's replicas (at utilisation 1)
 
     @property
     def cost(self) -> float | None:
         cost = self.pool.option.cost_per_hour_usd
         return None if cost is None else cost * self.replicas
+
+    @property
+    def bound(self) -> float | None:
+        cost = self.pool.option.cost_per_hour_usd
+        return None if cost is None else cost * self.floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +124,15 @@ class _Pair:
         return self.prefill.pool.table.prefill(prompt) + self.transfer_ms_per_token * prompt
 
     @property
+    def bound(self) -> float | None:
+        """Both pools' lower bounds' cost an hour (None: a pool unpriced)."""
+        costs = (self.prefill.bound, self.decode.bound)
+        return None if costs[0] is None or costs[1] is None else costs[0] + costs[1]
+
+    @property
     def rank(self) -> tuple[bool, float, int]:
-        costs = (self.prefill.cost, self.decode.cost)
-        gpus = sum(s.pool.option.total_gpus * s.replicas for s in (self.prefill, self.decode))
-        if costs[0] is None or costs[1] is None:
-            return (True, 0.0, gpus)
-        return (False, costs[0] + costs[1], gpus)
+        gpus = sum(s.pool.option.total_gpus * s.floor for s in (self.prefill, self.decode))
+        return (self.bound is None, self.bound or 0.0, gpus)
 
 
 def split_options(
@@ -122,13 +140,16 @@ def split_options(
     decodes: Sequence[Tabled],
     traffic: tuple[Workload, Load],
     rejected: list[Rejection],
-) -> tuple[list[Chosen], int]:
-    """The disaggregated options (module docstring), and how many pairs the analytic pass
-    sized; `decodes` are the single-pool options, whose settings the decode pool keeps."""
+) -> tuple[list[Chosen], str]:
+    """The disaggregated options (module docstring), and the note on how many pairs the
+    analytic pass sized and simulated; `decodes` are the single-pool options, whose settings
+    the decode pool keeps."""
     workload, load = traffic
     found = pairs(prefill_pools(search, rejected), decodes, load, rejected)
-    chosen = simulated(found, workload, load, search.fields.max_replicas, rejected)
-    return chosen, len(found)
+    outcome = simulated(found, workload, load, search.fields.max_replicas, rejected)
+    return outcome.chosen, f"{len(found)} disaggregated pairs of pools sized analytically, " + (
+        outcome.note()
+    )
 
 
 def prefill_pools(search: Search, rejected: list[Rejection]) -> list[Tabled]:
@@ -149,26 +170,28 @@ def prefill_pools(search: Search, rejected: list[Rejection]) -> list[Tabled]:
     return tabled(search.arch, found, rejected, prefill_only=True)
 
 
-def prefill_replicas(table: StepTable, load: Load) -> int:
-    """The analytic prefill pool: rate x prefill(I) ms of work a second, at UTILISATION."""
+def prefill_replicas(table: StepTable, load: Load, utilisation: float = UTILISATION) -> int:
+    """The analytic prefill pool: rate x prefill(I) ms of work a second, at `utilisation`."""
     busy = load.rate * table.prefill(math.ceil(load.means.input_tokens)) / 1000
-    return max(1, math.ceil(busy / UTILISATION))
+    return max(1, math.ceil(busy / utilisation))
 
 
-def decode_replicas(table: StepTable, config: EngineConfig, load: Load) -> int | str:
+def decode_replicas(
+    table: StepTable, config: EngineConfig, load: Load, utilisation: float = UTILISATION
+) -> int | str:
     """The analytic decode pool: each request holds one of b slots for O x decode(b) ms."""
     batch = decode_batch(table, config, load.means, load.targets)
     if isinstance(batch, str):
         return batch
     context = load.means.input_tokens + load.means.output_tokens / 2
     held_ms = load.means.output_tokens * table.decode(batch, context)
-    return max(1, math.ceil(load.rate * held_ms / batch / 1000 / UTILISATION))
+    return max(1, math.ceil(load.rate * held_ms / batch / 1000 / utilisation))
 
 
 def _cheapest(sized: Sequence[_Sized], on: str) -> list[_Sized]:
-    """The PAIRED cheapest pools on one platform."""
+    """The PAIRED pools on one platform cheapest by their lower bound."""
     mine = [s for s in sized if platform(s.pool.option.gpu) == on]
-    mine.sort(key=lambda s: (s.cost is None, s.cost or 0.0, s.pool.option.total_gpus))
+    mine.sort(key=lambda s: (s.bound is None, s.bound or 0.0, s.pool.option.total_gpus))
     return mine[:PAIRED]
 
 
@@ -182,17 +205,21 @@ def pairs(
         if isinstance(replicas, str):
             rejected.append(rejection(pool.option, f"decode pool: {replicas}", SPLIT_MISS))
             continue
-        sized_decodes.append(_Sized(pool, replicas))
+        floor = decode_replicas(pool.table, pool.config, load, 1.0)
+        assert isinstance(floor, int)  # the same checks passed at UTILISATION
+        sized_decodes.append(_Sized(pool, replicas, floor))
     ttft = min((t.ms for t in load.targets if t.metric == "ttft_ms"), default=math.inf)
     prompt = math.ceil(load.means.input_tokens)
     sized_prefills = []
     for pool in prefills:
-        alone = _Pair(_Sized(pool, 1), _Sized(pool, 1), _per_token(pool, pool)).alone_ms(prompt)
+        one = _Sized(pool, 1, 1)
+        alone = _Pair(one, one, _per_token(pool, pool)).alone_ms(prompt)
         if alone > ttft:
             reason = f"prefill pool: a mean prompt's prefill and KV transfer take {alone:.1f} ms"
             rejected.append(rejection(pool.option, reason, SPLIT_MISS))
             continue
-        sized_prefills.append(_Sized(pool, prefill_replicas(pool.table, load)))
+        floor = prefill_replicas(pool.table, load, 1.0)
+        sized_prefills.append(_Sized(pool, prefill_replicas(pool.table, load), floor))
     found = []
     for on in sorted({platform(s.pool.option.gpu) for s in sized_prefills}):
         for prefill in _cheapest(sized_prefills, on):
@@ -269,33 +296,45 @@ def simulated(
     load: Load,
     max_replicas: int,
     rejected: list[Rejection],
-) -> list[Chosen]:
-    """The FINALISTS cheapest pairs simulated, each at the replicas that meet the targets."""
+) -> Bounded:
+    """Branch and bound over the pairs (module docstring), each simulated at the replicas that
+    meet the targets."""
     chosen: list[Chosen] = []
+    done = 0
     for pair in found:
-        if len(chosen) >= FINALISTS:
+        if bound_closes(pair.bound, chosen, FINALISTS) or done >= MAX_PAIRS:
             break
+        done += 1
+        one = _simulate(pair, workload, load, max_replicas, rejected)
+        if one is not None:
+            chosen.append(one)
+    return bounded(chosen, done, [p.bound for p in found[done:]], FINALISTS)
 
-        def at(replicas: tuple[int, int], p: _Pair = pair) -> DisaggregatedSummary:
-            return run_disaggregated(
-                Pool(p.prefill.pool.config, p.prefill.pool.table),
-                Pool(p.decode.pool.config, p.decode.pool.table),
-                workload,
-                replicas,
-                p.transfer_ms_per_token,
-            )
 
-        start = (pair.prefill.replicas, pair.decode.replicas)
-        try:
-            outcome = choose_pools(at, start, load, max_replicas)
-        except SimulationError as exc:
-            rejected.append(rejection(pair.decode.pool.option, exc.reason, SPLIT_MISS))
-            continue
-        if isinstance(outcome, str):
-            rejected.append(rejection(pair.decode.pool.option, outcome, SPLIT_MISS))
-            continue
-        chosen.append(_chosen(pair, *outcome, load))
-    return chosen
+def _simulate(
+    pair: _Pair, workload: Workload, load: Load, max_replicas: int, rejected: list[Rejection]
+) -> Chosen | None:
+    """One pair simulated at the replicas that meet the targets, or rejected."""
+
+    def at(replicas: tuple[int, int]) -> DisaggregatedSummary:
+        return run_disaggregated(
+            Pool(pair.prefill.pool.config, pair.prefill.pool.table),
+            Pool(pair.decode.pool.config, pair.decode.pool.table),
+            workload,
+            replicas,
+            pair.transfer_ms_per_token,
+        )
+
+    start = (pair.prefill.replicas, pair.decode.replicas)
+    try:
+        outcome = choose_pools(at, start, load, max_replicas)
+    except SimulationError as exc:
+        rejected.append(rejection(pair.decode.pool.option, exc.reason, SPLIT_MISS))
+        return None
+    if isinstance(outcome, str):
+        rejected.append(rejection(pair.decode.pool.option, outcome, SPLIT_MISS))
+        return None
+    return _chosen(pair, *outcome, load)
 
 
 def _chosen(

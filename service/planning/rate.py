@@ -11,13 +11,20 @@ targets, in two passes:
    allow; a request then holds a replica for prefill(I) + O x decode(b) / b ms (I, O the mean
    input and output tokens), so one replica serves mu = 1000 / that requests per second, and
    Little's law puts rate x (prefill(I) + O x decode(b)) / 1000 requests in flight. The
-   replicas are max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)).
-2. Simulated, the FINALISTS cheapest (by the analytic replicas x the price per replica): one
-   replica of the option under the workload at request_rate / replicas
-   (`service.simulation.run`: the candidate's engine's scheduler, vLLM's V1 or SGLang's; the
-   planner searches one engine, the question's), fewer replicas tried while the targets
-   still hold, more while they do not. An engine whose scheduler is not simulated (TensorRT-
-   LLM) is refused by name.
+   replicas are max(ceil(rate / (mu x UTILISATION)), ceil(in flight / b)); at utilisation 1
+   the same formula gives the candidate's LOWER BOUND, the fewest replicas the analytic model
+   says could serve the rate and hold its requests.
+2. Simulated, by branch and bound: candidates in order of their lower bound's cost (the
+   bound's replicas x the price per replica), each one replica of the option under the
+   workload at request_rate / replicas (`service.simulation.run`: the candidate's engine's
+   scheduler, vLLM's V1 or SGLang's; the planner searches one engine, the question's), from
+   the analytic replicas, fewer tried while the targets still hold, more while they do not.
+   The search stops once the next candidate's lower bound costs more than the k-th cheapest
+   simulated option (k = FINALISTS, or fewer when fewer are shown), or after MAX_CANDIDATES
+   candidates simulated; a simulated option dearer than an unsimulated candidate's lower
+   bound is not shown (that candidate might beat it). The analytic pass alone could leave an
+   option out that the simulation trims (GB200 at 20/s: two replicas analytically, one
+   simulated). An engine whose scheduler is not simulated (TensorRT-LLM) is refused by name.
 
 Each candidate is simulated with the running cap its flags paste (`max_num_seqs`: vLLM
 --max-num-seqs, SGLang --max-running-requests), and its answer pastes the flags of the engine
@@ -79,8 +86,10 @@ from .schemas import (
 # The share of a replica's time the analytic pass lets the rate fill: queues grow without
 # bound as it nears 1, and the simulation of the finalists says where the targets hold.
 UTILISATION = 0.8
-# Candidates simulated (cheapest by the analytic pass first), and simulations per candidate.
+# Options the branch and bound proves the cheapest (module docstring), the most candidates
+# it simulates (to keep a plan interactive), and simulations per candidate.
 FINALISTS = 4
+MAX_CANDIDATES = 12
 MAX_SIMULATIONS = 10
 DEFAULT_NUM_REQUESTS = 2000
 # Split pools are chained on vLLM's scheduler (simulation/disaggregated.py); SGLang's decode
@@ -210,8 +219,11 @@ def analytic_replicas(
     rate: float,
     means: Means,
     targets: Sequence[Target],
+    *,
+    utilisation: float = UTILISATION,
 ) -> int | str:
-    """The analytic pass (module docstring): replicas, or why no count of them will do."""
+    """The analytic pass (module docstring): replicas, or why no count of them will do; at
+    `utilisation` 1 the lower bound."""
     context = means.input_tokens + means.output_tokens / 2
     prefill = table.prefill(math.ceil(means.input_tokens))
     batch = memory_batch(config, means)
@@ -225,7 +237,7 @@ def analytic_replicas(
         return batch
     decode = table.decode(batch, context)
     held_ms = prefill + means.output_tokens * decode / batch
-    busy = rate * held_ms / 1000 / UTILISATION
+    busy = rate * held_ms / 1000 / utilisation
     in_flight = rate * (prefill + means.output_tokens * decode) / 1000
     return max(1, math.ceil(busy), math.ceil(in_flight / batch))
 
@@ -308,6 +320,13 @@ class _Candidate:
     config: EngineConfig
     table: StepTable
     replicas: int  # the analytic pass's
+    floor: int  # the lower bound's (at utilisation 1)
+
+    @property
+    def bound(self) -> float | None:
+        """The lower bound's cost an hour (None: unpriced)."""
+        cost = self.option.cost_per_hour_usd
+        return None if cost is None else cost * self.floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,11 +369,13 @@ def plan_for_rate(
     speed = hook.speed_scale if hook.may_match_speed else None
     pools = tabled(arch, found, rejected, speed_scale=speed)
     candidates = [] if mode == "only" else _analytic(pools, load, rejected)
-    chosen = _simulated(candidates, workload, load, fields.max_replicas, rejected)
+    keep = min(FINALISTS, 1 + fields.max_alternatives)
+    bounded = _simulated(candidates, workload, load, (fields.max_replicas, keep), rejected)
+    chosen = bounded.chosen
     split: list[Chosen] = []
     note = (
-        f"a plan for a rate: {len(candidates)} candidates sized analytically, the "
-        f"{min(len(candidates), FINALISTS)} cheapest simulated ({len(draw_requests(workload, 16))} "
+        f"a plan for a rate: {len(candidates)} candidates sized analytically, "
+        f"{bounded.note()} ({len(draw_requests(workload, 16))} "
         "requests each run, one replica at request_rate / replicas)"
     )
     if mode != "never":
@@ -364,9 +385,8 @@ def plan_for_rate(
             search, pools, (workload, load), rejected if mode == "only" else []
         )
         note += (
-            f"; {paired} disaggregated pairs of pools sized analytically, the "
-            f"{min(paired, disaggregated.FINALISTS)} cheapest simulated (a prefill and a decode "
-            "replica chained, each at its pool's share of request_rate)"
+            f"; {paired} (a prefill and a decode replica chained, each at its pool's share of "
+            "request_rate)"
         )
     answer = _answer(
         question, catalog, found, [*chosen, *split], rejected=rejected, context=(label, hook, load)
@@ -518,53 +538,131 @@ def tabled(
 
 
 def _analytic(options: Sequence[Tabled], load: Load, rejected: list[Rejection]) -> list[_Candidate]:
-    """Every option with the analytic pass's replicas (cheapest first)."""
+    """Every option with the analytic pass's replicas and lower bound, cheapest bound first."""
     candidates = []
     for one in options:
         replicas = analytic_replicas(one.table, one.config, load.rate, load.means, load.targets)
         if isinstance(replicas, str):
             rejected.append(rejection(one.option, replicas, _miss_code(replicas)))
             continue
-        candidates.append(_Candidate(one.option, one.config, one.table, replicas))
-    candidates.sort(
-        key=lambda c: (
-            c.option.cost_per_hour_usd is None,
-            (c.option.cost_per_hour_usd or 0.0) * c.replicas,
-            c.option.total_gpus * c.replicas,
+        floor = analytic_replicas(
+            one.table, one.config, load.rate, load.means, load.targets, utilisation=1.0
         )
+        assert isinstance(floor, int)  # the same checks passed at UTILISATION
+        candidates.append(_Candidate(one.option, one.config, one.table, replicas, floor))
+    candidates.sort(
+        key=lambda c: (c.bound is None, c.bound or 0.0, c.option.total_gpus * c.floor, c.replicas)
     )
     return candidates
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """The branch and bound's outcome: the options shown, and what the note says of the rest."""
+
+    chosen: list[Chosen]
+    simulated: int  # candidates simulated
+    unsimulated: int  # candidates left
+    next_bound: float | None  # the cheapest lower bound left ($/h), None: none priced left
+    capped: bool  # stopped at the cap on simulations, not by the bound
+    withheld: int  # simulated options not shown: an unsimulated bound is below their cost
+
+    keep: int  # the cheapest options the bound proves
+
+    def note(self) -> str:
+        """How many were simulated, and why the rest could not beat the ones shown."""
+        if not self.unsimulated:
+            return f"all {self.simulated} simulated"
+        rest = f"the other {self.unsimulated}'s lower bound (replicas at utilisation 1) " + (
+            "is unpriced" if self.next_bound is None else f"is ${self.next_bound:.2f}/h or more"
+        )
+        if self.capped:
+            said = f"{self.simulated} simulated, the most simulated ({rest}, not above the "
+            said += f"{self.keep} cheapest simulated: the ranking past them is not proven)"
+        else:
+            said = f"{self.simulated} simulated cheapest lower bound first ({rest}, above the "
+            said += f"{self.keep} cheapest simulated: none of them could beat those)"
+        if self.withheld:
+            said += f"; {self.withheld} simulated not shown (dearer than that lower bound)"
+        return said
 
 
 def _simulated(
     candidates: Sequence[_Candidate],
     workload: Workload,
     load: Load,
+    limits: tuple[int, int],
+    rejected: list[Rejection],
+) -> Bounded:
+    """Branch and bound (module docstring): candidates simulated cheapest lower bound first,
+    each at the replicas that meet the targets, until the next bound costs more than the
+    k-th cheapest simulated option (`limits`: max_replicas and k); one that cannot meet
+    them is rejected."""
+    max_replicas, keep = limits
+    chosen: list[Chosen] = []
+    done = 0
+    for candidate in candidates:
+        if bound_closes(candidate.bound, chosen, keep) or done >= MAX_CANDIDATES:
+            break
+        done += 1
+        one = _simulate(candidate, workload, load, max_replicas, rejected)
+        if one is not None:
+            chosen.append(one)
+    left = candidates[done:]
+    return bounded(chosen, done, [c.bound for c in left], keep)
+
+
+def bounded(chosen: list[Chosen], done: int, left: Sequence[float | None], keep: int) -> Bounded:
+    """The outcome of a branch and bound that simulated `done` candidates and left those whose
+    lower bounds are `left` (cheapest first): the options no unsimulated one might beat."""
+    bound = left[0] if left else None
+    shown = [c for c in chosen if not _beatable(_cost(c), bound)]
+    capped = bool(left) and not bound_closes(bound, chosen, keep)
+    return Bounded(shown, done, len(left), bound, capped, len(chosen) - len(shown), keep)
+
+
+def _beatable(cost: float | None, bound: float | None) -> bool:
+    """Whether an unsimulated candidate whose lower bound is `bound` might cost less."""
+    return cost is not None and bound is not None and cost > bound
+
+
+def _cost(chosen: Chosen) -> float | None:
+    return chosen.option.cost_per_hour_usd
+
+
+def bound_closes(bound: float | None, chosen: Sequence[Chosen], keep: int) -> bool:
+    """Whether a candidate whose lower bound costs `bound` an hour, and so every later one,
+    cannot be among the `keep` cheapest: the bound is above the keep-th cheapest priced option
+    simulated (an unpriced candidate: once keep priced options are found)."""
+    costs = sorted(c for c in map(_cost, chosen) if c is not None)
+    if len(costs) < keep:
+        return False
+    return bound is None or bound > costs[keep - 1]
+
+
+def _simulate(
+    candidate: _Candidate,
+    workload: Workload,
+    load: Load,
     max_replicas: int,
     rejected: list[Rejection],
-) -> list[Chosen]:
-    """The finalists simulated, each at the replicas that meet the targets; a finalist that
-    cannot is rejected and the next candidate takes its place."""
-    chosen: list[Chosen] = []
-    for candidate in candidates:
-        if len(chosen) >= FINALISTS:
-            break
+) -> Chosen | None:
+    """One candidate simulated at the replicas that meet the targets, or rejected."""
 
-        def at(replicas: int, c: _Candidate = candidate) -> Summary:
-            share = dataclasses.replace(workload, request_rate=load.rate / replicas)
-            return run(c.config, c.table, share)
+    def at(replicas: int) -> Summary:
+        share = dataclasses.replace(workload, request_rate=load.rate / replicas)
+        return run(candidate.config, candidate.table, share)
 
-        try:
-            outcome = choose_replicas(at, candidate.replicas, load.targets, max_replicas)
-        except SimulationError as exc:
-            rejected.append(rejection(candidate.option, exc.reason, NO_ESTIMATE))
-            continue
-        if isinstance(outcome, str):
-            rejected.append(rejection(candidate.option, outcome, SIMULATED_MISS))
-            continue
-        replicas, summary = outcome
-        chosen.append(Chosen(_replicated(candidate.option, replicas), summary))
-    return chosen
+    try:
+        outcome = choose_replicas(at, candidate.replicas, load.targets, max_replicas)
+    except SimulationError as exc:
+        rejected.append(rejection(candidate.option, exc.reason, NO_ESTIMATE))
+        return None
+    if isinstance(outcome, str):
+        rejected.append(rejection(candidate.option, outcome, SIMULATED_MISS))
+        return None
+    replicas, summary = outcome
+    return Chosen(_replicated(candidate.option, replicas), summary)
 
 
 def _replicated(option: PlanOption, replicas: int) -> PlanOption:
