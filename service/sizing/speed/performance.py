@@ -1248,14 +1248,7 @@ def estimate_performance(
         efficiency = fitted_efficiency(gpu)
     if error_band is None:
         error_band = error_band_for(arch, gpu)
-    if arch.has_compressed_attention:
-        # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
-        # the roofline's layer sums would count none of them.
-        raise SizingError(
-            "model",
-            "the speed of DeepSeek-V4's compressed sparse attention (windows, compressed rows "
-            "and indexer top-k) is not modelled",
-        )
+    _check_modelled(arch)
 
     def decode_at(sequences: int) -> StepTime:
         tp, dtype, fmt = tensor_parallel_size, kv_cache_dtype, weight_format
@@ -1278,16 +1271,12 @@ def estimate_performance(
     peak = None if peak_batch is None else decode_at(peak_batch)
     prefill = step_time(
         prefill_cost(
-            arch,
-            gpu,
-            prompt_tokens,
-            tensor_parallel_size=tensor_parallel_size,
-            weight_format=weight_format,
-            expert_parallel_size=expert_parallel_size,
+            arch, gpu, prompt_tokens, tensor_parallel_size=tensor_parallel_size,
+            weight_format=weight_format, expert_parallel_size=expert_parallel_size,
             data_parallel_size=data_parallel_size,
         ),
         efficiency,
-    )
+    )  # fmt: skip
     return _estimate(
         decode,
         peak,
@@ -1299,6 +1288,17 @@ def estimate_performance(
         error_band=error_band,
         speculation=speculation,
     )
+
+
+def _check_modelled(arch: ModelArchitecture) -> None:
+    if arch.has_compressed_attention:
+        # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
+        # the roofline's layer sums would count none of them.
+        raise SizingError(
+            "model",
+            "the speed of DeepSeek-V4's compressed sparse attention (windows, compressed rows "
+            "and indexer top-k) is not modelled",
+        )
 
 
 def _prefill_wait(prefill_ms: float, arrivals_per_second: float | None) -> float | None:
