@@ -462,6 +462,9 @@ class StepCost:
     # Expert parallelism across DP ranks: the bytes one GPU sends over its link to dispatch
     # its tokens to the experts' ranks and combine their outputs (`_PassConstants.cost`).
     all_to_all_bytes: int = 0
+    # The layout the pass was timed under (`ParameterSplit.read_per_gpu`): 1 and 1 for TP.
+    expert_parallel_size: int = 1
+    data_parallel_size: int = 1
 
     @property
     def attention_peak(self) -> float:
@@ -514,7 +517,8 @@ class StepTime:
     def steps(self, efficiency: Efficiency) -> tuple[str, ...]:
         """The arithmetic, one line per term, for the explanation."""
         c = self.cost
-        lines = [
+        lines = [*_layout_lines(c)]
+        lines += [
             f"bytes read per GPU: {c.weight_bytes:,} B weights + {c.kv_bytes:,} B cache "
             f"= {c.bytes_read:,} B",
             f"memory: {c.bytes_read:,} B / ({c.bandwidth_bytes_per_s / TB:g} TB/s x "
@@ -551,6 +555,21 @@ class StepTime:
             f"{self.ms:.3f} ms ({self.bound.value}-bound)"
         )
         return tuple(lines)
+
+
+def _layout_lines(cost: StepCost) -> tuple[str, ...]:
+    """What a pass under expert or data parallelism is timed as (none under plain TP)."""
+    ep, dp, tp = cost.expert_parallel_size, cost.data_parallel_size, cost.tensor_parallel_size
+    if ep == 1 and dp == 1:
+        return ()
+    experts = "tensor-sharded" if ep == 1 else f"placed whole on EP {ep} ranks"
+    read = "those" if ep == 1 else "the busiest rank's of those"
+    own = f"one DP rank of {dp}: its {cost.tokens:,} tokens, " if dp > 1 else ""
+    every = " (every DP rank's, each with as many)" if dp > 1 else ""
+    return (
+        f"layout: {own}attention and dense weights over TP {tp}, routed experts {experts} "
+        f"over {tp * dp} GPUs; read: {read} that {cost.tokens * dp:,} tokens{every} touch",
+    )
 
 
 def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
@@ -943,6 +962,8 @@ class _PassConstants:
             attention_flops_per_s=self.attention_flops_per_s,
             low_precision=self.low_precision,
             all_to_all_bytes=tokens * self.all_to_all_bytes_per_token,
+            expert_parallel_size=self.expert_parallel_size,
+            data_parallel_size=self.data_parallel_size,
         )
 
 
