@@ -343,7 +343,7 @@ class ParameterSplit:
         experts see dp x tokens tokens, sharded over dp x tp GPUs (ep 1: every expert
         tensor-sharded dp x tp ways, as vLLM's FusedMoE flattens DP x TP without EP) or placed
         whole on ep ranks (moe_tp = dp x tp / ep); the dense part stays over the rank's tp."""
-        if self.num_experts == 0:
+        if self.num_experts == 0 or (ep == 1 and dp == 1):
             return self.read(tokens) / tp
         routed = tokens * dp
         if ep == 1:
