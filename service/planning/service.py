@@ -77,6 +77,7 @@ from ..sizing import (
     served_model,
     sglang_speculative_config,
     target_steps,
+    with_expert_layout,
     with_given_pool,
     with_hf_quant_config,
 )
@@ -370,6 +371,7 @@ def speed_by_batch(
         kv_cache_dtype=parse_kv_cache_dtype(detail.kv_cache_dtype),
         weight_format=options.weight_format,
     )
+    speed = with_expert_layout(speed, arch, _size(question, catalog).result)
     arch, _ = served_model(arch, gpu, options)  # weights at --dtype
     points = batch_curve(arch, gpu, speed, batch_sizes(limit))
     if isinstance(points, NoEstimate):
@@ -416,6 +418,7 @@ def speed_at(
         weight_format=options.weight_format,
         pipeline_parallel_size=detail.pipeline_parallel_size,
     )
+    speed = with_expert_layout(speed, arch, sized.result)
     model_key = calibrated.model_key(question.model, sized.model)
     key = None
     if model_key is not None:

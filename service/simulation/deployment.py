@@ -47,6 +47,7 @@ from ..sizing import (
     batch_sizes,
     capacity_speed,
     default_chunked_prefill_size,
+    with_expert_layout,
 )
 from .engine import EngineConfig, SglangLimits
 from .errors import SimulationError
@@ -251,6 +252,7 @@ def step_table(
             weight_format=weight_format,
             pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
         )
+        question = with_expert_layout(question, arch, capacity)
         curve = batch_curve(arch, gpu, question, batches)
         if isinstance(curve, NoEstimate):
             raise SimulationError("gpu", curve.warning)

@@ -96,6 +96,7 @@ from .speed.replica import (
     mixed_step_ms,
     pace,
     replica_speed,
+    with_expert_layout,
 )
 from .units import GiB, gib_to_bytes
 from .versions import parse_engine_version
@@ -190,6 +191,7 @@ __all__ = [
     "target_steps",
     "vllm_cudagraph_estimate",
     "vllm_release",
+    "with_expert_layout",
     "with_given_pool",
     "with_hf_quant_config",
     "without_flags",

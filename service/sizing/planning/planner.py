@@ -59,6 +59,7 @@ from ..speed.replica import (
     check_prompt_tokens,
     pace,
     replica_speed,
+    with_expert_layout,
 )
 from ..units import cdiv
 
@@ -215,10 +216,11 @@ class PlanOption:
 
     @property
     def output_tokens_per_second(self) -> float | None:
-        """All replicas' output tokens per second at the peak (None without an estimate)."""
+        """All replicas' output tokens per second at the peak (None without an estimate); a
+        DP x EP replica's speed is one DP rank's (speed/replica.py), so x its DP ranks."""
         if not isinstance(self.speed, PerformanceEstimate):
             return None
-        return self.speed.output_tokens_per_second * self.replicas
+        return self.speed.output_tokens_per_second * self.replicas * self.data_parallel_size
 
     @property
     def tokens_per_dollar(self) -> float | None:
@@ -728,6 +730,11 @@ def _timed(arch: ModelArchitecture, option: PlanOption, request: PlanRequest) ->
         kv_cache_dtype=option.capacity.kv_cache_dtype,
         weight_format=request.engine.weight_format,
     )
+    if option.data_parallel_size > 1:  # one DP rank's share of the replica's sequences
+        question = replace(
+            question, batch=cdiv(option.concurrency_per_replica, option.data_parallel_size)
+        )
+    question = with_expert_layout(question, arch, option.capacity)
     served, _ = served_model(arch, option.gpu, request.engine)  # the weights at --dtype
     speed = replica_speed(served, option.gpu, question)
     warnings = option.warnings
@@ -866,6 +873,7 @@ def _hold_to_targets(
         kv_cache_dtype=capacity.kv_cache_dtype,
         weight_format=request.engine.weight_format,
     )
+    question = with_expert_layout(question, arch, capacity)
     paced = pace(arch, gpu, question, request.targets, speed_scale=speed_scale)
     if isinstance(paced, NoEstimate):
         return Rejection(
@@ -1056,8 +1064,9 @@ def _expert_parallel_options(
 ) -> list[PlanOption]:
     """A MoE model on vLLM: one node of `node` GPUs as DP `node` x TP 1 with expert
     parallelism (engines/expert_parallel.py), each DP rank its own pool of its own sequences,
-    beside the TP layouts. Not tried with latency targets: the speed model times TP replicas
-    only. A layout that does not fit is left out (the TP layouts' rejections say enough)."""
+    beside the TP layouts, timed per DP rank (`_timed`, speed/replica.py expert_layout). Not
+    tried with latency targets (the search for a batch that meets them paces TP layouts). A
+    layout that does not fit is left out (the TP layouts' rejections say enough)."""
     if (
         arch.moe is None
         or node < 2
@@ -1086,10 +1095,6 @@ def _expert_parallel_options(
     priced = _priced(
         gpu, node, capacity, replace(request, engine=engine), fit=fit, replicas=replicas
     )
-    unspeeded = NoEstimate(
-        f"DP {node} with expert parallelism: kvplan's speed model times tensor-parallel "
-        "replicas only"
-    )
     other = "vllm" if request.engine.engine is Engine.SGLANG else "sglang"
     return [
         replace(
@@ -1100,10 +1105,9 @@ def _expert_parallel_options(
             headroom_tokens=int(
                 priced.headroom_fraction * replicas * capacity.kv_cache_tokens_total
             ),
-            speed=unspeeded,
+            speed=None,
             warnings=(
                 *priced.warnings,
-                unspeeded.warning,
                 f"DP {node} x TP 1 with expert parallelism: each of the {node} DP ranks holds "
                 f"its own KV pool ({capacity.kv_cache_tokens:,} tokens, {capacity.max_num_seqs} "
                 "sequences at max_model_len); max_num_seqs and the pool are per rank",

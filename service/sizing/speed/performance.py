@@ -328,7 +328,7 @@ class ParameterSplit:
             self.num_experts, self.experts_per_token, tokens
         )
 
-    def read_per_gpu(self, tokens: int, tp: int, ep: int) -> float:
+    def read_per_gpu(self, tokens: int, tp: int, ep: int, dp: int = 1) -> float:
         """Parameters the slowest GPU of a TP group reads in a pass over `tokens` tokens.
 
         Tensor parallelism (ep 1) shards every weight over the tp ranks, so each reads
@@ -336,13 +336,23 @@ class ParameterSplit:
         experts (sharded tp / ep ways where ep < tp); the dense part stays TP-sharded. The
         step waits for the rank whose experts the batch touches most, so a rank reads the
         busiest rank's experts (`busiest_rank_experts`), not the average: at small batch the
-        routed tokens fall unevenly over the ranks."""
-        if ep == 1 or self.num_experts == 0:
+        routed tokens fall unevenly over the ranks.
+
+        `dp` data-parallel attention ranks (vLLM's data_parallel_size, SGLang's DP attention),
+        each with its own `tokens`, share one set of experts over their dp x tp GPUs: the
+        experts see dp x tokens tokens, sharded over dp x tp GPUs (ep 1: every expert
+        tensor-sharded dp x tp ways, as vLLM's FusedMoE flattens DP x TP without EP) or placed
+        whole on ep ranks (moe_tp = dp x tp / ep); the dense part stays over the rank's tp."""
+        if self.num_experts == 0 or (ep == 1 and dp == 1):
             return self.read(tokens) / tp
+        routed = tokens * dp
+        if ep == 1:
+            touched = expected_experts(self.num_experts, self.experts_per_token, routed)
+            return self.dense / tp + self.moe_layers * self.per_expert * touched / (tp * dp)
         experts = busiest_rank_experts(
-            self.num_experts // ep, self.num_experts, self.experts_per_token, tokens, ep
+            self.num_experts // ep, self.num_experts, self.experts_per_token, routed, ep
         )
-        return self.dense / tp + self.moe_layers * self.per_expert * experts * ep / tp
+        return self.dense / tp + self.moe_layers * self.per_expert * experts * ep / (tp * dp)
 
 
 def expected_experts(num_experts: int, experts_per_token: int, tokens: int) -> float:
@@ -449,6 +459,12 @@ class StepCost:
     low_precision: bool = False
     # The attention's peak (`attention_peak_flops_per_s`); 0 takes peak_flops_per_s.
     attention_flops_per_s: float = 0.0
+    # Expert parallelism across DP ranks: the bytes one GPU sends over its link to dispatch
+    # its tokens to the experts' ranks and combine their outputs (`_PassConstants.cost`).
+    all_to_all_bytes: int = 0
+    # The layout the pass was timed under (`ParameterSplit.read_per_gpu`): 1 and 1 for TP.
+    expert_parallel_size: int = 1
+    data_parallel_size: int = 1
 
     @property
     def attention_peak(self) -> float:
@@ -464,10 +480,13 @@ class StepCost:
         (NVIDIA/nccl-tests doc/PERFORMANCE.md: an all-reduce moves 2(n-1)/n of the data
         through each rank's link)."""
         tp = self.tensor_parallel_size
-        if tp == 1 or self.link_bytes_per_s is None:
+        if self.link_bytes_per_s is None:
             return 0.0
+        all_to_all = self.all_to_all_bytes / self.link_bytes_per_s
+        if tp == 1:
+            return all_to_all
         per_call = 2 * (tp - 1) / tp * self.allreduce_bytes / self.link_bytes_per_s
-        return self.allreduces * per_call
+        return self.allreduces * per_call + all_to_all
 
 
 @frozen
@@ -498,7 +517,8 @@ class StepTime:
     def steps(self, efficiency: Efficiency) -> tuple[str, ...]:
         """The arithmetic, one line per term, for the explanation."""
         c = self.cost
-        lines = [
+        lines = [*_layout_lines(c)]
+        lines += [
             f"bytes read per GPU: {c.weight_bytes:,} B weights + {c.kv_bytes:,} B cache "
             f"= {c.bytes_read:,} B",
             f"memory: {c.bytes_read:,} B / ({c.bandwidth_bytes_per_s / TB:g} TB/s x "
@@ -514,7 +534,14 @@ class StepTime:
             lines.append(
                 f"interconnect: {c.allreduces} all-reduces x (2 x {tp - 1}/{tp} x "
                 f"{c.allreduce_bytes:,} B / {link} GB/s + "
-                f"{efficiency.allreduce_latency_us:g} us) = {self.interconnect_ms:.3f} ms"
+                f"{efficiency.allreduce_latency_us:g} us)"
+                + ("" if c.all_to_all_bytes else f" = {self.interconnect_ms:.3f} ms")
+            )
+        if c.all_to_all_bytes:
+            link = "?" if c.link_bytes_per_s is None else f"{c.link_bytes_per_s / GB:g}"
+            lines.append(
+                f"expert all-to-all (dispatch + combine): {c.all_to_all_bytes:,} B / {link} "
+                f"GB/s (its latency not timed); interconnect in all {self.interconnect_ms:.3f} ms"
             )
         lines.append(
             f"overhead: {efficiency.step_overhead_ms:g} ms + {c.layers} layers x "
@@ -528,6 +555,21 @@ class StepTime:
             f"{self.ms:.3f} ms ({self.bound.value}-bound)"
         )
         return tuple(lines)
+
+
+def _layout_lines(cost: StepCost) -> tuple[str, ...]:
+    """What a pass under expert or data parallelism is timed as (none under plain TP)."""
+    ep, dp, tp = cost.expert_parallel_size, cost.data_parallel_size, cost.tensor_parallel_size
+    if ep == 1 and dp == 1:
+        return ()
+    experts = "tensor-sharded" if ep == 1 else f"placed whole on EP {ep} ranks"
+    read = "those" if ep == 1 else "the busiest rank's of those"
+    own = f"one DP rank of {dp}: its {cost.tokens:,} tokens, " if dp > 1 else ""
+    every = " (every DP rank's, each with as many)" if dp > 1 else ""
+    return (
+        f"layout: {own}attention and dense weights over TP {tp}, routed experts {experts} "
+        f"over {tp * dp} GPUs; read: {read} that {cost.tokens * dp:,} tokens{every} touch",
+    )
 
 
 def step_time(cost: StepCost, efficiency: Efficiency) -> StepTime:
@@ -601,25 +643,28 @@ def _link(gpu: GpuPerformance, tensor_parallel_size: int) -> float | None:
     return gpu.interconnect_gb_s * GB
 
 
-def _ep(arch: ModelArchitecture, tp: int, expert_parallel_size: int) -> int:
-    """The expert-parallel size, checked: 1, or a divisor of the TP size that divides the
-    routed experts. SGLang's --ep-size splits the --tp-size ranks into expert-parallel groups,
-    the attention staying tensor-parallel (sgl-project/sglang
-    docs/advanced_features/expert_parallelism.md); without an all-to-all backend (DeepEP,
-    which kvplan does not time here) each MoE layer's output is still summed over the TP
-    group, so the all-reduces are counted as under TP."""
+def _ep(arch: ModelArchitecture, tp: int, expert_parallel_size: int, dp: int = 1) -> int:
+    """The expert-parallel size, checked: 1, or a divisor of the dp x tp GPUs that share the
+    experts (`ParameterSplit.read_per_gpu`) that divides the routed experts. vLLM's
+    enable_expert_parallel makes it dp x tp (vllm/model_executor/layers/fused_moe/config.py
+    FusedMoEParallelConfig.make: ep_size = dp_size x tp_size). SGLang's --ep-size splits the
+    --tp-size ranks into expert-parallel groups, the attention staying tensor-parallel
+    (sgl-project/sglang docs/advanced_features/expert_parallelism.md); within one TP group
+    (dp 1) each MoE layer's output is summed over the TP group, so the all-reduces are counted
+    as under TP; across DP ranks the tokens' all-to-all is added (`all_to_all_bytes`)."""
     ep = expert_parallel_size
+    _positive_int("data_parallel_size", dp)
     if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
         raise SizingError("expert_parallel_size", f"must be a positive integer, got {ep!r}")
     if ep == 1:
         return ep
     if arch.moe is None:
         raise SizingError("expert_parallel_size", "expert parallelism needs an MoE model")
-    if tp % ep or arch.moe.num_experts % ep:
+    if (tp * dp) % ep or arch.moe.num_experts % ep:
         raise SizingError(
             "expert_parallel_size",
-            f"must divide tensor_parallel_size ({tp}) and the routed experts "
-            f"({arch.moe.num_experts}), got {ep}",
+            f"must divide data_parallel_size x tensor_parallel_size ({dp} x {tp}) and the "
+            f"routed experts ({arch.moe.num_experts}), got {ep}",
         )
     return ep
 
@@ -705,6 +750,7 @@ def decode_cost(
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
     expert_parallel_size: int = 1,
+    data_parallel_size: int = 1,
 ) -> StepCost:
     """One decode step: B sequences each add one token at context C.
 
@@ -720,7 +766,10 @@ def decode_cost(
     _positive_int("context_tokens", context_tokens)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
+    dp = data_parallel_size
+    step = _pass_constants(
+        arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size, dp), dp=dp
+    )
     reads = _cache_reads(arch, kv_cache_dtype, tp)
     terms = step.attention
     # Integers throughout: the per-layer sums, grouped once per model, are the same numbers.
@@ -742,6 +791,7 @@ def prefill_cost(
     tensor_parallel_size: int = 1,
     weight_format: WeightFormat | None = None,
     expert_parallel_size: int = 1,
+    data_parallel_size: int = 1,
 ) -> StepCost:
     """One prefill pass over `prompts` prompts of P tokens each (compute-bound for all but the
     shortest prompts). FLOPs: 2 x active parameters x P, plus the causal attention's quadratic
@@ -751,7 +801,10 @@ def prefill_cost(
     _positive_int("prompts", prompts)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
+    dp = data_parallel_size
+    step = _pass_constants(
+        arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size, dp), dp=dp
+    )
     terms = step.attention
     p = prompt_tokens
     attention_flops = p * terms.state + p * (p + 1) // 2 * terms.full
@@ -785,6 +838,7 @@ def mixed_cost(
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
     expert_parallel_size: int = 1,
+    data_parallel_size: int = 1,
 ) -> StepCost:
     """One engine step that decodes `decodes` sequences at context C and computes prefill
     `chunks` in the same forward pass, as vLLM's V1 scheduler batches them (vllm
@@ -812,7 +866,10 @@ def mixed_cost(
         _positive_int("context_tokens", context_tokens)
     _check_tp(tensor_parallel_size)
     tp = tensor_parallel_size
-    step = _pass_constants(arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size))
+    dp = data_parallel_size
+    step = _pass_constants(
+        arch, gpu, tp, weight_format, _ep(arch, tp, expert_parallel_size, dp), dp=dp
+    )
     reads = _cache_reads(arch, kv_cache_dtype, tp)
     terms = step.attention
     kv = decodes * (reads.state + context_tokens * reads.full) if decodes else 0
@@ -871,6 +928,10 @@ class _PassConstants:
     attention_flops_per_s: float
     low_precision: bool
     expert_parallel_size: int = 1
+    data_parallel_size: int = 1
+    # One token's dispatch and combine over every MoE layer, bytes, when the experts span
+    # more than this DP rank's GPUs (`all_to_all_bytes`); 0 otherwise.
+    all_to_all_bytes_per_token: int = 0
 
     def weights_read(self, tokens: int) -> int:
         """Weights a pass over `tokens` tokens reads per GPU: every dense weight, and the
@@ -878,7 +939,7 @@ class _PassConstants:
         checkpoint's average, or the asked-for format's (weights.weight_bytes_total re-prices
         the same way)."""
         parameters = self.split.read_per_gpu(
-            tokens, self.tensor_parallel_size, self.expert_parallel_size
+            tokens, self.tensor_parallel_size, self.expert_parallel_size, self.data_parallel_size
         )
         return round(parameters * self.bytes_per_parameter)
 
@@ -900,6 +961,9 @@ class _PassConstants:
             layers=self.layers,
             attention_flops_per_s=self.attention_flops_per_s,
             low_precision=self.low_precision,
+            all_to_all_bytes=tokens * self.all_to_all_bytes_per_token,
+            expert_parallel_size=self.expert_parallel_size,
+            data_parallel_size=self.data_parallel_size,
         )
 
 
@@ -912,6 +976,8 @@ def _pass_constants(
     tp: int,
     weight_format: WeightFormat | None,
     ep: int = 1,
+    *,
+    dp: int = 1,
 ) -> _PassConstants:
     fmt = _weight_format(arch, weight_format)
     terms = _attention_terms(arch)
@@ -926,12 +992,35 @@ def _pass_constants(
         peak_flops_per_s=peak,
         allreduces=allreduces_per_pass(arch),
         allreduce_bytes_per_token=_hidden(arch, tp) * arch.dtype.element_bytes,
-        link_bytes_per_s=_link(gpu, tp),
+        link_bytes_per_s=_link(gpu, tp * dp),
         layers=len(arch.layers),
         attention_flops_per_s=attention_peak_flops_per_s(gpu),
         low_precision=peak > gpu.dense_bf16_tflops * TERA,
         expert_parallel_size=ep,
+        data_parallel_size=dp,
+        all_to_all_bytes_per_token=all_to_all_bytes(arch, split, tp, ep, dp),
     )
+
+
+def all_to_all_bytes(
+    arch: ModelArchitecture, split: ParameterSplit, tp: int, ep: int, dp: int
+) -> int:
+    """Bytes one GPU sends per token of its DP rank to dispatch the token to its experts and
+    combine their outputs, over every MoE layer, when the experts span more than the rank's
+    own GPUs (dp > 1 with ep > 1); 0 otherwise (SGLang's EP within one TP group sums the
+    experts' outputs in the TP all-reduces, `_ep`).
+
+    Each token's hidden state goes to each of its top_k experts and each expert's output comes
+    back (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.2.2: tokens are dispatched
+    to their routed experts and the outputs combined back), in the model's dtype: 2 x top_k x
+    hidden x dtype bytes per MoE layer. With routing uniform over the ep ranks, (ep - 1) / ep
+    of it leaves the GPU; a DP rank's tokens are taken as split evenly over its tp GPUs'
+    links. The dispatch in FP8 that DeepEP offers is not counted (BF16 both ways)."""
+    if dp == 1 or ep == 1 or split.num_experts == 0:
+        return 0
+    hidden = _hidden(arch, 2)
+    per_token = 2 * split.experts_per_token * hidden * arch.dtype.element_bytes * split.moe_layers
+    return per_token * (ep - 1) // (ep * tp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1037,6 +1126,7 @@ def verify_cost(
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
     weight_format: WeightFormat | None = None,
     expert_parallel_size: int = 1,
+    data_parallel_size: int = 1,
 ) -> StepCost:
     """A speculative decoding step: each of B sequences at context C scores its last token and
     k drafted ones, 1 + k queries over the C cached tokens and causally among themselves, in
@@ -1053,6 +1143,7 @@ def verify_cost(
         kv_cache_dtype=kv_cache_dtype,
         weight_format=weight_format,
         expert_parallel_size=expert_parallel_size,
+        data_parallel_size=data_parallel_size,
     )
 
 
@@ -1165,35 +1256,35 @@ def estimate_performance(
     efficiency: Efficiency | None = None,
     error_band: float | None = None,
     speculation: Speculation | None = None,
+    expert_parallel_size: int = 1,
+    data_parallel_size: int = 1,
 ) -> PerformanceEstimate:
     """TPOT and throughput at `batch` sequences of `context_tokens`, prefill of one prompt of
     `prompt_tokens`, and TTFT with `arrivals_per_second` prompts arriving at this replica.
+    Under DP x EP (`data_parallel_size` > 1) the replica is one DP rank: its batch, its TP
+    group, the experts shared with the other ranks, each running as many sequences.
     The efficiencies default to the GPU vendor's (`fitted_efficiency`), the error band to the
     answer's class (`error_band_for`)."""
     if efficiency is None:
         efficiency = fitted_efficiency(gpu)
     if error_band is None:
         error_band = error_band_for(arch, gpu)
-    if arch.has_compressed_attention:
-        # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
-        # the roofline's layer sums would count none of them.
-        raise SizingError(
-            "model",
-            "the speed of DeepSeek-V4's compressed sparse attention (windows, compressed rows "
-            "and indexer top-k) is not modelled",
-        )
+    _check_modelled(arch)
 
     def decode_at(sequences: int) -> StepTime:
         tp, dtype, fmt = tensor_parallel_size, kv_cache_dtype, weight_format
+        ep, dp = expert_parallel_size, data_parallel_size
         if speculation is None:
             cost = decode_cost(
-                arch, gpu, sequences, context_tokens,
-                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+                arch, gpu, sequences, context_tokens, tensor_parallel_size=tp,
+                kv_cache_dtype=dtype, weight_format=fmt, expert_parallel_size=ep,
+                data_parallel_size=dp,
             )  # fmt: skip
         else:
             cost = verify_cost(
-                arch, gpu, sequences, context_tokens, speculation,
-                tensor_parallel_size=tp, kv_cache_dtype=dtype, weight_format=fmt,
+                arch, gpu, sequences, context_tokens, speculation, tensor_parallel_size=tp,
+                kv_cache_dtype=dtype, weight_format=fmt, expert_parallel_size=ep,
+                data_parallel_size=dp,
             )  # fmt: skip
         return step_time(cost, efficiency)
 
@@ -1201,14 +1292,12 @@ def estimate_performance(
     peak = None if peak_batch is None else decode_at(peak_batch)
     prefill = step_time(
         prefill_cost(
-            arch,
-            gpu,
-            prompt_tokens,
-            tensor_parallel_size=tensor_parallel_size,
-            weight_format=weight_format,
+            arch, gpu, prompt_tokens, tensor_parallel_size=tensor_parallel_size,
+            weight_format=weight_format, expert_parallel_size=expert_parallel_size,
+            data_parallel_size=data_parallel_size,
         ),
         efficiency,
-    )
+    )  # fmt: skip
     return _estimate(
         decode,
         peak,
@@ -1220,6 +1309,17 @@ def estimate_performance(
         error_band=error_band,
         speculation=speculation,
     )
+
+
+def _check_modelled(arch: ModelArchitecture) -> None:
+    if arch.has_compressed_attention:
+        # Its cache reads and attention FLOPs are neither per cached token nor a fixed state:
+        # the roofline's layer sums would count none of them.
+        raise SizingError(
+            "model",
+            "the speed of DeepSeek-V4's compressed sparse attention (windows, compressed rows "
+            "and indexer top-k) is not modelled",
+        )
 
 
 def _prefill_wait(prefill_ms: float, arrivals_per_second: float | None) -> float | None:

@@ -16,15 +16,24 @@ Pipeline stages are timed as one tensor-parallel group holding the whole model: 
 crosses every stage in turn, so its step is the sum of the stages' (each reads its share of the
 bytes on its tp GPUs), which is the whole model's bytes and FLOPs over tp GPUs. The sends
 between stages and the overlap of micro-batches are not counted.
+
+Expert parallelism is timed as the engine lays it out (`expert_layout`): vLLM's
+enable_expert_parallel places whole experts on DP x TP ranks, SGLang's ep_size on ep_size of
+its tp_size GPUs; with data parallelism (vLLM's data_parallel_size on an MoE model, SGLang's DP
+attention) the "replica" timed is one DP rank: its own batch, its attention and dense weights
+over its own TP group, the busiest expert shard that the DP ranks' tokens touch together, and
+its tokens' all-to-all to the other ranks' experts (performance.all_to_all_bytes). SGLang
+shares its dense MLPs over the whole tp_size (moe_dense_tp_size 1: whole); the step reads them
+over the attention TP group, which overstates them under DP attention.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ..engines.common import Capacity, Gpu
+from ..engines.common import Capacity, Engine, Gpu
 from ..engines.multinode import pipeline_hops_ms, with_pipeline_hops
 from ..errors import SizingError
 from ..frozen import frozen
@@ -108,11 +117,50 @@ class SpeedQuestion:
     pipeline_parallel_size: int = 1
     # Speculative decoding at a measured acceptance length (None: plain decode steps).
     speculation: Speculation | None = None
+    # Expert parallelism and the DP ranks that share the experts (`expert_layout`): 1 and 1
+    # for plain tensor parallelism.
+    expert_parallel_size: int = 1
+    data_parallel_size: int = 1
+
+    @property
+    def link_width(self) -> int:
+        """GPUs one step's traffic spans: the TP group, or every DP rank's under DP x EP."""
+        return self.tensor_parallel_size * self.data_parallel_size
+
+
+def expert_layout(arch: ModelArchitecture, capacity: Capacity) -> tuple[int, int]:
+    """(expert_parallel_size, data_parallel_size) for the speed model, as the answer's engine
+    settings say the engine lays the experts out: vLLM enable_expert_parallel, EP = DP x TP
+    (vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make), and without
+    it an MoE's experts tensor-sharded over DP x TP (engines/expert_parallel.py
+    vllm_rank_weights); SGLang ep_size over its tp_size GPUs, attn_dp_size DP-attention groups
+    (engines/sglang_dp.py). A dense model's DP ranks are whole replicas: (1, 1)."""
+    if arch.moe is None:
+        return 1, 1
+    settings = capacity.engine_settings
+    if capacity.engine is Engine.VLLM:
+        dp = capacity.parallel.data_parallel_size
+        tp = capacity.parallel.tensor_parallel_size
+        ep = tp * dp if settings.get("enable_expert_parallel") is True else 1
+        return (1 if ep == tp * dp == 1 else ep), dp
+    if capacity.engine is Engine.SGLANG:
+        ep_size, attn_dp = settings.get("ep_size", 1), settings.get("attn_dp_size", 1)
+        if isinstance(ep_size, int) and isinstance(attn_dp, int):
+            return ep_size, attn_dp
+    return 1, 1
+
+
+def with_expert_layout(
+    question: SpeedQuestion, arch: ModelArchitecture, capacity: Capacity
+) -> SpeedQuestion:
+    """The question timed as `capacity`'s engine lays out the experts (`expert_layout`)."""
+    ep, dp = expert_layout(arch, capacity)
+    return replace(question, expert_parallel_size=ep, data_parallel_size=dp)
 
 
 def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) -> Speed:
     """The estimate, or why there is none (a GPU or a model that lacks a figure it needs)."""
-    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    figures = gpu_performance(gpu, question.link_width)
     if isinstance(figures, NoEstimate):
         return figures
     try:
@@ -127,6 +175,8 @@ def replica_speed(arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion) ->
             weight_format=question.weight_format,
             peak_batch=question.peak_batch,
             speculation=question.speculation,
+            expert_parallel_size=question.expert_parallel_size,
+            data_parallel_size=question.data_parallel_size,
         )
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
@@ -183,7 +233,7 @@ def capacity_speed(
         pipeline_parallel_size=capacity.parallel.pipeline_parallel_size,
         speculation=speculation,
     )
-    return replica_speed(arch, gpu, question)
+    return replica_speed(arch, gpu, with_expert_layout(question, arch, capacity))
 
 
 def mixed_step_ms(
@@ -196,7 +246,7 @@ def mixed_step_ms(
     """One engine step that decodes `decodes` sequences at `question.context_tokens` and
     computes the prefill `chunks` in the same pass (performance.mixed_cost: the weights read
     once, the FLOPs and cache reads of both), plus the pipeline stages' hops, ms."""
-    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    figures = gpu_performance(gpu, question.link_width)
     if isinstance(figures, NoEstimate):
         return figures
     try:
@@ -209,6 +259,8 @@ def mixed_step_ms(
             tensor_parallel_size=question.tensor_parallel_size,
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
+            expert_parallel_size=question.expert_parallel_size,
+            data_parallel_size=question.data_parallel_size,
         )
     except SizingError as exc:
         return NoEstimate(f"{exc.field}: {exc.reason}")
@@ -318,7 +370,8 @@ def pace(
         raise SizingError("speed_scale", f"must be a positive number, got {speed_scale}")
     tp = question.tensor_parallel_size
     pp = question.pipeline_parallel_size
-    figures = gpu_performance(gpu, tp)
+    ep, dp = question.expert_parallel_size, question.data_parallel_size
+    figures = gpu_performance(gpu, question.link_width)
     if isinstance(figures, NoEstimate):
         return figures
 
@@ -331,6 +384,8 @@ def pace(
             tensor_parallel_size=tp,
             kv_cache_dtype=question.kv_cache_dtype,
             weight_format=question.weight_format,
+            expert_parallel_size=ep,
+            data_parallel_size=dp,
         )
         ms = step_time(cost, fitted_efficiency(figures)).ms
         return (ms + pipeline_hops_ms(arch, gpu, pp, batch)) * speed_scale
@@ -342,6 +397,8 @@ def pace(
             question.prompt_tokens,
             tensor_parallel_size=tp,
             weight_format=question.weight_format,
+            expert_parallel_size=ep,
+            data_parallel_size=dp,
         )
         prefill_ms = step_time(prefill, fitted_efficiency(figures)).ms + pipeline_hops_ms(
             arch, gpu, pp, question.prompt_tokens
@@ -388,7 +445,7 @@ def batch_curve(
     arch: ModelArchitecture, gpu: Gpu, question: SpeedQuestion, batches: tuple[int, ...]
 ) -> tuple[BatchSpeed, ...] | NoEstimate:
     """The decode step at each batch, every sequence at `question.context_tokens`."""
-    figures = gpu_performance(gpu, question.tensor_parallel_size)
+    figures = gpu_performance(gpu, question.link_width)
     if isinstance(figures, NoEstimate):
         return figures
     points = []
@@ -402,6 +459,8 @@ def batch_curve(
                 tensor_parallel_size=question.tensor_parallel_size,
                 kv_cache_dtype=question.kv_cache_dtype,
                 weight_format=question.weight_format,
+                expert_parallel_size=question.expert_parallel_size,
+                data_parallel_size=question.data_parallel_size,
             )
             ms = step_time(cost, fitted_efficiency(figures)).ms
             points.append(BatchSpeed(batch, ms, batch * 1e3 / ms))
