@@ -77,7 +77,6 @@ _CACHES: tuple[Any, ...] = (
     vllm._checked_release,
     vllm._flags,
     vllm._worker_budget,
-    vllm._workers,
     vllm.vllm_budget,
     performance._bytes_per_parameter,
     performance._attention_terms,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from dataclasses import field as dataclass_field
 from functools import lru_cache, partial
 
 from ..errors import InvalidDtype, SizingError
@@ -1291,24 +1290,22 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
         inputs.arch, inputs.parallel.tensor_parallel_size, inputs.engine
     )
     dcp = inputs.engine.expert_parallel.decode_context_parallel_size
+    flags = vllm_flags(inputs, release)
+    inputs, all2all = _with_all2all(inputs, release, flags)
     if inputs.arch.has_compressed_attention:
-        flags = vllm_flags(inputs, release)
-        inputs, all2all = _with_all2all(inputs, release, flags)
         return _deepseek_v4_capacity(inputs, asked, release, flags, note, all2all=all2all)
-    workers = _workers(_WorkersAsked.of(inputs, release))
-    flags, stages, layout_at, budgets = (
-        workers.flags,
-        workers.stages,
-        workers.layout_at,
-        workers.budgets,
-    )
-    if workers.warnings or workers.engine is not inputs.engine:  # the backend changed them
-        inputs = replace(inputs, engine=workers.engine, warnings=inputs.warnings + workers.warnings)
+    stages, stage_sizes, layout_at = worker_layouts(inputs, release, flags, dcp)
     layouts = [layout_at(stage, inputs.workload.max_model_len) for stage in stages]
+    # Each worker profiles its own stage's weights (Worker.determine_available_memory).
+    budgets = tuple(
+        _stage_budget(inputs, release, flags, weights, all2all)
+        for weights in inputs.facts.stage_weights_bytes_per_gpu
+        or (inputs.facts.weights_bytes_per_gpu,)
+    )
     blocks = vllm_blocks(
         tuple(budget.pool_bytes for budget in budgets),
         layouts,
-        bool(workers.stage_sizes),
+        bool(stage_sizes),
         inputs.engine.num_gpu_blocks_override,
     )
     # The budget answered is the binding stage's (the fewest blocks).
@@ -1341,89 +1338,6 @@ def vllm_capacity(inputs: SizingInputs) -> Capacity:
     )
     tiered = vllm_tiers(capacity, inputs.engine, release.version, release.label)
     return with_lmcache(tiered, inputs.engine, release.version, release.label)
-
-
-@dataclass(frozen=True, slots=True)
-class _WorkersAsked:
-    """A vLLM question as far as the steps before its context read it (the flags, the
-    all-to-all backend, the workers' layers and each stage's budget): compared and hashed by
-    those fields alone, and carrying the whole question (`inputs`) for the memo's miss. The
-    context is in it only where a step reads it: V0's scheduler defaults, an encoder's
-    profile."""
-
-    arch: ModelArchitecture
-    stages: tuple[ModelArchitecture, ...]
-    gpu: Gpu
-    parallel: Parallelism
-    engine: EngineOptions
-    release: VllmRelease
-    kv_cache_dtype: KvCacheDtype
-    kv_element_bytes: int
-    weights_per_stage: tuple[int, ...]
-    weights_note: str | None
-    v0_context: int
-    encoder_context: int
-    inputs: SizingInputs = dataclass_field(compare=False, repr=False)
-
-    @classmethod
-    def of(cls, inputs: SizingInputs, release: VllmRelease) -> _WorkersAsked:
-        facts, context = inputs.facts, inputs.workload.max_model_len
-        return cls(
-            inputs.arch,
-            inputs.stages,
-            inputs.gpu,
-            inputs.parallel,
-            inputs.engine,
-            release,
-            inputs.workload.kv_cache_dtype,
-            facts.kv_element_bytes,
-            # Each worker profiles its own stage's weights (Worker.determine_available_memory).
-            facts.stage_weights_bytes_per_gpu or (facts.weights_bytes_per_gpu,),
-            None if facts.rank_weights is None else facts.rank_weights.note,
-            0 if release.v1_engine else context,
-            0 if inputs.arch.encoder is None else context,
-            inputs,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Workers:
-    """What the steps before the context decide for a vLLM question (`_workers`)."""
-
-    flags: VllmFlags
-    engine: EngineOptions  # as vLLM runs it with the all-to-all backend
-    warnings: tuple[str, ...]  # the backend's, said after the question's own
-    stages: tuple[ModelArchitecture, ...]
-    stage_sizes: tuple[int, ...]
-    layout_at: LayoutAt
-    budgets: tuple[MemoryBudget, ...]
-
-
-# One memo per layout in place of one per step (the flags, the backend, the layers and the
-# budgets were four lookups a question); a refusal raises again each time (never memoised).
-@lru_cache(maxsize=4096)
-def _workers(asked: _WorkersAsked) -> _Workers:
-    """vllm_capacity's steps from the release to the budgets: the flags, the all-to-all
-    backend, the layers each worker groups and each stage's budget."""
-    release = asked.release
-    question = replace(asked.inputs, warnings=())
-    flags = vllm_flags(question, release)
-    question, all2all = _with_all2all(question, release, flags)
-    dcp = question.engine.expert_parallel.decode_context_parallel_size
-    stages, stage_sizes, layout_at = worker_layouts(question, release, flags, dcp)
-    budgets = tuple(
-        _stage_budget(question, release, flags, weights, all2all)
-        for weights in asked.weights_per_stage
-    )
-    return _Workers(
-        flags,
-        question.engine,
-        question.warnings,
-        stages,
-        stage_sizes,
-        layout_at,
-        budgets,
-    )
 
 
 # Memoised without the context: the release and the checks of what it runs read none of it.
