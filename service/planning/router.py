@@ -122,10 +122,17 @@ def _answer_row(detail: CapacityAnswer) -> dict[str, Any]:
     return detail.model_dump(mode="json", include=_ROW_FIELDS)
 
 
+# What `model_dump_json` calls, called straight: bytes as it writes them, without the text it
+# decodes them to and the `include` set it walks (a CapacityAnswer has no other field).
+_ANSWER_SERIALIZER = CapacityAnswer.__pydantic_serializer__
+
+
 def _answer_json(detail: CapacityAnswer) -> bytes:
     """GET's JSON body: the CapacityAnswer fields serialised by pydantic straight from the
     detail (its warnings included), the bytes `_JSON.encode` writes of the same fields for
     every answer kvplan computes (ASCII text, finite numbers), without building a dict."""
+    if type(detail) is CapacityAnswer:
+        return _ANSWER_SERIALIZER.to_json(detail)
     return detail.model_dump_json(include=_ANSWER_FIELDS).encode()
 
 

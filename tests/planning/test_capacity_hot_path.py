@@ -24,11 +24,13 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
 from service.app import create_app
+from service.catalog.seed import offline_snapshot
 from service.kit.db import Database
 from service.kit.deps import _query_names
-from service.planning import hot_path
+from service.planning import hot_path, service
 from service.planning.cache import CapacityKey, EncodedAnswer, EncodedAnswers
 from service.planning.hot_path import DECLARED, PATH
+from service.planning.router import _ANSWER_FIELDS, _answer_json
 from service.planning.router import router as planning_router
 from service.planning.schemas import CapacityQuery
 from tests.catalog.test_stale_reads import cut
@@ -470,3 +472,19 @@ def test_the_hot_paths_query_pairs_are_starlettes(query: str) -> None:
     # QueryParams, which is parse_qsl(..., keep_blank_values=True): a difference would answer
     # another question than the route would.
     assert hot_path.query_pairs(query) == parse_qsl(query, keep_blank_values=True)
+
+
+def test_the_json_answer_is_the_bytes_model_dump_json_writes() -> None:
+    # router._answer_json calls CapacityAnswer's serializer straight for an exact
+    # CapacityAnswer: the same bytes as model_dump_json(include=every field), for an answer
+    # without warnings and one with (Gemma 3's padding-layers note).
+    snapshot = offline_snapshot()
+    warned = []
+    for model in ("llama-3.1-8b", "gemma-3-27b-it"):
+        params = {"model": model, "gpu": "h100-sxm-80gb", "max_model_len": 8192}
+        query = CapacityQuery.model_validate(params)
+        answer = service.capacity_answer(service.CapacityQuestion.from_query(query), snapshot)
+        assert type(answer).__name__ == "CapacityAnswer"
+        assert _answer_json(answer) == answer.model_dump_json(include=_ANSWER_FIELDS).encode()
+        warned.append(bool(answer.warnings))
+    assert warned == [False, True]
