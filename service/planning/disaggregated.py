@@ -66,8 +66,7 @@ from .rate import (
     Chosen,
     Load,
     Tabled,
-    bound_closes,
-    bounded,
+    branch_and_bound,
     decode_batch,
     distribution_out,
     misses,
@@ -299,16 +298,12 @@ def simulated(
 ) -> Bounded:
     """Branch and bound over the pairs (module docstring), each simulated at the replicas that
     meet the targets."""
-    chosen: list[Chosen] = []
-    done = 0
-    for pair in found:
-        if bound_closes(pair.bound, chosen, FINALISTS) or done >= MAX_PAIRS:
-            break
-        done += 1
-        one = _simulate(pair, workload, load, max_replicas, rejected)
-        if one is not None:
-            chosen.append(one)
-    return bounded(chosen, done, [p.bound for p in found[done:]], FINALISTS)
+    return branch_and_bound(
+        [(pair.bound, pair) for pair in found],
+        lambda pair: _simulate(pair, workload, load, max_replicas, rejected),
+        keep=FINALISTS,
+        most=MAX_PAIRS,
+    )
 
 
 def _simulate(

@@ -40,6 +40,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..catalog.snapshot import CatalogSnapshot
 from ..kit.metrics import Metrics
@@ -599,17 +600,37 @@ def _simulated(
     k-th cheapest simulated option (`limits`: max_replicas and k); one that cannot meet
     them is rejected."""
     max_replicas, keep = limits
+    return branch_and_bound(
+        [(c.bound, c) for c in candidates],
+        lambda c: _simulate(c, workload, load, max_replicas, rejected),
+        keep=keep,
+        most=MAX_CANDIDATES,
+    )
+
+
+_Item = TypeVar("_Item")
+
+
+def branch_and_bound(
+    bounded_items: Sequence[tuple[float | None, _Item]],
+    simulate: Callable[[_Item], Chosen | None],
+    *,
+    keep: int,
+    most: int,
+) -> Bounded:
+    """Simulate the items (each with its lower bound, cheapest first) until the next bound
+    costs more than the `keep`-th cheapest simulated option, or `most` are simulated; a
+    simulation that meets no target gives None (the item rejected by `simulate`)."""
     chosen: list[Chosen] = []
     done = 0
-    for candidate in candidates:
-        if bound_closes(candidate.bound, chosen, keep) or done >= MAX_CANDIDATES:
+    for bound, item in bounded_items:
+        if bound_closes(bound, chosen, keep) or done >= most:
             break
         done += 1
-        one = _simulate(candidate, workload, load, max_replicas, rejected)
+        one = simulate(item)
         if one is not None:
             chosen.append(one)
-    left = candidates[done:]
-    return bounded(chosen, done, [c.bound for c in left], keep)
+    return bounded(chosen, done, [b for b, _ in bounded_items[done:]], keep)
 
 
 def bounded(chosen: list[Chosen], done: int, left: Sequence[float | None], keep: int) -> Bounded:
